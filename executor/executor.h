@@ -1,0 +1,116 @@
+#pragma once
+// @brief The Executor interface: performs or prices one scheduler step (a BatchPlan) on one
+// replica. The executor decides nothing; the simulator decided everything in the plan.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "traces/types.h"
+
+namespace inferscale {
+
+/// One fact in a request's composed prompt: header + facts + footer + query.
+struct PromptFact {
+  FactId fact = 0;
+  std::uint32_t tokens = 0;
+  std::uint32_t position = 0;  // composed position of the fact's first token
+  bool inject = true;          // KV injected from the store; false: inlined as text and prefilled
+};
+
+/// A (chunk of a) request prefill. Token ranges are in the request's *computed-token* space:
+/// the tokens that must go through the model (everything in text mode; inline facts, footer and
+/// query in kv_inject). The header is prefix-cached per replica and injected facts are copied.
+struct PrefillItem {
+  RequestId request = 0;
+  UserId user = 0;
+  std::uint32_t header_tokens = 0;
+  std::uint32_t footer_tokens = 0;
+  std::uint32_t query_tokens = 0;
+  std::uint32_t facts_begin = 0, facts_end = 0;  // range in BatchPlan::prompt_facts
+  std::uint32_t prompt_tokens = 0;    // header + all facts + footer + query
+  std::uint32_t computed_total = 0;   // tokens of this prompt that must be computed
+  std::uint32_t computed_done = 0;    // computed in earlier steps
+  std::uint32_t computed_now = 0;     // computed in this step
+  std::uint32_t present_tokens = 0;   // KV present before this chunk (cached/injected + done)
+  bool header_cached = false;         // header KV reused from the replica's prefix cache
+  bool first_chunk = false;           // inject the facts now
+  bool last_chunk = false;            // sample the first output token
+};
+
+/// One decode step of one running request.
+struct DecodeItem {
+  RequestId request = 0;
+  std::uint32_t context_tokens = 0;  // KV already present (prompt + generated so far)
+};
+
+/// Encode a fact's KV (Context-Window Encoding: after `context_tokens` tokens of the turns
+/// before it, whose KV is discarded); the result goes to the GPU fact pool.
+struct FactEncode {
+  FactId fact = 0;
+  UserId user = 0;
+  std::uint32_t tokens = 0;
+  std::uint32_t context_tokens = 0;
+  bool store = true;  // false: encoded for this request only, not kept
+};
+
+/// Copy a fact's KV from the host tier into the GPU pool.
+struct FactLoad {
+  FactId fact = 0;
+  std::uint32_t tokens = 0;
+  std::uint64_t bytes = 0;
+};
+
+/// One scheduler step of one replica. Reused between steps (clear() keeps capacity).
+struct BatchPlan {
+  int replica = 0;
+  SimTime now = 0;
+  std::vector<FactEncode> encodes;     // run first (memory writes, misses)
+  std::vector<FactLoad> loads;         // host -> GPU
+  std::vector<FactId> evictions;       // free from the GPU pool (before encodes/loads)
+  std::vector<PromptFact> prompt_facts;
+  std::vector<PrefillItem> prefills;
+  std::vector<DecodeItem> decodes;
+  std::vector<RequestId> released;     // requests finished or preempted: free their KV
+
+  void clear() {
+    encodes.clear();
+    loads.clear();
+    evictions.clear();
+    prompt_facts.clear();
+    prefills.clear();
+    decodes.clear();
+    released.clear();
+  }
+  bool empty() const {
+    return encodes.empty() && loads.empty() && prefills.empty() && decodes.empty() &&
+           evictions.empty() && released.empty();
+  }
+};
+
+/// Time per phase of a step, in ns (what the step's time is made of).
+struct PhaseTimes {
+  SimTime encode_ns = 0;
+  SimTime load_ns = 0;
+  SimTime inject_ns = 0;
+  SimTime prefill_ns = 0;
+  SimTime decode_ns = 0;
+  SimTime overhead_ns = 0;
+};
+
+struct BatchResult {
+  SimTime duration_ns = 0;
+  PhaseTimes phases;
+  /// One token per last_chunk prefill, then one per decode item, in plan order (real executors).
+  std::vector<std::int32_t> tokens;
+};
+
+/// @brief Performs or prices one step. Implementations: cost model, GPU, remote.
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual BatchResult execute(const BatchPlan& plan) = 0;
+  virtual std::string name() const = 0;
+};
+
+}  // namespace inferscale

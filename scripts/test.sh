@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs every test (Catch2 through CTest, then the notebook).
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+install_debs "${DEB_PACKAGES[@]}"
+install_pip "${PIP_PACKAGES[@]}"
+configure_and_build
+log "running the tests"
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS" "$@"

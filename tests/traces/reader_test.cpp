@@ -1,0 +1,158 @@
+#include "traces/reader.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/catch.h"
+#include "traces/error.h"
+#include "traces/writer.h"
+
+using namespace inferscale;
+
+namespace {
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("inferscale_test_" + name)).string();
+}
+
+std::string write_file(const std::string& name, const std::string& body) {
+  const auto p = temp_path(name);
+  std::ofstream(p) << body;
+  return p;
+}
+
+/// Reads the whole file; returns the InputError's where() (or "" when it reads cleanly).
+std::string error_where(const std::string& path, std::string* message = nullptr) {
+  try {
+    TraceReader r(path);
+    TraceRecord rec;
+    while (r.next(rec)) {
+    }
+  } catch (const InputError& e) {
+    if (message) *message = e.message();
+    return e.where();
+  }
+  return "";
+}
+
+const char* kGood =
+    R"({"type":"header","version":1,"source":"test"}
+{"type":"fact","id":10,"user":1,"tokens":20}
+{"type":"memory_write","id":11,"user":1,"tokens":5,"time":100}
+{"type":"request","id":1,"user":1,"time":200,"query_tokens":24,"output_tokens":50,"facts":[11,10]}
+)";
+
+}  // namespace
+
+TEST_CASE("reader reads a valid trace") {
+  const auto p = write_file("good.jsonl", kGood);
+  TraceReader r(p);
+  TraceRecord rec;
+  REQUIRE(r.next(rec));
+  CHECK(rec.kind == RecordKind::kHeader);
+  REQUIRE(r.next(rec));
+  CHECK(rec.kind == RecordKind::kFact);
+  CHECK(rec.fact.id == 10);
+  REQUIRE(r.next(rec));
+  CHECK(rec.kind == RecordKind::kMemoryWrite);
+  CHECK(rec.fact.time == 100);
+  REQUIRE(r.next(rec));
+  CHECK(rec.kind == RecordKind::kRequest);
+  CHECK(rec.request.facts == std::vector<FactId>{11, 10});
+  CHECK(r.request_fact_indices() == std::vector<std::uint32_t>{1, 0});
+  CHECK_FALSE(r.next(rec));
+}
+
+TEST_CASE("reader rejects bad input with file:line:column") {
+  struct Case {
+    const char* name;
+    std::string body;
+    std::string where_suffix;  // ":line:column"
+    const char* message_part;
+  };
+  const std::string fact = R"({"type":"fact","id":10,"user":1,"tokens":20})" "\n";
+  const std::vector<Case> cases = {
+      {"truncated", fact + R"({"type":"request","id":1,"user":1,"time":2)", ":2:", "truncated"},
+      {"wrong_type", R"({"type":"fact","id":"10","user":1,"tokens":20})", ":1:21",
+       "expected an integer, got a string"},
+      {"negative_size", R"({"type":"fact","id":10,"user":1,"tokens":-4})", ":1:42",
+       "expected an integer in [1"},
+      {"backwards", fact + R"({"type":"memory_write","id":11,"user":1,"tokens":5,"time":100})"
+                           "\n" R"({"type":"memory_write","id":12,"user":1,"tokens":5,"time":50})",
+       ":3:59", "time goes backwards"},
+      {"missing_fact",
+       fact + R"({"type":"request","id":1,"user":1,"time":2,"query_tokens":1,"output_tokens":1,"facts":[10,99]})",
+       ":2:91", "does not exist (yet)"},
+      {"other_users_fact",
+       fact + R"({"type":"request","id":1,"user":2,"time":2,"query_tokens":1,"output_tokens":1,"facts":[10]})",
+       ":2:88", "of user 1"},
+      {"unknown_key", R"({"type":"fact","id":10,"user":1,"tokens":20,"tokns":3})", ":1:53",
+       "unknown key 'tokns'"},
+      {"duplicate", fact + fact, ":2:21", "duplicate fact id"},
+      {"missing_key", R"({"type":"fact","id":10,"tokens":20})", ":1:1", "missing key 'user'"},
+  };
+  for (const auto& c : cases) {
+    SECTION(c.name) {
+      const auto p = write_file(std::string(c.name) + ".jsonl", c.body);
+      std::string message;
+      const auto where = error_where(p, &message);
+      INFO(c.name << ": " << where << ": " << message);
+      CHECK(where.rfind(p, 0) == 0);
+      CHECK(where.find(c.where_suffix) == p.size());
+      CHECK(message.find(c.message_part) != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("writer -> reader round trip") {
+  const auto p = temp_path("roundtrip.jsonl");
+  TraceHeader h;
+  h.source = "test";
+  h.arrival = ArrivalMode::kClosedLoop;
+  h.concurrency = 3;
+  h.think_time_ns = 7;
+  FactRecord f{5, 2, 17, 0, "Caroline has a \"dog\"\n", "D1:3", 1, {4, 5, 6}};
+  RequestRecord q;
+  q.id = 9;
+  q.user = 2;
+  q.time = 42;
+  q.query_tokens = 12;
+  q.output_tokens = 3;
+  q.facts = {5};
+  q.text = "Who?";
+  q.qa = QaInfo{2, "Max", {"D1:3", "D2:1"}};
+  {
+    TraceWriter w(p);
+    w.write(h);
+    w.write_fact(f, true);
+    w.write(q);
+    w.close();
+  }
+  TraceReader r(p);
+  TraceRecord rec;
+  REQUIRE(r.next(rec));
+  CHECK(rec.header.arrival == ArrivalMode::kClosedLoop);
+  CHECK(rec.header.concurrency == 3);
+  CHECK(rec.header.think_time_ns == 7);
+  REQUIRE(r.next(rec));
+  CHECK(rec.kind == RecordKind::kMemoryWrite);
+  CHECK(rec.fact.text == f.text);
+  CHECK(rec.fact.source == "D1:3");
+  CHECK(rec.fact.context_tokens == f.context_tokens);
+  REQUIRE(r.next(rec));
+  CHECK(rec.request.qa.answer == "Max");
+  CHECK(rec.request.qa.evidence == q.qa.evidence);
+  CHECK(rec.request.text == "Who?");
+  CHECK_FALSE(r.next(rec));
+}
+
+TEST_CASE("an unclosed writer leaves nothing behind") {
+  const auto p = temp_path("abandoned.jsonl");
+  std::filesystem::remove(p);
+  {
+    TraceWriter w(p);
+    w.write(TraceHeader{});
+  }
+  CHECK_FALSE(std::filesystem::exists(p));
+  CHECK_FALSE(std::filesystem::exists(p + ".tmp"));
+}

@@ -1,0 +1,69 @@
+#pragma once
+// @brief TraceReader: streams a JSONL trace record by record, validating as it goes.
+
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "traces/json_line.h"
+#include "traces/trace.h"
+
+namespace inferscale {
+
+/// Fact id -> (owner, dense index) for every fact seen so far. Dense ids use a vector, sparse
+/// ones a hash map, so 10^7 facts cost ~12 bytes each.
+class FactIndex {
+ public:
+  static constexpr std::uint32_t kAbsent = 0xffffffffu;
+  /// Registers a fact; returns its dense index, or kAbsent if the id exists already.
+  std::uint32_t add(FactId id, UserId user);
+  /// Dense index of `id`, or kAbsent.
+  std::uint32_t find(FactId id) const;
+  UserId owner(std::uint32_t dense) const { return owner_[dense]; }
+  std::size_t size() const { return owner_.size(); }
+
+ private:
+  static constexpr FactId kDenseLimit = FactId{1} << 28;
+  std::vector<std::uint32_t> dense_;  // by id, for ids < kDenseLimit
+  std::unordered_map<FactId, std::uint32_t> sparse_;
+  std::vector<UserId> owner_;  // by dense index
+};
+
+/// @brief Reads a trace; every error is an InputError at file:line:column with what was
+/// expected. Memory use is independent of the number of requests.
+class TraceReader {
+ public:
+  explicit TraceReader(const std::string& path);
+  /// Next record into `out` (reused); false at end of file.
+  bool next(TraceRecord& out);
+  /// The header (defaults when the trace has none); valid after the first next().
+  const TraceHeader& header() const { return header_; }
+  /// Facts seen so far; dense indices follow declaration order.
+  const FactIndex& facts() const { return facts_; }
+  /// Dense indices of the last request's facts, in the request's order.
+  const std::vector<std::uint32_t>& request_fact_indices() const { return dense_facts_; }
+  const std::string& path() const { return path_; }
+  long line() const { return line_no_; }
+
+ private:
+  [[noreturn]] void fail(long column, const std::string& message) const;
+  void parse_header(TraceRecord& out);
+  void parse_fact(TraceRecord& out, bool memory_write);
+  void parse_request(TraceRecord& out);
+
+  std::string path_;
+  std::ifstream in_;
+  std::string line_;
+  long line_no_ = 0;
+  JsonLine json_;
+  TraceHeader header_;
+  bool seen_record_ = false;
+  SimTime last_time_ = 0;
+  FactIndex facts_;
+  std::vector<std::uint32_t> dense_facts_;
+};
+
+}  // namespace inferscale
