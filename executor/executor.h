@@ -61,13 +61,17 @@ struct FactLoad {
   std::uint64_t bytes = 0;
 };
 
-/// One scheduler step of one replica. Reused between steps (clear() keeps capacity).
+/// One scheduler step of one replica, performed in this order: offloads, evictions,
+/// host_evictions, loads, encodes, then one forward pass over prefills and decodes, then
+/// released. Reused between steps (clear() keeps capacity).
 struct BatchPlan {
   int replica = 0;
   SimTime now = 0;
   std::vector<FactEncode> encodes;     // run first (memory writes, misses)
   std::vector<FactLoad> loads;         // host -> GPU
+  std::vector<FactId> offloads;        // copy GPU pool -> host tier (before evictions)
   std::vector<FactId> evictions;       // free from the GPU pool (before encodes/loads)
+  std::vector<FactId> host_evictions;  // drop from the host tier
   std::vector<PromptFact> prompt_facts;
   std::vector<PrefillItem> prefills;
   std::vector<DecodeItem> decodes;
@@ -76,7 +80,9 @@ struct BatchPlan {
   void clear() {
     encodes.clear();
     loads.clear();
+    offloads.clear();
     evictions.clear();
+    host_evictions.clear();
     prompt_facts.clear();
     prefills.clear();
     decodes.clear();
@@ -84,7 +90,7 @@ struct BatchPlan {
   }
   bool empty() const {
     return encodes.empty() && loads.empty() && prefills.empty() && decodes.empty() &&
-           evictions.empty() && released.empty();
+           offloads.empty() && evictions.empty() && host_evictions.empty() && released.empty();
   }
 };
 
