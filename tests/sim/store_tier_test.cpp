@@ -1,0 +1,84 @@
+#include "sim/store_tier.h"
+
+#include <set>
+
+#include "policies/registry.h"
+#include "tests/catch.h"
+
+using namespace inferscale;
+
+namespace {
+
+class Pins : public RunView {
+ public:
+  std::set<FactId> pinned_ids;
+  bool pinned(FactId id) const override { return pinned_ids.count(id) != 0; }
+  bool user_in_flight(UserId) const override { return false; }
+  SimTime user_last_active(UserId) const override { return kNever; }
+  SimTime next_access(FactId, SimTime) const override { return kNever; }
+  FactId fact_id_bound() const override { return 1000; }
+};
+
+StoreTier make_tier(const std::string& policy, std::uint64_t capacity) {
+  PolicyArgs args;
+  return StoreTier("gpu", capacity, PolicyRegistry::make_eviction(policy, args, "test"),
+                   PolicyRegistry::make_admission("always", args, "test"), policy);
+}
+
+CacheEntry entry(FactId id, std::uint64_t bytes = 10) {
+  CacheEntry e;
+  e.id = id;
+  e.bytes = bytes;
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("LRU tier evicts the least recently used unpinned fact") {
+  auto tier = make_tier("lru", 30);
+  Pins pins;
+  tier.set_view(&pins);
+  std::vector<FactId> evicted;
+  for (FactId id : {0, 1, 2}) REQUIRE(tier.insert(entry(id), id, &evicted));
+  CHECK(evicted.empty());
+  CHECK(tier.lookup(entry(0), 5));  // order now (LRU first): 1, 2, 0
+  pins.pinned_ids = {1};
+  REQUIRE(tier.insert(entry(3), 6, &evicted));
+  CHECK(evicted == std::vector<FactId>{2});
+  CHECK(tier.resident(1));
+  CHECK_FALSE(tier.resident(2));
+  CHECK(tier.used_bytes() == 30);
+  CHECK(tier.stats().hits == 1);
+}
+
+TEST_CASE("a tier whose residents are all pinned rejects inserts and never overflows") {
+  auto tier = make_tier("fifo", 20);
+  Pins pins;
+  tier.set_view(&pins);
+  std::vector<FactId> evicted;
+  REQUIRE(tier.insert(entry(0), 0, &evicted));
+  REQUIRE(tier.insert(entry(1), 0, &evicted));
+  pins.pinned_ids = {0, 1};
+  CHECK_FALSE(tier.insert(entry(2), 1, &evicted));
+  CHECK(tier.used_bytes() == 20);
+  CHECK_FALSE(tier.insert(entry(3, 21), 1, &evicted));  // larger than the tier
+}
+
+TEST_CASE("a policy returning a pinned victim is stopped with a clear error") {
+  class Bad : public EvictionPolicy {
+   public:
+    void on_insert(const CacheEntry&, SimTime) override {}
+    void on_hit(const CacheEntry&, SimTime) override {}
+    void on_remove(FactId) override {}
+    std::optional<FactId> victim(const EvictionContext&) const override { return 0; }
+  };
+  StoreTier tier("gpu", 10, std::make_unique<Bad>(), nullptr, "bad");
+  Pins pins;
+  tier.set_view(&pins);
+  std::vector<FactId> evicted;
+  REQUIRE(tier.insert(entry(0), 0, &evicted));
+  pins.pinned_ids = {0};
+  CHECK_THROWS_WITH(tier.insert(entry(1), 1, &evicted),
+                    Catch::Matchers::Contains("pinned by a running request"));
+  CHECK(tier.resident(0));
+}
