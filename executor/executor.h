@@ -54,7 +54,8 @@ struct FactEncode {
   bool store = true;  // false: encoded for this request only, not kept
 };
 
-/// Copy a fact's KV from the host tier into the GPU pool.
+/// Copy a fact's KV between the host tier and the GPU pool (loads: host -> GPU; offloads:
+/// GPU -> host).
 struct FactLoad {
   FactId fact = 0;
   std::uint32_t tokens = 0;
@@ -69,7 +70,7 @@ struct BatchPlan {
   SimTime now = 0;
   std::vector<FactEncode> encodes;     // run first (memory writes, misses)
   std::vector<FactLoad> loads;         // host -> GPU
-  std::vector<FactId> offloads;        // copy GPU pool -> host tier (before evictions)
+  std::vector<FactLoad> offloads;      // copy GPU pool -> host tier (before evictions)
   std::vector<FactId> evictions;       // free from the GPU pool (before encodes/loads)
   std::vector<FactId> host_evictions;  // drop from the host tier
   std::vector<PromptFact> prompt_facts;
