@@ -16,7 +16,12 @@ struct PromptFact {
   std::uint32_t tokens = 0;
   std::uint32_t position = 0;  // composed position of the fact's first token
   bool inject = true;          // KV injected from the store; false: inlined as text and prefilled
+  /// KV already written into this request's cache by a FactEncode/FactLoad with `for_request`
+  /// (the store did not admit it): neither gathered from the pool nor prefilled.
+  bool private_kv = false;
 };
+
+inline constexpr RequestId kNoRequest = ~RequestId{0};
 
 /// A (chunk of a) request prefill. Token ranges are in the request's *computed-token* space:
 /// the tokens that must go through the model (everything in text mode; inline facts, footer and
@@ -51,7 +56,9 @@ struct FactEncode {
   UserId user = 0;
   std::uint32_t tokens = 0;
   std::uint32_t context_tokens = 0;
-  bool store = true;  // false: encoded for this request only, not kept
+  bool store = true;  // false: not admitted to the store; KV goes to `for_request` only
+  RequestId for_request = kNoRequest;  // store=false: write the KV into this request's cache,
+  std::uint32_t position = 0;          // rotated to this composed position
 };
 
 /// Copy a fact's KV between the host tier and the GPU pool (loads: host -> GPU; offloads:
@@ -60,6 +67,8 @@ struct FactLoad {
   FactId fact = 0;
   std::uint32_t tokens = 0;
   std::uint64_t bytes = 0;
+  RequestId for_request = kNoRequest;  // loads only: GPU store full of pinned facts, so the KV
+  std::uint32_t position = 0;          // goes straight into this request's cache at `position`
 };
 
 /// One scheduler step of one replica, performed in this order: offloads, evictions,
