@@ -71,9 +71,9 @@ struct FactLoad {
   std::uint32_t position = 0;          // goes straight into this request's cache at `position`
 };
 
-/// One scheduler step of one replica, performed in this order: offloads, evictions,
-/// host_evictions, loads, encodes, then one forward pass over prefills and decodes, then
-/// released. Reused between steps (clear() keeps capacity).
+/// One scheduler step of one replica, performed in this order: offloads, evictions, loads,
+/// host_evictions, encodes, then one forward pass over prefills and decodes, then released.
+/// Reused between steps (clear() keeps capacity).
 struct BatchPlan {
   int replica = 0;
   SimTime now = 0;
@@ -81,7 +81,7 @@ struct BatchPlan {
   std::vector<FactLoad> loads;         // host -> GPU
   std::vector<FactLoad> offloads;      // copy GPU pool -> host tier (before evictions)
   std::vector<FactId> evictions;       // free from the GPU pool (before encodes/loads)
-  std::vector<FactId> host_evictions;  // drop from the host tier
+  std::vector<FactId> host_evictions;  // drop from the host tier (after loads)
   std::vector<PromptFact> prompt_facts;
   std::vector<PrefillItem> prefills;
   std::vector<DecodeItem> decodes;
