@@ -145,6 +145,7 @@ constexpr std::int64_t kMaxTokens = 1 << 24;
 bool TraceReader::next(TraceRecord& out) {
   while (std::getline(in_, line_)) {
     ++line_no_;
+    bytes_read_ += line_.size() + 1;
     if (line_.empty() || line_.find_first_not_of(" \t\r") == std::string::npos) continue;
     if (!json_.parse(line_)) fail(json_.error_column(), json_.error());
     const auto& root = json_.root();

@@ -47,6 +47,8 @@ class TraceReader {
   const std::vector<std::uint32_t>& request_fact_indices() const { return dense_facts_; }
   const std::string& path() const { return path_; }
   long line() const { return line_no_; }
+  /// Bytes consumed so far (for progress bars).
+  std::uint64_t bytes_read() const { return bytes_read_; }
 
  private:
   [[noreturn]] void fail(long column, const std::string& message) const;
@@ -58,6 +60,7 @@ class TraceReader {
   std::ifstream in_;
   std::string line_;
   long line_no_ = 0;
+  std::uint64_t bytes_read_ = 0;
   JsonLine json_;
   TraceHeader header_;
   bool seen_record_ = false;
