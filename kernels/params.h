@@ -1,0 +1,100 @@
+#pragma once
+// @brief Parameter structs of every kernel, shared by the CUDA launchers (kernels/*.cuh) and the
+// CPU references (kernels/reference/*.h) that define what each kernel means. Plain C++.
+//
+// Strides and offsets are in elements. Index arrays are int32. A "pool slot" is
+// block * block_tokens + offset inside the block; a "cache slot" is a row of a layer's KV cache.
+
+#include <cstdint>
+
+#include "kernels/kernel_types.h"
+
+namespace inferscale {
+
+/// Rotate (forward) or un-rotate rows of head vectors at per-token positions.
+/// A negative position p rotates by the angle of -|p| (a backwards delta shift).
+struct RopeParams {
+  const void* in = nullptr;  // [tokens, heads, head_dim] at token_stride / head_stride
+  void* out = nullptr;       // same layout and strides as `in`; may equal `in`
+  const std::int32_t* positions = nullptr;  // [tokens]
+  RopeTableView table;
+  std::int64_t token_stride = 0;
+  std::int64_t head_stride = 0;
+  std::int32_t tokens = 0, heads = 0, head_dim = 0;
+  DType dtype = DType::kF32;
+  RopeStyle style = RopeStyle::kNeox;
+};
+
+/// Layout of the fact pool: blocks of `block_tokens` tokens holding every layer's K and V.
+/// Element (slot, layer, head, i) of K lives at
+///   k[(slot / block_tokens) * block_stride + layer * layer_stride
+///     + (slot % block_tokens) * kv_heads * head_dim + head * head_dim + i]
+/// and likewise for V from base `v`. The executor's pool is
+/// [num_blocks, layers, 2 (K, V), block_tokens, kv_heads, head_dim].
+struct PoolView {
+  void* k = nullptr;
+  void* v = nullptr;
+  std::int64_t block_stride = 0;
+  std::int64_t layer_stride = 0;
+  std::int32_t block_tokens = 16;
+};
+
+/// Fused injection: for every injected token, gather its K and V rows of all layers from the
+/// pool, rotate K to its position (composed position; signed shift in delta mode) and write both
+/// into the request's rows of the KV cache. V is copied unchanged.
+struct InjectParams {
+  PoolView pool;                            // source (read only)
+  void* cache_k = nullptr;                  // [layers, cache_slots, kv_heads, head_dim]
+  void* cache_v = nullptr;                  // [layers, cache_slots, kv_heads, head_dim]
+  std::int64_t cache_layer_stride = 0;      // cache_slots * kv_heads * head_dim
+  const std::int32_t* src_slots = nullptr;  // [tokens] pool slots
+  const std::int32_t* dst_slots = nullptr;  // [tokens] cache slots
+  const std::int32_t* positions = nullptr;  // [tokens] rotation applied to K
+  RopeTableView table;
+  std::int32_t tokens = 0, layers = 0, kv_heads = 0, head_dim = 0;
+  DType dtype = DType::kF32;
+  RopeStyle style = RopeStyle::kNeox;
+};
+
+/// Native prefill/decode of one layer after the fused QKV projection: rotate q into q_out,
+/// rotate k into the KV cache, copy v into the KV cache, and (for fact encodes) store the
+/// token's K (before RoPE, or after it in delta mode) and V into the pool.
+struct KvAppendParams {
+  const void* qkv = nullptr;    // [tokens, (heads + 2 * kv_heads) * head_dim]: q | k | v
+  std::int64_t qkv_stride = 0;  // elements between consecutive tokens
+  void* q_out = nullptr;        // [tokens, heads, head_dim], contiguous
+  void* cache_k = nullptr;      // this layer: [cache_slots, kv_heads, head_dim]
+  void* cache_v = nullptr;      // this layer: [cache_slots, kv_heads, head_dim]
+  const std::int32_t* cache_slots = nullptr;  // [tokens]
+  PoolView pool;                              // k / v point at this layer's block 0; null: no store
+  const std::int32_t* pool_slots = nullptr;   // [tokens]; -1: not stored; null: none stored
+  bool pool_rotated = false;                  // store K after RoPE (delta mode) instead of before
+  const std::int32_t* positions = nullptr;    // [tokens]
+  RopeTableView table;
+  std::int32_t tokens = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  DType dtype = DType::kF32;
+  RopeStyle style = RopeStyle::kNeox;
+};
+
+/// y = x * rsqrt(mean(x^2) + eps) * weight, per row, in fp32: (x * r) * w, rounded once.
+struct RmsNormParams {
+  const void* x = nullptr;       // [rows, cols] at x_stride
+  void* out = nullptr;           // [rows, cols] at out_stride
+  const void* weight = nullptr;  // [cols]
+  std::int64_t rows = 0, cols = 0;
+  std::int64_t x_stride = 0, out_stride = 0;
+  float eps = 1e-5f;
+  DType dtype = DType::kF32;
+};
+
+/// SwiGLU activation: out[r, c] = silu(gate_up[r, c]) * gate_up[r, cols + c],
+/// silu(g) = g / (1 + exp(-g)), in fp32.
+struct SiluMulParams {
+  const void* gate_up = nullptr;  // [rows, 2 * cols] at in_stride: gate | up
+  void* out = nullptr;            // [rows, cols] at out_stride
+  std::int64_t rows = 0, cols = 0;
+  std::int64_t in_stride = 0, out_stride = 0;
+  DType dtype = DType::kF32;
+};
+
+}  // namespace inferscale

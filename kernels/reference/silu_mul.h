@@ -1,0 +1,11 @@
+#pragma once
+// @brief CPU reference of the SwiGLU activation (kernels/silu_mul.cu).
+
+#include "kernels/params.h"
+
+namespace inferscale {
+
+/// out[r, c] = g / (1 + exp(-g)) * u with g = gate_up[r, c], u = gate_up[r, cols + c], in fp32.
+void silu_mul_reference(const SiluMulParams& p);
+
+}  // namespace inferscale

@@ -1,0 +1,438 @@
+// GPU: each kernel against its CPU reference over a grid of shapes, dtypes and layouts.
+// Rotations and copies are bit-exact; RMSNorm and SwiGLU reduce or exponentiate differently on
+// the device and are held to a stated tolerance. Output buffers are poisoned first and compared
+// whole, so a missed or stray write fails too.
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "kernels/cuda_check.h"
+#include "kernels/inject.cuh"
+#include "kernels/kv_append.cuh"
+#include "kernels/reference/inject.h"
+#include "kernels/reference/kv_append.h"
+#include "kernels/reference/numeric.h"
+#include "kernels/reference/rms_norm.h"
+#include "kernels/reference/rope.h"
+#include "kernels/reference/silu_mul.h"
+#include "kernels/rms_norm.cuh"
+#include "kernels/rope.cuh"
+#include "kernels/silu_mul.cuh"
+#include "tests/catch.h"
+#include "tests/kernels/kernels_test_util.h"
+
+using namespace inferscale;
+using test::DeviceBuffer;
+
+namespace {
+
+constexpr DType kDtypes[] = {DType::kF32, DType::kBF16, DType::kF16};
+constexpr RopeStyle kStyles[] = {RopeStyle::kNeox, RopeStyle::kGptj};
+
+struct HostTable {
+  std::vector<float> cos, sin;
+  std::int32_t positions = 0;
+  RopeTableView view() const { return {cos.data(), sin.data(), positions}; }
+};
+
+HostTable make_table(int head_dim, int positions) {
+  RopeTableSpec spec{head_dim, positions, 500000.0, 8.0};
+  HostTable t;
+  t.positions = positions;
+  t.cos.resize(std::size_t(positions) * head_dim / 2);
+  t.sin.resize(t.cos.size());
+  rope_table_build(spec, t.cos.data(), t.sin.data());
+  return t;
+}
+
+struct DeviceTable {
+  DeviceBuffer cos, sin;
+  std::int32_t positions;
+  explicit DeviceTable(const HostTable& h) : cos(h.cos), sin(h.sin), positions(h.positions) {}
+  RopeTableView view() const {
+    return {static_cast<const float*>(cos.get()), static_cast<const float*>(sin.get()), positions};
+  }
+};
+
+std::vector<std::int32_t> random_positions(int n, int limit, bool signed_positions,
+                                           std::mt19937& rng) {
+  std::uniform_int_distribution<int> dist(signed_positions ? -(limit - 1) : 0, limit - 1);
+  std::vector<std::int32_t> p(n);
+  for (auto& x : p) x = dist(rng);
+  return p;
+}
+
+// n distinct values drawn from [0, range).
+std::vector<std::int32_t> distinct(int n, int range, std::mt19937& rng) {
+  std::vector<std::int32_t> all(range);
+  std::iota(all.begin(), all.end(), 0);
+  std::shuffle(all.begin(), all.end(), rng);
+  all.resize(n);
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("rope kernel matches its reference bit for bit") {
+  if (!test::cuda_device_available()) INFERSCALE_SKIP("no CUDA device");
+  std::mt19937 rng(1);
+  struct Shape {
+    int tokens, heads, head_dim, pad;
+    bool in_place, forward, negative;
+  };
+  const Shape shapes[] = {
+      {1, 1, 64, 0, true, true, false},      {37, 4, 128, 0, false, true, true},
+      {300, 32, 128, 0, true, false, false}, {19, 8, 80, 0, false, false, true},
+      {23, 3, 72, 0, true, true, true},      {11, 2, 18, 0, false, true, false},
+      {29, 5, 64, 2, false, true, true},     {13, 4, 128, 1, true, false, false},
+  };
+  for (const Shape& s : shapes) {
+    for (DType dt : kDtypes) {
+      for (RopeStyle st : kStyles) {
+        CAPTURE(s.tokens, s.heads, s.head_dim, s.pad, s.in_place, s.forward, dtype_name(dt),
+                rope_style_name(st));
+        const HostTable table = make_table(s.head_dim, 2048);
+        const DeviceTable dtable(table);
+        const std::int64_t head_stride = s.head_dim + s.pad;  // pad > 0 breaks 16-byte vectors
+        const std::int64_t token_stride = head_stride * s.heads + s.pad;
+        const std::size_t n = std::size_t(token_stride) * s.tokens;
+        const auto x = test::random_elems(n, dt, rng);
+        auto ref = s.in_place ? x : test::poison_elems(n, dt);
+        const auto pos = random_positions(s.tokens, table.positions, s.negative, rng);
+
+        RopeParams p;
+        p.positions = pos.data();
+        p.table = table.view();
+        p.token_stride = token_stride;
+        p.head_stride = head_stride;
+        p.tokens = s.tokens;
+        p.heads = s.heads;
+        p.head_dim = s.head_dim;
+        p.dtype = dt;
+        p.style = st;
+        p.in = s.in_place ? ref.data() : x.data();
+        p.out = ref.data();
+        if (s.forward)
+          rope_rotate_reference<true>(p);
+        else
+          rope_rotate_reference<false>(p);
+
+        DeviceBuffer din(x), dout(s.in_place ? x : test::poison_elems(n, dt)), dpos(pos);
+        p.in = s.in_place ? dout.get() : din.get();
+        p.out = dout.get();
+        p.positions = static_cast<const std::int32_t*>(dpos.get());
+        p.table = dtable.view();
+        if (s.forward) {
+          INFERSCALE_CUDA_CHECK(rope_rotate_launch<true>(p, nullptr));
+        } else {
+          INFERSCALE_CUDA_CHECK(rope_rotate_launch<false>(p, nullptr));
+        }
+        test::device_sync();
+        CHECK(dout.download() == ref);
+      }
+    }
+  }
+}
+
+TEST_CASE("fused inject kernel matches its reference bit for bit") {
+  if (!test::cuda_device_available()) INFERSCALE_SKIP("no CUDA device");
+  std::mt19937 rng(2);
+  struct Shape {
+    int tokens, layers, kv_heads, head_dim, blocks, cache_slots;
+    bool negative;
+  };
+  const Shape shapes[] = {
+      {1, 1, 1, 64, 1, 4, false},       {50, 3, 2, 128, 8, 200, false},
+      {777, 4, 8, 128, 60, 1000, true}, {40, 32, 8, 128, 4, 64, false},
+      {33, 2, 3, 72, 5, 90, true},      {17, 2, 2, 80, 3, 40, false},
+  };
+  for (const Shape& s : shapes) {
+    for (DType dt : kDtypes) {
+      for (RopeStyle st : kStyles) {
+        CAPTURE(s.tokens, s.layers, s.kv_heads, s.head_dim, dtype_name(dt), rope_style_name(st));
+        const int bt = 16;
+        const std::int64_t row = std::int64_t(s.kv_heads) * s.head_dim;
+        const std::int64_t layer_stride = 2 * bt * row;  // [layers, 2, block_tokens, kv, d]
+        const std::int64_t block_stride = s.layers * layer_stride;
+        const std::size_t pool_n = std::size_t(block_stride) * s.blocks;
+        const std::int64_t cache_layer = s.cache_slots * row;
+        const std::size_t cache_n = std::size_t(cache_layer) * s.layers;
+        const HostTable table = make_table(s.head_dim, 4096);
+        const DeviceTable dtable(table);
+
+        const auto pool = test::random_elems(pool_n, dt, rng);
+        std::uniform_int_distribution<int> src_dist(0, s.blocks * bt - 1);
+        std::vector<std::int32_t> src(s.tokens);
+        for (auto& v : src) v = src_dist(rng);  // a pool slot may be injected twice
+        const auto dst = distinct(s.tokens, s.cache_slots, rng);
+        const auto pos = random_positions(s.tokens, table.positions, s.negative, rng);
+        auto ref_k = test::poison_elems(cache_n, dt), ref_v = ref_k;
+
+        InjectParams p;
+        const int w = dtype_bytes(dt);
+        p.pool = {const_cast<std::uint8_t*>(pool.data()),
+                  const_cast<std::uint8_t*>(pool.data()) + bt * row * w, block_stride, layer_stride,
+                  bt};
+        p.cache_k = ref_k.data();
+        p.cache_v = ref_v.data();
+        p.cache_layer_stride = cache_layer;
+        p.src_slots = src.data();
+        p.dst_slots = dst.data();
+        p.positions = pos.data();
+        p.table = table.view();
+        p.tokens = s.tokens;
+        p.layers = s.layers;
+        p.kv_heads = s.kv_heads;
+        p.head_dim = s.head_dim;
+        p.dtype = dt;
+        p.style = st;
+        kv_inject_reference(p);
+
+        DeviceBuffer dpool(pool), dk(test::poison_elems(cache_n, dt)),
+            dv(test::poison_elems(cache_n, dt)), dsrc(src), ddst(dst), dpos(pos);
+        auto* base = static_cast<std::uint8_t*>(dpool.get());
+        p.pool.k = base;
+        p.pool.v = base + bt * row * w;
+        p.cache_k = dk.get();
+        p.cache_v = dv.get();
+        p.src_slots = static_cast<const std::int32_t*>(dsrc.get());
+        p.dst_slots = static_cast<const std::int32_t*>(ddst.get());
+        p.positions = static_cast<const std::int32_t*>(dpos.get());
+        p.table = dtable.view();
+        INFERSCALE_CUDA_CHECK(kv_inject_launch(p, nullptr));
+        test::device_sync();
+        CHECK(dk.download() == ref_k);
+        CHECK(dv.download() == ref_v);
+      }
+    }
+  }
+}
+
+TEST_CASE("kv_append kernel matches its reference bit for bit") {
+  if (!test::cuda_device_available()) INFERSCALE_SKIP("no CUDA device");
+  std::mt19937 rng(3);
+  struct Shape {
+    int tokens, heads, kv_heads, head_dim, pad;
+    bool store, rotated;
+  };
+  const Shape shapes[] = {
+      {1, 1, 1, 64, 0, false, false},  {24, 32, 8, 128, 0, true, false},
+      {300, 8, 2, 128, 0, true, true}, {45, 9, 3, 64, 0, false, false},
+      {31, 4, 4, 72, 0, true, false},  {20, 4, 2, 64, 2, true, true},
+  };
+  for (const Shape& s : shapes) {
+    for (DType dt : kDtypes) {
+      for (RopeStyle st : kStyles) {
+        CAPTURE(s.tokens, s.heads, s.kv_heads, s.head_dim, s.store, s.rotated, dtype_name(dt),
+                rope_style_name(st));
+        const int bt = 16, w = dtype_bytes(dt);
+        const std::int64_t d = s.head_dim, row = std::int64_t(s.kv_heads) * d;
+        const std::int64_t qkv_stride = (s.heads + 2 * s.kv_heads) * d + s.pad;
+        const int cache_slots = s.tokens + 40, blocks = (s.tokens + bt - 1) / bt + 2;
+        const std::int64_t block_stride = 2 * bt * row;  // one layer: [blocks, 2, bt, kv, d]
+        const HostTable table = make_table(s.head_dim, 4096);
+        const DeviceTable dtable(table);
+
+        const auto qkv = test::random_elems(std::size_t(qkv_stride) * s.tokens, dt, rng);
+        const auto slots = distinct(s.tokens, cache_slots, rng);
+        std::vector<std::int32_t> pool_slots = distinct(s.tokens, blocks * bt, rng);
+        for (std::size_t i = 0; i < pool_slots.size(); i += 3) pool_slots[i] = -1;
+        const auto pos = random_positions(s.tokens, table.positions, false, rng);
+        const std::size_t q_n = std::size_t(s.tokens) * s.heads * d;
+        const std::size_t cache_n = std::size_t(cache_slots) * row;
+        const std::size_t pool_n = std::size_t(block_stride) * blocks;
+        auto ref_q = test::poison_elems(q_n, dt), ref_k = test::poison_elems(cache_n, dt),
+             ref_v = ref_k, ref_pool = test::poison_elems(pool_n, dt);
+
+        KvAppendParams p;
+        p.qkv = qkv.data();
+        p.qkv_stride = qkv_stride;
+        p.q_out = ref_q.data();
+        p.cache_k = ref_k.data();
+        p.cache_v = ref_v.data();
+        p.cache_slots = slots.data();
+        if (s.store) {
+          p.pool = {ref_pool.data(), ref_pool.data() + bt * row * w, block_stride, 0, bt};
+          p.pool_slots = pool_slots.data();
+        }
+        p.pool_rotated = s.rotated;
+        p.positions = pos.data();
+        p.table = table.view();
+        p.tokens = s.tokens;
+        p.heads = s.heads;
+        p.kv_heads = s.kv_heads;
+        p.head_dim = s.head_dim;
+        p.dtype = dt;
+        p.style = st;
+        kv_append_reference(p);
+
+        DeviceBuffer dqkv(qkv), dq(test::poison_elems(q_n, dt)),
+            dk(test::poison_elems(cache_n, dt)), dv(test::poison_elems(cache_n, dt)),
+            dpool(test::poison_elems(pool_n, dt)), dslots(slots), dpslots(pool_slots), dpos(pos);
+        p.qkv = dqkv.get();
+        p.q_out = dq.get();
+        p.cache_k = dk.get();
+        p.cache_v = dv.get();
+        p.cache_slots = static_cast<const std::int32_t*>(dslots.get());
+        if (s.store) {
+          auto* base = static_cast<std::uint8_t*>(dpool.get());
+          p.pool.k = base;
+          p.pool.v = base + bt * row * w;
+          p.pool_slots = static_cast<const std::int32_t*>(dpslots.get());
+        }
+        p.positions = static_cast<const std::int32_t*>(dpos.get());
+        p.table = dtable.view();
+        INFERSCALE_CUDA_CHECK(kv_append_launch(p, nullptr));
+        test::device_sync();
+        CHECK(dq.download() == ref_q);
+        CHECK(dk.download() == ref_k);
+        CHECK(dv.download() == ref_v);
+        CHECK(dpool.download() == ref_pool);
+      }
+    }
+  }
+}
+
+TEST_CASE("rotation at injection is bit-identical to the rotation of a native prefill") {
+  // The same pre-RoPE keys go (a) through kv_append, as a native prefill computes them, and
+  // (b) into the pool (stored by kv_append), then through the fused inject kernel to the same
+  // positions. Both rows must be equal bit for bit: one table, one rotation routine.
+  if (!test::cuda_device_available()) INFERSCALE_SKIP("no CUDA device");
+  std::mt19937 rng(4);
+  for (DType dt : kDtypes) {
+    for (RopeStyle st : kStyles) {
+      CAPTURE(dtype_name(dt), rope_style_name(st));
+      const int tokens = 200, heads = 32, kv = 8, d = 128, bt = 16, w = dtype_bytes(dt);
+      const std::int64_t row = std::int64_t(kv) * d, stride = (heads + 2 * kv) * d;
+      const int blocks = (tokens + bt - 1) / bt;
+      const HostTable table = make_table(d, 8192);
+      const DeviceTable dtable(table);
+      std::vector<std::int32_t> slots(tokens), pool_slots(tokens), inject_dst(tokens);
+      std::iota(slots.begin(), slots.end(), 0);
+      std::iota(pool_slots.begin(), pool_slots.end(), 0);
+      std::iota(inject_dst.begin(), inject_dst.end(), tokens);  // second half of the cache
+      const auto pos = random_positions(tokens, table.positions, false, rng);
+      DeviceBuffer dqkv(test::random_elems(std::size_t(stride) * tokens, dt, rng, 3.0f)),
+          dq(std::size_t(tokens) * heads * d * w), dk(std::size_t(2 * tokens) * row * w),
+          dv(std::size_t(2 * tokens) * row * w), dpool(std::size_t(blocks) * 2 * bt * row * w),
+          dslots(slots), dpslots(pool_slots), ddst(inject_dst), dpos(pos);
+      auto* pool = static_cast<std::uint8_t*>(dpool.get());
+
+      KvAppendParams a;
+      a.qkv = dqkv.get();
+      a.qkv_stride = stride;
+      a.q_out = dq.get();
+      a.cache_k = dk.get();
+      a.cache_v = dv.get();
+      a.cache_slots = static_cast<const std::int32_t*>(dslots.get());
+      a.pool = {pool, pool + bt * row * w, 2 * bt * row, 0, bt};
+      a.pool_slots = static_cast<const std::int32_t*>(dpslots.get());
+      a.positions = static_cast<const std::int32_t*>(dpos.get());
+      a.table = dtable.view();
+      a.tokens = tokens;
+      a.heads = heads;
+      a.kv_heads = kv;
+      a.head_dim = d;
+      a.dtype = dt;
+      a.style = st;
+      INFERSCALE_CUDA_CHECK(kv_append_launch(a, nullptr));
+
+      InjectParams b;
+      b.pool = {pool, pool + bt * row * w, 2 * bt * row, 2 * bt * row, bt};
+      b.cache_k = dk.get();
+      b.cache_v = dv.get();
+      b.cache_layer_stride = 2 * tokens * row;
+      b.src_slots = static_cast<const std::int32_t*>(dpslots.get());
+      b.dst_slots = static_cast<const std::int32_t*>(ddst.get());
+      b.positions = static_cast<const std::int32_t*>(dpos.get());
+      b.table = dtable.view();
+      b.tokens = tokens;
+      b.layers = 1;
+      b.kv_heads = kv;
+      b.head_dim = d;
+      b.dtype = dt;
+      b.style = st;
+      INFERSCALE_CUDA_CHECK(kv_inject_launch(b, nullptr));
+      test::device_sync();
+
+      const auto k = dk.download(), v = dv.download();
+      const std::size_t half = std::size_t(tokens) * row * w;
+      CHECK(std::equal(k.begin(), k.begin() + half, k.begin() + half));
+      CHECK(std::equal(v.begin(), v.begin() + half, v.begin() + half));
+    }
+  }
+}
+
+TEST_CASE("rms_norm kernel matches its reference within fp32 rounding") {
+  if (!test::cuda_device_available()) INFERSCALE_SKIP("no CUDA device");
+  std::mt19937 rng(5);
+  struct Shape {
+    std::int64_t rows, cols, pad;
+  };
+  const Shape shapes[] = {{1, 64, 0},  {24, 4096, 0}, {300, 576, 0},
+                          {7, 100, 0}, {9, 3584, 4},  {5, 64, 3}};
+  for (const Shape& s : shapes) {
+    for (DType dt : kDtypes) {
+      CAPTURE(s.rows, s.cols, s.pad, dtype_name(dt));
+      const std::int64_t stride = s.cols + s.pad;
+      const auto x = test::random_elems(std::size_t(stride * s.rows), dt, rng, 2.0f);
+      const auto wgt = test::random_elems(std::size_t(s.cols), dt, rng);
+      auto ref = test::poison_elems(std::size_t(stride * s.rows), dt);
+      RmsNormParams p;
+      p.x = x.data();
+      p.out = ref.data();
+      p.weight = wgt.data();
+      p.rows = s.rows;
+      p.cols = s.cols;
+      p.x_stride = p.out_stride = stride;
+      p.eps = 1e-5f;
+      p.dtype = dt;
+      rms_norm_reference(p);
+      DeviceBuffer dx(x), dw(wgt), dout(test::poison_elems(std::size_t(stride * s.rows), dt));
+      p.x = dx.get();
+      p.weight = dw.get();
+      p.out = dout.get();
+      INFERSCALE_CUDA_CHECK(rms_norm_launch(p, nullptr));
+      test::device_sync();
+      // fp32: the sums of squares differ in order (relative 1e-6 at these sizes: 16 ulp);
+      // 16-bit outputs: at most one step of the output's rounding.
+      CHECK(test::max_ulp_diff(dout.download(), ref, dt) <= (dt == DType::kF32 ? 16u : 1u));
+    }
+  }
+}
+
+TEST_CASE("silu_mul kernel matches its reference within exp's rounding") {
+  if (!test::cuda_device_available()) INFERSCALE_SKIP("no CUDA device");
+  std::mt19937 rng(6);
+  struct Shape {
+    std::int64_t rows, cols, pad;
+  };
+  const Shape shapes[] = {{1, 64, 0}, {37, 1536, 0}, {24, 14336, 0}, {5, 100, 0}, {3, 64, 2}};
+  for (const Shape& s : shapes) {
+    for (DType dt : kDtypes) {
+      CAPTURE(s.rows, s.cols, s.pad, dtype_name(dt));
+      const std::int64_t in_stride = 2 * s.cols + s.pad, out_stride = s.cols + s.pad;
+      const auto in = test::random_elems(std::size_t(in_stride * s.rows), dt, rng, 3.0f);
+      auto ref = test::poison_elems(std::size_t(out_stride * s.rows), dt);
+      SiluMulParams p;
+      p.gate_up = in.data();
+      p.out = ref.data();
+      p.rows = s.rows;
+      p.cols = s.cols;
+      p.in_stride = in_stride;
+      p.out_stride = out_stride;
+      p.dtype = dt;
+      silu_mul_reference(p);
+      DeviceBuffer din(in), dout(test::poison_elems(std::size_t(out_stride * s.rows), dt));
+      p.gate_up = din.get();
+      p.out = dout.get();
+      INFERSCALE_CUDA_CHECK(silu_mul_launch(p, nullptr));
+      test::device_sync();
+      // expf on the device is within 2 ulp of the host's exp: a few fp32 ulps after the
+      // division and product; 16-bit outputs: one step of the output's rounding.
+      CHECK(test::max_ulp_diff(dout.download(), ref, dt) <= (dt == DType::kF32 ? 8u : 1u));
+    }
+  }
+}
