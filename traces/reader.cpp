@@ -2,6 +2,7 @@
 
 #include <initializer_list>
 #include <limits>
+#include <string_view>
 
 #include "traces/error.h"
 
@@ -41,23 +42,28 @@ namespace {
 using Node = JsonLine::Node;
 using Type = JsonLine::Type;
 
-/// Field access on the current line with positioned errors.
+/// Field access on the current line with positioned errors. The constructor matches every
+/// member to its allowed key once, so later lookups compare no strings.
 class Fields {
  public:
+  static constexpr std::size_t kMaxKeys = 12;
+
   Fields(const JsonLine& j, const TraceReader& r, const char* record,
-         std::initializer_list<const char*> allowed)
+         std::initializer_list<std::string_view> allowed)
       : j_(j), r_(r), record_(record) {
+    for (const auto a : allowed) allowed_[n_allowed_++] = a;
     const Node& root = j.root();
     for (auto c = root.first_child; c != 0; c = j.node(c).next_sibling) {
       const auto k = j.key(j.node(c));
-      bool ok = false;
-      for (const char* a : allowed) ok = ok || k == a;
-      if (!ok) {
+      std::size_t i = 0;
+      while (i < n_allowed_ && allowed_[i] != k) ++i;
+      if (i == n_allowed_) {
         std::string list;
-        for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
+        for (const auto a : allowed) list.append(list.empty() ? "" : ", ").append(a);
         fail(j.node(c).column, "unknown key '" + std::string(k) + "' in a " + record_ +
                                    " record (expected keys: " + list + ")");
       }
+      if (slot_[i] == 0) slot_[i] = c;  // the first of duplicate keys wins, as member() did
     }
   }
 
@@ -66,7 +72,10 @@ class Fields {
   }
 
   const Node* get(const char* key, bool required) const {
-    const auto i = j_.member(j_.root(), key);
+    const std::string_view k(key);
+    std::size_t s = 0;
+    while (s < n_allowed_ && allowed_[s] != k) ++s;
+    const auto i = s < n_allowed_ ? slot_[s] : 0;
     if (i == 0) {
       if (required) {
         fail(static_cast<long>(j_.root().column),
@@ -79,9 +88,9 @@ class Fields {
 
   std::int64_t integer(const Node& n, const char* key, std::int64_t lo, std::int64_t hi) const {
     if (n.type != Type::kNumber || !n.integral) {
-      fail(n.column, std::string("key '") + key + "': expected an integer, got " +
-                         (n.type == Type::kNumber ? "a fractional number"
-                                                  : JsonLine::type_name(n.type)));
+      fail(n.column,
+           std::string("key '") + key + "': expected an integer, got " +
+               (n.type == Type::kNumber ? "a fractional number" : JsonLine::type_name(n.type)));
     }
     if (n.int_value < lo || n.int_value > hi) {
       fail(n.column, std::string("key '") + key + "': expected an integer in [" +
@@ -135,6 +144,9 @@ class Fields {
   const JsonLine& j_;
   const TraceReader& r_;
   const char* record_;
+  std::string_view allowed_[kMaxKeys];
+  std::uint32_t slot_[kMaxKeys] = {};  // node index of allowed_[i]'s member, 0: absent
+  std::size_t n_allowed_ = 0;
 };
 
 constexpr std::int64_t kMaxId = std::numeric_limits<std::int64_t>::max();
@@ -150,8 +162,8 @@ bool TraceReader::next(TraceRecord& out) {
     if (!json_.parse(line_)) fail(json_.error_column(), json_.error());
     const auto& root = json_.root();
     if (root.type != JsonLine::Type::kObject) {
-      fail(root.column, std::string("expected a JSON object, got ") +
-                            JsonLine::type_name(root.type));
+      fail(root.column,
+           std::string("expected a JSON object, got ") + JsonLine::type_name(root.type));
     }
     const auto t = json_.member(root, "type");
     if (t == 0) fail(root.column, "missing key 'type' (fact, memory_write, request or header)");
@@ -212,8 +224,7 @@ void TraceReader::parse_header(TraceRecord& out) {
 void TraceReader::parse_fact(TraceRecord& out, bool memory_write) {
   const char* name = memory_write ? "memory_write" : "fact";
   Fields f(json_, *this, name,
-           {"type", "id", "user", "tokens", "time", "text", "source", "session",
-            "context_tokens"});
+           {"type", "id", "user", "tokens", "time", "text", "source", "session", "context_tokens"});
   FactRecord& r = out.fact;
   r.id = static_cast<FactId>(f.integer("id", 0, kMaxId, true));
   r.user = static_cast<UserId>(f.integer("user", 0, kMaxId, true));
@@ -243,8 +254,7 @@ void TraceReader::parse_fact(TraceRecord& out, bool memory_write) {
 
 void TraceReader::parse_request(TraceRecord& out) {
   Fields f(json_, *this, "request",
-           {"type", "id", "user", "time", "query_tokens", "output_tokens", "facts", "text",
-            "qa"});
+           {"type", "id", "user", "time", "query_tokens", "output_tokens", "facts", "text", "qa"});
   RequestRecord& r = out.request;
   r.id = static_cast<RequestId>(f.integer("id", 0, kMaxId, true));
   r.user = static_cast<UserId>(f.integer("user", 0, kMaxId, true));
@@ -280,8 +290,8 @@ void TraceReader::parse_request(TraceRecord& out) {
   r.qa = QaInfo{};
   if (const Node* qa = f.get("qa", false)) {
     if (qa->type != Type::kObject) {
-      f.fail(qa->column, std::string("key 'qa': expected an object, got ") +
-                             JsonLine::type_name(qa->type));
+      f.fail(qa->column,
+             std::string("key 'qa': expected an object, got ") + JsonLine::type_name(qa->type));
     }
     for (auto c = qa->first_child; c != 0; c = json_.node(c).next_sibling) {
       const auto& n = json_.node(c);

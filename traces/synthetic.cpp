@@ -1,0 +1,369 @@
+#include "traces/synthetic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "traces/error.h"
+#include "traces/prng.h"
+
+namespace inferscale {
+
+namespace {
+
+// Independent random streams derived from the seed (users use their id as the stream).
+constexpr std::uint64_t kStreamBase = 0xC0FFEE00ull << 32;
+constexpr std::uint64_t kRequestStream = kStreamBase + 1;
+constexpr std::uint64_t kArrivalStream = kStreamBase + 2;
+constexpr std::uint64_t kWriteStream = kStreamBase + 3;
+constexpr std::uint64_t kUserRankStream = kStreamBase + 4;
+
+/// A normal word count, rounded and clamped to [1, mean + 4 sd].
+std::uint32_t draw_words(Rng& rng, double mean, double sd) {
+  const double hi = std::max(1.0, std::round(mean + 4 * sd));
+  const double w = std::clamp(std::round(mean + sd * rng.normal()), 1.0, hi);
+  return static_cast<std::uint32_t>(w);
+}
+
+/// Uniform integer in [lo, hi].
+std::uint64_t draw_between(Rng& rng, std::uint64_t lo, std::uint64_t hi) {
+  return lo + rng.below(hi - lo + 1);
+}
+
+/// Unnormalised Zipf CDF: cum[i] = sum over ranks 1..i+1 of rank^-s.
+std::vector<double> zipf_cdf(std::size_t n, double s) {
+  std::vector<double> cum(n);
+  double total = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    total += s == 0 ? 1.0 : std::pow(static_cast<double>(i + 1), -s);
+    cum[i] = total;
+  }
+  return cum;
+}
+
+/// 0-based rank in [0, n) drawn from the first n entries of `cum`.
+std::size_t zipf_draw(Rng& rng, const std::vector<double>& cum, std::size_t n) {
+  const double x = rng.uniform() * cum[n - 1];
+  const auto it = std::upper_bound(cum.begin(), cum.begin() + static_cast<std::ptrdiff_t>(n), x);
+  return std::min(static_cast<std::size_t>(it - cum.begin()), n - 1);
+}
+
+/// Draws k distinct ranks from the first n of a Zipf law, one after another, each with
+/// probability proportional to its weight among the ranks not drawn yet (so the draw order is a
+/// ranking: first drawn = most relevant). A Fenwick tree over the weights, rebuilt from the
+/// pristine weights for every request (O(n)), makes each draw and removal O(log n).
+class ZipfSampler {
+ public:
+  ZipfSampler(std::size_t max_n, double s) : weight_(max_n), tree_(2 * max_n + 2) {
+    for (std::size_t i = 0; i < max_n; ++i) {
+      weight_[i] = s == 0 ? 1.0 : std::pow(static_cast<double>(i + 1), -s);
+    }
+  }
+
+  void draw(Rng& rng, std::uint32_t n, std::uint32_t k, std::vector<std::uint32_t>& out) {
+    out.clear();
+    // Linear-time Fenwick build over weight_[0, n).
+    for (std::uint32_t i = 1; i <= n; ++i) tree_[i] = weight_[i - 1];
+    for (std::uint32_t i = 1; i <= n; ++i) {
+      const std::uint32_t j = i + (i & (~i + 1));
+      if (j <= n) tree_[j] += tree_[i];
+    }
+    removed_.assign(n, 0);
+    std::uint32_t top = 1;
+    while (top * 2 <= n) top *= 2;
+    // Entries past n are +inf so the descent needs no bound check.
+    for (std::uint32_t i = n + 1; i < 2 * top; ++i) tree_[i] = kInf;
+    double total = 0;
+    for (std::uint32_t i = n; i > 0; i -= i & (~i + 1)) total += tree_[i];
+    for (std::uint32_t d = 0; d < k && d < n; ++d) {
+      double x = rng.uniform() * total;
+      std::uint32_t pos = 0;  // number of items whose cumulative weight is <= x
+      for (std::uint32_t step = top; step > 0; step /= 2) {
+        // Branch-free: the comparison is unpredictable, a mispredicted branch costs more.
+        const double t = tree_[pos + step];
+        const auto go = static_cast<std::uint32_t>(t <= x);
+        const double sub[2] = {0.0, t};
+        pos += go * step;
+        x -= sub[go];
+      }
+      // Rounding can land on a removed item or past the end: take the nearest one left.
+      std::uint32_t item = std::min(pos, n - 1);
+      while (removed_[item] && item + 1 < n) ++item;
+      while (removed_[item] && item > 0) --item;
+      removed_[item] = 1;
+      out.push_back(item);
+      const double w = weight_[item];
+      total -= w;
+      for (std::uint32_t i = item + 1; i <= n; i += i & (~i + 1)) tree_[i] -= w;
+    }
+  }
+
+ private:
+  std::vector<double> weight_;
+  static constexpr double kInf = std::numeric_limits<double>::infinity();
+  std::vector<double> tree_;  // 1-based Fenwick tree; [n + 1, 2 * top) hold +inf
+  std::vector<std::uint8_t> removed_;
+};
+
+/// What the request generator remembers per user (20 bytes).
+struct UserState {
+  FactId first_fact = 0;
+  std::uint32_t facts = 0;
+  std::uint32_t available = 0;  // facts [0, available) exist now
+};
+
+/// One user's facts, regenerated identically from its own stream whenever needed.
+struct UserFacts {
+  std::uint32_t sessions = 0;
+  std::vector<std::uint32_t> tokens;         // by local fact index
+  std::vector<std::uint32_t> session_begin;  // facts of session s: [begin[s], begin[s + 1])
+  std::vector<std::uint32_t> turn_tokens;    // all turns of all sessions (context_turns > 0)
+  std::vector<std::uint32_t> anchor;         // by fact: position of its source turn
+};
+
+class UserGenerator {
+ public:
+  explicit UserGenerator(const SyntheticOptions& o) : o_(o) {
+    facts_lo_ = static_cast<std::uint32_t>(
+        std::max(1.0, std::round(o.facts_per_user - o.facts_per_user_spread)));
+    facts_hi_ = static_cast<std::uint32_t>(
+        std::max<double>(facts_lo_, std::round(o.facts_per_user + o.facts_per_user_spread)));
+    turns_lo_ = static_cast<std::uint32_t>(std::max(1.0, std::ceil(o.turns_per_session / 2)));
+    turns_hi_ = static_cast<std::uint32_t>(
+        std::max<double>(turns_lo_, std::floor(o.turns_per_session * 3 / 2)));
+  }
+  std::uint32_t max_facts() const { return facts_hi_; }
+
+  void generate(std::uint64_t user, UserFacts& f) const {
+    Rng rng(derive_seed(o_.seed, user));
+    const auto n = static_cast<std::uint32_t>(draw_between(rng, facts_lo_, facts_hi_));
+    f.sessions = static_cast<std::uint32_t>(draw_between(rng, o_.sessions_min, o_.sessions_max));
+    f.tokens.resize(n);
+    for (auto& t : f.tokens) {
+      t = tokens_for_words(draw_words(rng, o_.fact_words, o_.fact_words_sd), o_.tokens_per_word);
+    }
+    f.session_begin.resize(f.sessions + 1);
+    for (std::uint32_t s = 0; s <= f.sessions; ++s) {
+      // ceil(s * n / S): facts spread evenly, in order
+      f.session_begin[s] = static_cast<std::uint32_t>(
+          (static_cast<std::uint64_t>(s) * n + f.sessions - 1) / f.sessions);
+    }
+    f.turn_tokens.clear();
+    f.anchor.clear();
+    if (o_.context_turns == 0) return;
+    f.anchor.resize(n);
+    for (std::uint32_t s = 0; s < f.sessions; ++s) {
+      const auto first_turn = static_cast<std::uint32_t>(f.turn_tokens.size());
+      const auto turns = static_cast<std::uint32_t>(draw_between(rng, turns_lo_, turns_hi_));
+      for (std::uint32_t t = 0; t < turns; ++t) {
+        f.turn_tokens.push_back(tokens_for_words(
+            1 + draw_words(rng, o_.turn_words, o_.turn_words_sd), o_.tokens_per_word));
+      }
+      const auto b = f.session_begin[s], e = f.session_begin[s + 1];
+      for (auto j = b; j < e; ++j) {
+        f.anchor[j] = first_turn + static_cast<std::uint32_t>(rng.below(turns));
+      }
+      std::sort(f.anchor.begin() + b, f.anchor.begin() + e);
+    }
+  }
+
+  /// Fills `r` for local fact j of user `f` (all but id, user and time).
+  void fill(const UserFacts& f, std::uint32_t j, std::uint32_t session, FactRecord& r) const {
+    r.tokens = f.tokens[j];
+    r.session = static_cast<std::int32_t>(session + 1);
+    r.context_tokens.clear();
+    if (o_.context_turns == 0) return;
+    const auto a = f.anchor[j];
+    for (std::uint32_t back = 1; back <= a && back <= o_.context_turns; ++back) {
+      r.context_tokens.push_back(f.turn_tokens[a - back]);
+    }
+  }
+
+ private:
+  const SyntheticOptions& o_;
+  std::uint32_t facts_lo_ = 1, facts_hi_ = 1, turns_lo_ = 1, turns_hi_ = 1;
+};
+
+struct WriteEvent {
+  SimTime time;
+  std::uint64_t user;
+  std::uint32_t session;
+};
+
+void check(bool ok, const char* option, const char* expected) {
+  if (!ok) throw InputError(option, expected);
+}
+
+}  // namespace
+
+void validate_synthetic_options(const SyntheticOptions& o) {
+  check(o.users >= 1 && o.users <= (std::uint64_t{1} << 32), "--users",
+        "expected a number of users in [1, 2^32]");
+  check(o.requests <= (std::uint64_t{1} << 40), "--requests", "expected at most 2^40 requests");
+  check(o.facts_per_user >= 1 && o.facts_per_user <= 1e6, "--facts-per-user",
+        "expected a mean in [1, 1e6]");
+  check(o.facts_per_user_spread >= 0 && o.facts_per_user_spread <= 1e6, "--facts-per-user-spread",
+        "expected a spread in [0, 1e6]");
+  check(o.fact_words > 0 && o.fact_words <= 1e5, "--fact-words", "expected a mean in (0, 1e5]");
+  check(o.fact_words_sd >= 0 && o.fact_words_sd <= 1e5, "--fact-words-sd",
+        "expected a standard deviation in [0, 1e5]");
+  check(o.sessions_min >= 1 && o.sessions_min <= 1000000, "--sessions-min",
+        "expected sessions in [1, 1e6]");
+  check(o.sessions_max >= o.sessions_min && o.sessions_max <= 1000000, "--sessions-max",
+        "expected sessions in [--sessions-min, 1e6]");
+  check(o.live_sessions < o.sessions_min, "--live-sessions",
+        "expected fewer live sessions than --sessions-min (every user needs facts at t=0)");
+  check(o.live_sessions == 0 || o.arrival.mode == ArrivalMode::kOpen, "--live-sessions",
+        "memory writes during the run need open-loop (poisson) arrivals");
+  check(o.query_words > 0 && o.query_words <= 1e5, "--query-words", "expected a mean in (0, 1e5]");
+  check(o.query_words_sd >= 0 && o.query_words_sd <= 1e5, "--query-words-sd",
+        "expected a standard deviation in [0, 1e5]");
+  check(o.output_tokens >= 1 && o.output_tokens <= (1u << 24), "--output-tokens",
+        "expected tokens in [1, 2^24]");
+  check(o.k >= 1 && o.k <= (1u << 20), "--k", "expected k in [1, 2^20]");
+  check(o.tokens_per_word > 0 && o.tokens_per_word <= 100, "--tokens-per-word",
+        "expected a ratio in (0, 100]");
+  check(o.user_zipf >= 0 && o.user_zipf <= 10, "--user-zipf", "expected an exponent in [0, 10]");
+  check(o.fact_zipf >= 0 && o.fact_zipf <= 10, "--fact-zipf", "expected an exponent in [0, 10]");
+  check(o.context_turns <= 100000, "--context-turns", "expected at most 100000");
+  check(o.turns_per_session >= 1 && o.turns_per_session <= 1e5, "--turns-per-session",
+        "expected a mean in [1, 1e5]");
+  check(o.turn_words > 0 && o.turn_words <= 1e5, "--turn-words", "expected a mean in (0, 1e5]");
+  check(o.turn_words_sd >= 0 && o.turn_words_sd <= 1e5, "--turn-words-sd",
+        "expected a standard deviation in [0, 1e5]");
+  check(o.arrival.mode != ArrivalMode::kOpen ||
+            (o.arrival.rate_per_s > 0 && o.arrival.rate_per_s <= 1e9),
+        "--rate", "expected requests per second in (0, 1e9]");
+  check(o.arrival.think_time_s >= 0 && o.arrival.think_time_s <= 1e9, "--think-time-s",
+        "expected seconds in [0, 1e9]");
+  check(o.start_s >= 0 && o.start_s <= 1e9, "--start-s", "expected seconds in [0, 1e9]");
+}
+
+SyntheticResult generate_synthetic(const SyntheticOptions& o, TraceWriter& out) {
+  validate_synthetic_options(o);
+  SyntheticResult result;
+  const UserGenerator gen(o);
+  const SimTime start_ns = seconds_to_ns(o.start_s);
+
+  TraceHeader h;
+  h.source = "synthetic";
+  h.arrival = o.arrival.mode;
+  if (o.arrival.mode == ArrivalMode::kClosedLoop) {
+    h.concurrency = o.arrival.concurrency > 0
+                        ? o.arrival.concurrency
+                        : static_cast<std::uint32_t>(std::min<std::uint64_t>(o.users, 1u << 30));
+    h.think_time_ns = seconds_to_ns(o.arrival.think_time_s);
+  }
+  h.tokens_per_word = o.tokens_per_word;
+  h.k = o.k;
+  h.description = "synthetic: " + std::to_string(o.users) + " users, " +
+                  std::to_string(o.requests) + " requests, user_zipf " +
+                  std::to_string(o.user_zipf) + ", fact_zipf " + std::to_string(o.fact_zipf) +
+                  ", live sessions " + std::to_string(o.live_sessions) + ", seed " +
+                  std::to_string(o.seed);
+  out.write(h);
+
+  // Initial facts, user by user; remember only counts.
+  std::vector<UserState> users(o.users);
+  UserFacts uf;
+  FactRecord f;
+  FactId next_fact = 0;
+  for (std::uint64_t u = 0; u < o.users; ++u) {
+    gen.generate(u, uf);
+    auto& st = users[u];
+    st.first_fact = next_fact;
+    st.facts = static_cast<std::uint32_t>(uf.tokens.size());
+    next_fact += st.facts;
+    const std::uint32_t static_sessions = uf.sessions - o.live_sessions;
+    st.available = uf.session_begin[static_sessions];
+    f.user = u;
+    f.time = 0;
+    for (std::uint32_t s = 0; s < static_sessions; ++s) {
+      for (auto j = uf.session_begin[s]; j < uf.session_begin[s + 1]; ++j) {
+        f.id = st.first_fact + j;
+        gen.fill(uf, j, s, f);
+        out.write_fact(f, false);
+        ++result.facts;
+      }
+    }
+  }
+
+  // Memory writes of live sessions: uniform times over the expected request span.
+  std::vector<WriteEvent> writes;
+  if (o.live_sessions > 0) {
+    Rng rng(derive_seed(o.seed, kWriteStream));
+    const double span_ns = static_cast<double>(o.requests) / o.arrival.rate_per_s * 1e9;
+    for (std::uint64_t u = 0; u < o.users; ++u) {
+      std::vector<SimTime> times(o.live_sessions);
+      for (auto& t : times)
+        t = start_ns + static_cast<SimTime>(std::llround(rng.uniform() * span_ns));
+      std::sort(times.begin(), times.end());
+      gen.generate(u, uf);
+      const std::uint32_t first_live = uf.sessions - o.live_sessions;
+      for (std::uint32_t i = 0; i < o.live_sessions; ++i) {
+        writes.push_back({times[i], u, first_live + i});
+      }
+    }
+    std::stable_sort(writes.begin(), writes.end(),
+                     [](const WriteEvent& a, const WriteEvent& b) { return a.time < b.time; });
+  }
+
+  // Popularity: user rank -> user id is a seeded permutation, so hot users are spread over ids.
+  std::vector<std::uint64_t> by_rank(o.users);
+  for (std::uint64_t i = 0; i < o.users; ++i) by_rank[i] = i;
+  {
+    Rng rng(derive_seed(o.seed, kUserRankStream));
+    shuffle(by_rank, rng);
+  }
+  const auto user_cdf = zipf_cdf(o.users, o.user_zipf);
+  ZipfSampler fact_sampler(gen.max_facts(), o.fact_zipf);
+  std::vector<std::uint32_t> chosen;
+
+  Rng rng(derive_seed(o.seed, kRequestStream));
+  PoissonArrivals arrivals(start_ns,
+                           o.arrival.mode == ArrivalMode::kOpen ? o.arrival.rate_per_s : 1,
+                           derive_seed(o.seed, kArrivalStream));
+  const auto emit_write = [&](const WriteEvent& w) {
+    auto& st = users[w.user];
+    gen.generate(w.user, uf);
+    f.user = w.user;
+    f.time = w.time;
+    for (auto j = uf.session_begin[w.session]; j < uf.session_begin[w.session + 1]; ++j) {
+      f.id = st.first_fact + j;
+      gen.fill(uf, j, w.session, f);
+      out.write_fact(f, true);
+      ++result.memory_writes;
+    }
+    st.available = std::max(st.available, uf.session_begin[w.session + 1]);
+  };
+  RequestRecord r;
+  std::size_t wi = 0;
+  for (std::uint64_t i = 0; i < o.requests; ++i) {
+    r.time = o.arrival.mode == ArrivalMode::kOpen ? arrivals.next() : start_ns;
+    for (; wi < writes.size() && writes[wi].time <= r.time; ++wi) emit_write(writes[wi]);
+    const auto user = by_rank[zipf_draw(rng, user_cdf, o.users)];
+    const auto& st = users[user];
+    r.id = i;
+    r.user = user;
+    r.query_tokens =
+        tokens_for_words(draw_words(rng, o.query_words, o.query_words_sd), o.tokens_per_word);
+    r.output_tokens = o.output_tokens;
+    // k distinct facts by Zipf over recency rank (rank 0: the newest fact the user has).
+    const std::uint32_t n = st.available;
+    const std::uint32_t k = std::min(o.k, n);
+    fact_sampler.draw(rng, n, k, chosen);
+    r.facts.resize(k);
+    for (std::uint32_t j = 0; j < k; ++j) {
+      // chosen[0] is the best: listed last. Rank 0 is the newest available fact.
+      r.facts[k - 1 - j] = st.first_fact + (n - 1 - chosen[j]);
+    }
+    out.write(r);
+    ++result.requests;
+  }
+  // Writes after the last request still happen (they can matter to a store's occupancy).
+  for (; wi < writes.size(); ++wi) emit_write(writes[wi]);
+  return result;
+}
+
+}  // namespace inferscale

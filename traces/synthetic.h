@@ -1,0 +1,62 @@
+#pragma once
+// @brief generate_synthetic: a LoCoMo-shaped trace at any scale, streamed, deterministic given
+// the seed. Defaults are fitted to LoCoMo (traces/README.md says which numbers and from where).
+
+#include <cstdint>
+
+#include "traces/workload.h"
+#include "traces/writer.h"
+
+namespace inferscale {
+
+struct SyntheticOptions {
+  std::uint64_t users = 1000;
+  std::uint64_t requests = 100000;
+  // Facts per user: uniform integer in [mean - spread, mean + spread] (LoCoMo: 82..172).
+  double facts_per_user = 127;
+  double facts_per_user_spread = 45;
+  // Words per fact: normal, rounded, clamped to [1, mean + 4 sd] (LoCoMo: 14.8, sd 4.1).
+  double fact_words = 14.8;
+  double fact_words_sd = 4.1;
+  // Sessions per user: uniform integer in [min, max] (LoCoMo: 19..32); a user's facts are
+  // spread evenly over its sessions, in order.
+  std::uint32_t sessions_min = 19;
+  std::uint32_t sessions_max = 32;
+  // The last `live_sessions` sessions of each user are memory writes during the run (open loop
+  // only), at uniform random times over the expected request span; the rest exist at t=0.
+  std::uint32_t live_sessions = 0;
+  // Words per question: normal, clamped to [1, mean + 4 sd] (LoCoMo: 10.2, sd 3.1).
+  double query_words = 10.2;
+  double query_words_sd = 3.1;
+  std::uint32_t output_tokens = 50;
+  std::uint32_t k = 50;
+  double tokens_per_word = 1.3;
+  // Popularity: Zipf exponent over users (request -> user) and over a user's facts (recency
+  // rank: 1 = the newest fact the user has); 0 = uniform.
+  double user_zipf = 1.0;
+  double fact_zipf = 1.0;
+  // Context-Window Encoding inputs: context_tokens entries per fact (0: none). Turns per
+  // session uniform in [mean/2, 3 mean/2] (LoCoMo: 21.6); words per turn normal (LoCoMo:
+  // 22.7, sd 12.6) plus one for the speaker's name.
+  std::uint32_t context_turns = 0;
+  double turns_per_session = 21.6;
+  double turn_words = 22.7;
+  double turn_words_sd = 12.6;
+  ArrivalOptions arrival{ArrivalMode::kOpen, 100.0, 0, 0.0};
+  double start_s = 0;
+  std::uint64_t seed = 1;
+};
+
+struct SyntheticResult {
+  std::uint64_t facts = 0;
+  std::uint64_t memory_writes = 0;
+  std::uint64_t requests = 0;
+};
+
+/// Checks the options; InputError("--option", what is expected) on a bad value.
+void validate_synthetic_options(const SyntheticOptions& o);
+/// Writes the trace: header, every user's initial facts at t=0 (user by user), then requests
+/// and memory writes in time order. Memory: O(users + max facts per user).
+SyntheticResult generate_synthetic(const SyntheticOptions& o, TraceWriter& out);
+
+}  // namespace inferscale
