@@ -44,10 +44,17 @@ struct ModelConfig {
     return layers * per_layer + embed + (tie_embeddings ? 0 : embed) + h;
   }
   std::uint64_t weight_bytes() const { return parameters() * dtype_bytes; }
-  /// Matmul FLOPs per token excluding attention over the context (2 per multiply-add).
-  double linear_flops_per_token() const {
+  /// Matmul FLOPs per token in the decoder layers, excluding attention over the context
+  /// (2 per multiply-add).
+  double layer_flops_per_token() const {
     const double h = hidden, q = double(heads) * head_dim, kv = double(kv_heads) * head_dim;
-    return 2.0 * (layers * (h * q + 2 * h * kv + q * h + 3 * h * ffn) + double(vocab) * h);
+    return 2.0 * layers * (h * q + 2 * h * kv + q * h + 3 * h * ffn);
+  }
+  /// FLOPs of the LM head for one sampled position.
+  double lm_head_flops() const { return 2.0 * double(vocab) * hidden; }
+  /// Attention FLOPs (QK^T and PV) of `n` new tokens after `past` tokens, causal.
+  double attention_flops(double n, double past) const {
+    return 4.0 * layers * double(heads) * head_dim * n * (past + (n + 1) / 2);
   }
 };
 

@@ -12,5 +12,7 @@ using Action = std::function<int()>;
 /// Each adds its subcommands to `app`; the chosen one stores its work in `action`.
 void add_trace_commands(CLI::App& app, Action& action);
 void add_policy_commands(CLI::App& app, Action& action);
+void add_policy_mrc_commands(CLI::App& app, Action& action);
+void add_run_commands(CLI::App& app, Action& action);
 
 }  // namespace inferscale::cli

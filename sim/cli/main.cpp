@@ -12,6 +12,8 @@ int main(int argc, char** argv) {
   inferscale::cli::Action action;
   inferscale::cli::add_trace_commands(app, action);
   inferscale::cli::add_policy_commands(app, action);
+  inferscale::cli::add_policy_mrc_commands(app, action);
+  inferscale::cli::add_run_commands(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

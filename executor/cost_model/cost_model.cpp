@@ -1,0 +1,96 @@
+#include "executor/cost_model/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace inferscale {
+
+CostRates CostRates::from_gpu(const GpuConfig& gpu) {
+  CostRates r;
+  r.gemm_flops_per_s = gpu.bf16_tflops * 1e12 * gpu.mfu;
+  // Flash attention reaches a lower fraction of peak than large GEMMs do.
+  r.attention_flops_per_s = gpu.bf16_tflops * 1e12 * gpu.mfu * 0.7;
+  r.hbm_bytes_per_s = gpu.hbm_gbps * 1e9 * gpu.mbu;
+  r.pcie_bytes_per_s = gpu.pcie_gbps * 1e9 * gpu.pcie_efficiency;
+  r.step_overhead_ns = gpu.step_overhead_us * 1e3;
+  r.per_seq_overhead_ns = 5e3;
+  r.per_encode_overhead_ns = 0;
+  return r;
+}
+
+CostModel::CostModel(ModelConfig model, CostRates rates)
+    : model_(std::move(model)), rates_(rates), kv_bytes_(double(model_.kv_bytes_per_token())) {}
+
+StepWork CostModel::work(const BatchPlan& plan) const {
+  StepWork w;
+  const double layer_flops = model_.layer_flops_per_token();
+  const double head_flops = model_.lm_head_flops();
+  double samples = 0;
+  for (const auto& p : plan.prefills) {
+    const double n = p.computed_now, past = p.present_tokens;
+    w.prefill_tokens += n;
+    w.attention_flops += model_.attention_flops(n, past);
+    w.hbm_bytes += (past + n) * kv_bytes_;  // read the context once (flash), write the new KV
+    if (p.last_chunk) samples += 1;
+    if (p.first_chunk) {
+      for (auto i = p.facts_begin; i < p.facts_end; ++i) {
+        const auto& f = plan.prompt_facts[i];
+        if (f.inject) w.inject_bytes += 2.0 * f.tokens * kv_bytes_;
+      }
+    }
+  }
+  for (const auto& d : plan.decodes) {
+    w.decode_tokens += 1;
+    w.attention_flops += model_.attention_flops(1, d.context_tokens);
+    w.hbm_bytes += (double(d.context_tokens) + 1) * kv_bytes_;
+    samples += 1;
+  }
+  for (const auto& e : plan.encodes) {
+    const double n = double(e.tokens) + e.context_tokens;
+    w.encode_tokens += n;
+    w.attention_flops += model_.attention_flops(n, 0);
+    w.hbm_bytes += e.tokens * kv_bytes_;
+    w.encodes += 1;
+  }
+  for (const auto& l : plan.loads) w.pcie_bytes += double(l.bytes);
+  for (const auto& o : plan.offloads) w.pcie_bytes += double(o.bytes);
+  const double tokens = w.prefill_tokens + w.decode_tokens + w.encode_tokens;
+  w.gemm_flops = tokens * layer_flops + samples * head_flops;
+  if (tokens > 0) w.hbm_bytes += double(model_.weight_bytes());
+  w.sequences = double(plan.prefills.size() + plan.decodes.size());
+  return w;
+}
+
+BatchResult CostModel::price(const StepWork& w) const {
+  BatchResult r;
+  const double gemm_ns = w.gemm_flops / rates_.gemm_flops_per_s * 1e9;
+  const double attn_ns = w.attention_flops / rates_.attention_flops_per_s * 1e9;
+  const double mem_ns = w.hbm_bytes / rates_.hbm_bytes_per_s * 1e9;
+  const double forward_ns = std::max(gemm_ns + attn_ns, mem_ns);
+  const double inject_ns = w.inject_bytes / rates_.hbm_bytes_per_s * 1e9;
+  const double pcie_ns = w.pcie_bytes / rates_.pcie_bytes_per_s * 1e9;
+  const bool idle = forward_ns == 0 && inject_ns == 0 && pcie_ns == 0;
+  const double overhead_ns =
+      idle ? 0
+           : rates_.step_overhead_ns + w.sequences * rates_.per_seq_overhead_ns +
+                 w.encodes * rates_.per_encode_overhead_ns;
+  // Split the forward pass over its phases by token count.
+  const double tokens = w.prefill_tokens + w.decode_tokens + w.encode_tokens;
+  auto share = [&](double t) { return tokens > 0 ? forward_ns * t / tokens : 0.0; };
+  r.phases.prefill_ns = static_cast<SimTime>(std::llround(share(w.prefill_tokens)));
+  r.phases.decode_ns = static_cast<SimTime>(std::llround(share(w.decode_tokens)));
+  r.phases.encode_ns = static_cast<SimTime>(std::llround(share(w.encode_tokens)));
+  r.phases.inject_ns = static_cast<SimTime>(std::llround(inject_ns));
+  r.phases.load_ns = static_cast<SimTime>(std::llround(pcie_ns));
+  r.phases.overhead_ns = static_cast<SimTime>(std::llround(overhead_ns));
+  r.duration_ns = static_cast<SimTime>(std::llround(forward_ns + inject_ns + pcie_ns + overhead_ns));
+  return r;
+}
+
+SimTime CostModel::encode_cost_ns(std::uint32_t tokens, std::uint32_t context_tokens) const {
+  BatchPlan plan;
+  plan.encodes.push_back(FactEncode{0, 0, tokens, context_tokens, true});
+  return price(work(plan)).duration_ns;
+}
+
+}  // namespace inferscale

@@ -1,0 +1,65 @@
+#pragma once
+// @brief CostModel: a roofline price for one scheduler step, from the model's shape and the
+// GPU's datasheet (or calibrated) rates. Used by the cost-model executor and by the simulator
+// for recompute costs.
+
+#include "executor/executor.h"
+#include "executor/model_config.h"
+
+namespace inferscale {
+
+/// The rates a step is priced with. From a GpuConfig (peak x efficiency) or a calibrated profile.
+struct CostRates {
+  double gemm_flops_per_s = 0;       // decoder-layer and LM-head matmuls
+  double attention_flops_per_s = 0;  // QK^T and PV
+  double hbm_bytes_per_s = 0;        // weights, KV reads/writes, injection copies
+  double pcie_bytes_per_s = 0;       // host <-> GPU fact loads/offloads
+  double step_overhead_ns = 0;       // fixed per step
+  double per_seq_overhead_ns = 0;    // per sequence in the step (sampling, bookkeeping)
+  double per_encode_overhead_ns = 0; // per fact encode (a separate pass per fact)
+
+  static CostRates from_gpu(const GpuConfig& gpu);
+};
+
+/// Work a step does, counted from its plan (features of the roofline).
+struct StepWork {
+  double gemm_flops = 0;
+  double attention_flops = 0;
+  double hbm_bytes = 0;       // weights + KV traffic of the forward pass
+  double inject_bytes = 0;    // KV gathered into request caches (read + write)
+  double pcie_bytes = 0;
+  double sequences = 0;
+  double encodes = 0;
+  double prefill_tokens = 0, decode_tokens = 0, encode_tokens = 0;
+};
+
+class CostModel {
+ public:
+  CostModel(ModelConfig model, CostRates rates);
+  StepWork work(const BatchPlan& plan) const;
+  /// Step time in ns with its phase split.
+  BatchResult price(const StepWork& w) const;
+  /// Time to encode one fact alone (its recompute cost for cost-aware policies).
+  SimTime encode_cost_ns(std::uint32_t tokens, std::uint32_t context_tokens) const;
+  const ModelConfig& model() const { return model_; }
+  const CostRates& rates() const { return rates_; }
+
+ private:
+  ModelConfig model_;
+  CostRates rates_;
+  double kv_bytes_ = 0;
+};
+
+/// @brief The cost-model executor: prices each plan; performs nothing.
+class CostModelExecutor final : public Executor {
+ public:
+  explicit CostModelExecutor(CostModel model) : model_(std::move(model)) {}
+  BatchResult execute(const BatchPlan& plan) override { return model_.price(model_.work(plan)); }
+  std::string name() const override { return "cost_model"; }
+  const CostModel& cost_model() const { return model_; }
+
+ private:
+  CostModel model_;
+};
+
+}  // namespace inferscale

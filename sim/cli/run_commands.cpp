@@ -1,0 +1,61 @@
+// `inferscale run` and `inferscale validate`: YAML experiments.
+#include <cstdio>
+#include <memory>
+
+#include "sim/cli/commands.h"
+#include "sim/config/experiment.h"
+#include "sim/runner.h"
+
+namespace inferscale::cli {
+
+void add_run_commands(CLI::App& app, Action& action) {
+  struct RunArgs {
+    std::string config;
+    std::vector<std::string> sets;
+    std::vector<std::string> runs;
+    std::string out;
+    bool no_progress = false;
+  };
+  auto args = std::make_shared<RunArgs>();
+  auto* run = app.add_subcommand("run", "Run an experiment (every named run of a YAML config)");
+  run->add_option("CONFIG", args->config, "experiment YAML")->required()->check(CLI::ExistingFile);
+  run->add_option("--set", args->sets, "override a key: serving.k=20 (or runs.<name>.key=value)");
+  run->add_option("--runs", args->runs, "run only these named runs")->delimiter(',');
+  run->add_option("--out", args->out, "results directory (default: output.dir of the config)");
+  run->add_flag("--no-progress", args->no_progress, "no progress bar on stderr");
+  run->callback([&action, args] {
+    action = [args] {
+      const ExperimentConfig exp = load_experiment(args->config, args->sets);
+      RunnerOptions opts;
+      opts.only_runs = args->runs;
+      opts.out_dir = args->out;
+      opts.progress = !args->no_progress;
+      const auto outcomes = run_experiment(exp, opts);
+      print_comparison(outcomes, stdout);
+      return 0;
+    };
+  });
+
+  auto vargs = std::make_shared<RunArgs>();
+  auto* validate = app.add_subcommand("validate", "Check an experiment config without running it");
+  validate->add_option("CONFIG", vargs->config, "experiment YAML")
+      ->required()
+      ->check(CLI::ExistingFile);
+  validate->add_option("--set", vargs->sets, "override a key: serving.k=20");
+  validate->callback([&action, vargs] {
+    action = [vargs] {
+      const ExperimentConfig exp = load_experiment(vargs->config, vargs->sets);
+      validate_experiment(exp);
+      for (const auto& r : exp.runs) {
+        std::printf("%s/%s: ok (%s, %s on %u x %s, k=%u, GPU store %.1f GiB, request KV %.1f GiB)\n",
+                    exp.name.c_str(), r.name.c_str(), to_string(r.serving.mode),
+                    r.model.name.c_str(), r.replicas, r.gpu.name.c_str(), r.serving.k,
+                    double(r.store.gpu.capacity_bytes) / double(1ull << 30),
+                    double(r.request_kv_bytes()) / double(1ull << 30));
+      }
+      return 0;
+    };
+  });
+}
+
+}  // namespace inferscale::cli

@@ -1,0 +1,447 @@
+#include "sim/config/experiment.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <filesystem>
+
+#include "sim/config/yaml_view.h"
+
+namespace inferscale {
+
+namespace fs = std::filesystem;
+
+const char* to_string(ServingMode m) { return m == ServingMode::kText ? "text" : "kv_inject"; }
+const char* to_string(RopeMode m) { return m == RopeMode::kPreRope ? "pre_rope" : "delta"; }
+const char* to_string(MissPath m) { return m == MissPath::kEncode ? "encode" : "text"; }
+const char* to_string(RouterKind r) {
+  switch (r) {
+    case RouterKind::kRoundRobin: return "round_robin";
+    case RouterKind::kLeastLoaded: return "least_loaded";
+    case RouterKind::kUserAffinity: return "user_affinity";
+  }
+  return "?";
+}
+
+std::string config_dir() {
+  if (const char* env = std::getenv("INFERSCALE_CONFIGS")) return env;
+  if (fs::exists("configs/models")) return "configs";
+#ifdef INFERSCALE_SOURCE_CONFIGS
+  return INFERSCALE_SOURCE_CONFIGS;
+#else
+  return "configs";
+#endif
+}
+
+namespace {
+
+constexpr std::int64_t kMaxU32 = 0xffffffffll;
+
+std::string preset_path(const std::string& name_or_path, const char* folder) {
+  if (name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".yaml")) {
+    return name_or_path;
+  }
+  return config_dir() + "/" + folder + "/" + name_or_path + ".yaml";
+}
+
+std::string known_presets(const char* folder) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(config_dir() + "/" + folder, ec)) {
+    if (e.path().extension() == ".yaml") names.push_back(e.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+ModelConfig parse_model(const YamlView& v) {
+  v.reject_unknown({"name", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab",
+                    "dtype", "tie_embeddings", "rope_theta", "rope_layout", "rope_scaling",
+                    "rms_eps", "max_positions"});
+  ModelConfig m;
+  m.name = v.text("name", "custom");
+  m.layers = static_cast<std::uint32_t>(v.integer("layers", 0, 1, 1024));
+  m.hidden = static_cast<std::uint32_t>(v.integer("hidden", 0, 1, 1 << 20));
+  m.heads = static_cast<std::uint32_t>(v.integer("heads", 0, 1, 4096));
+  m.kv_heads = static_cast<std::uint32_t>(v.integer("kv_heads", m.heads, 1, 4096));
+  m.head_dim = static_cast<std::uint32_t>(v.integer("head_dim", m.hidden / m.heads, 2, 4096));
+  m.ffn = static_cast<std::uint32_t>(v.integer("ffn", 0, 1, 1 << 22));
+  m.vocab = static_cast<std::uint32_t>(v.integer("vocab", 0, 1, 1 << 24));
+  for (const char* k : {"layers", "hidden", "heads", "ffn", "vocab"}) {
+    if (!v.has(k)) v.fail("", std::string("model: missing key '") + k + "'");
+  }
+  if (m.heads % m.kv_heads != 0) v.fail("kv_heads", "heads must be a multiple of kv_heads");
+  if (m.head_dim % 2 != 0) v.fail("head_dim", "head_dim must be even (rotary pairs)");
+  const auto dtype = v.choice("dtype", "bf16", {"bf16", "fp16", "fp32"});
+  m.dtype_bytes = dtype == "fp32" ? 4 : 2;
+  m.tie_embeddings = v.boolean("tie_embeddings", false);
+  m.rope_theta = v.number("rope_theta", 10000, 1, 1e12);
+  m.rope_layout = v.choice("rope_layout", "neox", {"neox", "gptj"}) == "neox" ? RopeLayout::kNeox
+                                                                               : RopeLayout::kGptj;
+  if (v.has("rope_scaling")) {
+    const auto s = v.child("rope_scaling");
+    s.reject_unknown({"type", "factor", "low_freq_factor", "high_freq_factor",
+                      "original_max_positions"});
+    s.choice("type", "llama3", {"llama3"});
+    m.rope_scaling_factor = s.number("factor", 8, 1, 1e6);
+    m.rope_low_freq_factor = s.number("low_freq_factor", 1, 0, 1e6);
+    m.rope_high_freq_factor = s.number("high_freq_factor", 4, 0, 1e6);
+    m.rope_original_max_positions =
+        static_cast<std::uint32_t>(s.integer("original_max_positions", 8192, 1, kMaxU32));
+  }
+  m.rms_eps = v.number("rms_eps", 1e-5, 0, 1);
+  m.max_positions = static_cast<std::uint32_t>(v.integer("max_positions", 131072, 1, kMaxU32));
+  return m;
+}
+
+GpuConfig parse_gpu(const YamlView& v) {
+  v.reject_unknown({"name", "memory", "bf16_tflops", "hbm_gbps", "pcie_gbps", "step_overhead_us",
+                    "mfu", "mbu", "pcie_efficiency"});
+  for (const char* k : {"memory", "bf16_tflops", "hbm_gbps", "pcie_gbps"}) {
+    if (!v.has(k)) v.fail("", std::string("gpu: missing key '") + k + "'");
+  }
+  GpuConfig g;
+  g.name = v.text("name", "custom");
+  g.memory_bytes = v.bytes("memory", 0);
+  if (g.memory_bytes == 0) v.fail("memory", "expected a positive size");
+  g.bf16_tflops = v.number("bf16_tflops", 0, 1e-3, 1e6);
+  g.hbm_gbps = v.number("hbm_gbps", 0, 1e-3, 1e7);
+  g.pcie_gbps = v.number("pcie_gbps", 0, 1e-3, 1e7);
+  g.step_overhead_us = v.number("step_overhead_us", 500, 0, 1e7);
+  g.mfu = v.number("mfu", 0.6, 1e-3, 1);
+  g.mbu = v.number("mbu", 0.8, 1e-3, 1);
+  g.pcie_efficiency = v.number("pcie_efficiency", 0.8, 1e-3, 1);
+  return g;
+}
+
+/// `model: name` (preset), `model: path.yaml`, or an inline map.
+template <class T, class Parse>
+T preset_or_inline(const YamlView& top, const char* key, const char* folder, const char* fallback,
+                   Parse parse) {
+  if (top.is_map(key)) return parse(top.child(key));
+  const std::string name = top.text(key, fallback);
+  const std::string path = preset_path(name, folder);
+  if (!fs::exists(path)) {
+    top.fail(key, std::string("unknown ") + key + " '" + name + "' (presets: " +
+                      known_presets(folder) + "; or give a path to a .yaml file)");
+  }
+  return parse(YamlView({{load_yaml_file(path), path}}, ""));
+}
+
+/// `eviction: lru` or `eviction: {name: lfu, aging_accesses: 1000}`.
+void parse_policy(const YamlView& tier, const char* key, const std::string& fallback,
+                  std::string& name, Params& params) {
+  params = Params(tier.where(key));
+  if (!tier.is_map(key)) {
+    name = tier.text(key, fallback);
+    return;
+  }
+  const auto p = tier.child(key);
+  name = p.text("name", "");
+  if (name.empty()) p.fail("", "expected key 'name' naming the policy");
+  for (const auto& k : p.keys()) {
+    if (k == "name") continue;
+    params.set(k, p.scalar(k), p.where(k));
+  }
+}
+
+TierConfig parse_tier(const YamlView& store, const char* key, std::uint64_t gpu_bytes,
+                      bool default_enabled, const std::string& default_capacity) {
+  TierConfig t;
+  t.where = store.where(key);
+  if (!store.has(key)) {
+    t.enabled = default_enabled;
+    if (default_enabled) {
+      t.capacity_bytes =
+          static_cast<std::uint64_t>(std::stod(default_capacity) / 100.0 * double(gpu_bytes));
+    }
+    return t;
+  }
+  const auto v = store.child(key);
+  v.reject_unknown({"capacity", "eviction", "admission"});
+  t.capacity_bytes = v.bytes("capacity", 0, gpu_bytes);
+  t.enabled = t.capacity_bytes > 0;
+  parse_policy(v, "eviction", "lru", t.eviction, t.eviction_params);
+  parse_policy(v, "admission", "always", t.admission, t.admission_params);
+  return t;
+}
+
+std::uint64_t activation_reserve(const ModelConfig& m, const SchedulerConfig& s) {
+  // Activations of one step (residual, attention and MLP intermediates) plus the logits of the
+  // sampled tokens, plus 1 GiB for the CUDA context and workspaces.
+  const std::uint64_t per_token = (4ull * m.hidden + 2ull * m.ffn) * m.dtype_bytes;
+  return std::uint64_t(s.max_batch_tokens) * per_token + std::uint64_t(s.max_seqs) * m.vocab * 4 +
+         (1ull << 30);
+}
+
+RunConfig parse_run(const YamlView& v, const std::string& experiment, const std::string& name) {
+  v.reject_unknown({"experiment", "description", "seed", "trace", "model", "gpu", "replicas",
+                    "router", "scheduler", "serving", "store", "memory", "executor", "slo",
+                    "output", "runs", "name"});
+  RunConfig r;
+  r.experiment = experiment;
+  r.name = name;
+  r.seed = static_cast<std::uint64_t>(v.integer("seed", 1, 0, INT64_MAX));
+
+  // trace
+  if (!v.has("trace")) v.fail("", "missing key 'trace' (a JSONL file, {generate: ...} or {locomo: ...})");
+  r.trace.where = v.where("trace");
+  if (v.is_map("trace")) {
+    const auto t = v.child("trace");
+    t.reject_unknown({"path", "generate", "locomo"});
+    if (t.has("path")) {
+      r.trace.path = t.text("path", "");
+    } else if (t.has("generate")) {
+      r.trace.kind = "generate";
+      r.trace.options = t.node("generate");
+    } else if (t.has("locomo")) {
+      r.trace.kind = "locomo";
+      r.trace.options = t.node("locomo");
+    } else {
+      t.fail("", "expected one of the keys path, generate, locomo");
+    }
+  } else {
+    r.trace.path = v.text("trace", "");
+  }
+  if (r.trace.kind == "file" && !fs::exists(r.trace.path)) {
+    v.fail("trace", "trace file '" + r.trace.path + "' not found");
+  }
+
+  r.model = preset_or_inline<ModelConfig>(v, "model", "models", "llama-3.1-8b", parse_model);
+  r.gpu = preset_or_inline<GpuConfig>(v, "gpu", "gpus", "h200", parse_gpu);
+  r.replicas = static_cast<std::uint32_t>(v.integer("replicas", 1, 1, 4096));
+  const auto router = v.choice("router", "user_affinity",
+                               {"round_robin", "least_loaded", "user_affinity"});
+  r.router = router == "round_robin"    ? RouterKind::kRoundRobin
+             : router == "least_loaded" ? RouterKind::kLeastLoaded
+                                        : RouterKind::kUserAffinity;
+
+  if (v.has("scheduler")) {
+    const auto s = v.child("scheduler");
+    s.reject_unknown({"max_batch_tokens", "max_seqs", "chunked_prefill"});
+    r.scheduler.max_batch_tokens =
+        static_cast<std::uint32_t>(s.integer("max_batch_tokens", 8192, 16, 1 << 24));
+    r.scheduler.max_seqs = static_cast<std::uint32_t>(s.integer("max_seqs", 256, 1, 1 << 20));
+    r.scheduler.chunked_prefill = s.boolean("chunked_prefill", true);
+  }
+
+  if (v.has("serving")) {
+    const auto s = v.child("serving");
+    s.reject_unknown({"mode", "k", "header_tokens", "footer_tokens", "header_cache", "rope",
+                      "cwe_window", "turn_tokens", "miss_path"});
+    r.serving.mode = s.choice("mode", "kv_inject", {"text", "kv_inject"}) == "text"
+                         ? ServingMode::kText
+                         : ServingMode::kKvInject;
+    r.serving.k = static_cast<std::uint32_t>(s.integer("k", 50, 0, 1 << 16));
+    r.serving.header_tokens = static_cast<std::uint32_t>(s.integer("header_tokens", 64, 0, 1 << 20));
+    r.serving.footer_tokens = static_cast<std::uint32_t>(s.integer("footer_tokens", 16, 0, 1 << 20));
+    r.serving.header_cache = s.boolean("header_cache", true);
+    r.serving.rope = s.choice("rope", "pre_rope", {"pre_rope", "delta"}) == "pre_rope"
+                         ? RopeMode::kPreRope
+                         : RopeMode::kDelta;
+    r.serving.cwe_window = static_cast<std::uint32_t>(s.integer("cwe_window", 0, 0, 1 << 16));
+    r.serving.turn_tokens = static_cast<std::uint32_t>(s.integer("turn_tokens", 26, 0, 1 << 20));
+    r.serving.miss_path = s.choice("miss_path", "encode", {"encode", "text"}) == "encode"
+                              ? MissPath::kEncode
+                              : MissPath::kText;
+  }
+
+  if (v.has("memory")) {
+    const auto m = v.child("memory");
+    m.reject_unknown({"gpu_utilization", "activation_reserve"});
+    r.memory.gpu_utilization = m.number("gpu_utilization", 0.9, 0.01, 1.0);
+    r.memory.activation_reserve_bytes = m.bytes("activation_reserve", 0);
+  }
+  if (r.memory.activation_reserve_bytes == 0) {
+    r.memory.activation_reserve_bytes = activation_reserve(r.model, r.scheduler);
+  }
+
+  const YamlView store = v.has("store") ? v.child("store") : YamlView({}, "store");
+  store.reject_unknown({"warm", "gpu", "host"});
+  r.store.warm = store.boolean("warm", true);
+  r.store.gpu = parse_tier(store, "gpu", r.gpu.memory_bytes, true, "30");
+  r.store.host = parse_tier(store, "host", r.gpu.memory_bytes, false, "0");
+
+  r.executor.where = v.where("executor");
+  if (v.has("executor")) {
+    const auto e = v.child("executor");
+    e.reject_unknown({"kind", "profile", "endpoints", "device"});
+    r.executor.kind = e.text("kind", "cost_model");
+    r.executor.where = e.where("kind");
+    r.executor.profile = e.text("profile", "");
+    r.executor.device = e.choice("device", "cuda", {"cuda", "cpu"});
+    if (e.is_sequence("endpoints")) {
+      for (const auto& n : e.node("endpoints")) r.executor.endpoints.push_back(n.Scalar());
+    }
+    if (r.executor.kind == "calibrated" && r.executor.profile.empty()) {
+      e.fail("kind", "executor kind 'calibrated' needs 'profile: <file>'");
+    }
+    if (r.executor.kind == "remote" && r.executor.endpoints.empty()) {
+      e.fail("kind", "executor kind 'remote' needs 'endpoints: [HOST:PORT, ...]'");
+    }
+  }
+
+  if (v.has("slo")) {
+    const auto s = v.child("slo");
+    s.reject_unknown({"ttft_ms", "tpot_ms"});
+    r.slo.ttft_ms = s.number("ttft_ms", 2000, 0, 1e9);
+    r.slo.tpot_ms = s.number("tpot_ms", 100, 0, 1e9);
+  }
+  if (v.has("output")) {
+    const auto o = v.child("output");
+    o.reject_unknown({"dir", "timeline", "requests_csv"});
+    r.output.dir = o.text("dir", "results");
+    r.output.timeline = o.boolean("timeline", false);
+    r.output.requests_csv = o.boolean("requests_csv", true);
+  }
+
+  // Memory feasibility: weights + reserve + store + at least one block per sequence.
+  const double usable = r.memory.gpu_utilization * double(r.gpu.memory_bytes);
+  const double fixed = double(r.model.weight_bytes()) + double(r.memory.activation_reserve_bytes);
+  auto gib = [](double b) { return std::to_string(b / double(1ull << 30)).substr(0, 6) + " GiB"; };
+  if (fixed >= usable) {
+    v.fail("model", "model '" + r.model.name + "' does not fit on " + r.gpu.name + ": weights " +
+                        gib(double(r.model.weight_bytes())) + " + activation reserve " +
+                        gib(double(r.memory.activation_reserve_bytes)) + " >= usable " +
+                        gib(usable));
+  }
+  if (double(r.store.gpu.capacity_bytes) + fixed >= usable) {
+    const std::string where_key = r.store.gpu.where;
+    throw InputError(where_key, "the GPU store (" + gib(double(r.store.gpu.capacity_bytes)) +
+                                    ") does not fit: " + r.gpu.name + " has " + gib(usable) +
+                                    " usable, weights and reserve take " + gib(fixed) +
+                                    ", and request KV needs the rest");
+  }
+  return r;
+}
+
+/// "a.b.c=value" -> {a: {b: {c: value}}}, merged into `root`.
+void apply_set(YAML::Node& root, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw InputError("--set " + assignment, "expected key.path=value");
+  }
+  const std::string key = assignment.substr(0, eq);
+  const std::string value = assignment.substr(eq + 1);
+  YAML::Node parsed;
+  try {
+    parsed = YAML::Load(value);
+  } catch (const YAML::Exception& e) {
+    throw InputError("--set " + assignment, "cannot parse the value: " + e.msg);
+  }
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (true) {
+    const auto dot = key.find('.', start);
+    parts.push_back(key.substr(start, dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  std::vector<YAML::Node> chain{root};
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    YAML::Node next = chain.back()[parts[i]];
+    if (!next.IsMap()) {
+      chain.back()[parts[i]] = YAML::Node(YAML::NodeType::Map);
+      next = chain.back()[parts[i]];
+    }
+    chain.push_back(next);
+  }
+  chain.back()[parts.back()] = parsed;
+}
+
+}  // namespace
+
+std::uint64_t RunConfig::request_kv_bytes() const {
+  const double usable = memory.gpu_utilization * double(gpu.memory_bytes);
+  const double left = usable - double(model.weight_bytes()) -
+                      double(memory.activation_reserve_bytes) - double(store.gpu.capacity_bytes);
+  return left > 0 ? static_cast<std::uint64_t>(left) : 0;
+}
+
+ModelConfig load_model(const std::string& name_or_path, const std::string& where) {
+  const auto path = preset_path(name_or_path, "models");
+  if (!fs::exists(path)) {
+    throw InputError(where, "unknown model '" + name_or_path + "' (presets: " +
+                                known_presets("models") + "; or give a path to a .yaml file)");
+  }
+  return parse_model(YamlView({{load_yaml_file(path), path}}, ""));
+}
+
+GpuConfig load_gpu(const std::string& name_or_path, const std::string& where) {
+  const auto path = preset_path(name_or_path, "gpus");
+  if (!fs::exists(path)) {
+    throw InputError(where, "unknown gpu '" + name_or_path + "' (presets: " +
+                                known_presets("gpus") + "; or give a path to a .yaml file)");
+  }
+  return parse_gpu(YamlView({{load_yaml_file(path), path}}, ""));
+}
+
+ExperimentConfig load_experiment(const std::string& file, const std::vector<std::string>& sets) {
+  ExperimentConfig exp;
+  exp.file = file;
+  const YAML::Node root = load_yaml_file(file);
+  if (!root.IsMap()) throw InputError(yaml_position(root, file), "expected a map of keys");
+  YAML::Node overrides(YAML::NodeType::Map);
+  std::map<std::string, YAML::Node> run_overrides;
+  for (const auto& s : sets) {
+    if (s.rfind("runs.", 0) == 0) {
+      const auto dot = s.find('.', 5);
+      const auto eq = s.find('=');
+      if (dot == std::string::npos || (eq != std::string::npos && dot > eq)) {
+        throw InputError("--set " + s, "expected runs.<name>.key.path=value");
+      }
+      auto& node = run_overrides[s.substr(5, dot - 5)];
+      if (!node) node = YAML::Node(YAML::NodeType::Map);
+      apply_set(node, s.substr(dot + 1));
+    } else {
+      apply_set(overrides, s);
+    }
+  }
+  const YamlLayer set_layer{overrides, "--set"};
+  const YamlLayer base{root, file};
+  const YamlView top({set_layer, base}, "");
+  exp.name = top.text("experiment", fs::path(file).stem().string());
+
+  if (!top.has("runs")) {
+    exp.runs.push_back(parse_run(top, exp.name, "default"));
+  } else {
+    const YAML::Node runs = root["runs"];
+    if (!runs.IsSequence() || runs.size() == 0) {
+      top.fail("runs", "expected a non-empty list of runs, each with a 'name'");
+    }
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      const YAML::Node run = runs[i];
+      const std::string where = yaml_position(run, file) + ": runs[" + std::to_string(i) + "]";
+      if (!run.IsMap() || !run["name"]) throw InputError(where, "a run needs a 'name'");
+      const std::string name = run["name"].Scalar();
+      if (std::find(names.begin(), names.end(), name) != names.end()) {
+        throw InputError(where, "duplicate run name '" + name + "'");
+      }
+      names.push_back(name);
+      if (run["runs"]) throw InputError(where, "runs cannot be nested");
+      std::vector<YamlLayer> layers;
+      if (auto it = run_overrides.find(name); it != run_overrides.end()) {
+        layers.push_back({it->second, "--set"});
+      }
+      layers.push_back(set_layer);
+      layers.push_back({run, file});
+      YAML::Node base_without_runs(YAML::NodeType::Map);
+      for (const auto& kv : root) {
+        if (kv.first.Scalar() != "runs") base_without_runs[kv.first] = kv.second;
+      }
+      layers.push_back({base_without_runs, file});
+      exp.runs.push_back(parse_run(YamlView(layers, ""), exp.name, name));
+    }
+    for (const auto& [name, node] : run_overrides) {
+      if (std::find(names.begin(), names.end(), name) == names.end()) {
+        throw InputError("--set runs." + name, "no run named '" + name + "'");
+      }
+    }
+  }
+  return exp;
+}
+
+}  // namespace inferscale

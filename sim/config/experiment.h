@@ -1,0 +1,132 @@
+#pragma once
+// @brief Experiment configuration: YAML -> validated RunConfigs (configs/README.md is the
+// reference). Every error is an InputError at file:line:column with the key path.
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "executor/model_config.h"
+#include "policies/params.h"
+#include "traces/types.h"
+
+namespace inferscale {
+
+enum class ServingMode { kText, kKvInject };
+enum class RopeMode { kPreRope, kDelta };
+enum class MissPath { kEncode, kText };
+enum class RouterKind { kRoundRobin, kLeastLoaded, kUserAffinity };
+
+const char* to_string(ServingMode m);
+const char* to_string(RopeMode m);
+const char* to_string(MissPath m);
+const char* to_string(RouterKind r);
+
+struct TraceSource {
+  std::string path;        // a JSONL trace (after generation/import, the materialized file)
+  std::string kind = "file";  // file | generate | locomo
+  YAML::Node options;      // generate/locomo options as written
+  std::string where;       // position of the trace key, for errors while materializing
+};
+
+struct SchedulerConfig {
+  std::uint32_t max_batch_tokens = 8192;  // per step: decodes + prefill chunks + encodes
+  std::uint32_t max_seqs = 256;
+  bool chunked_prefill = true;
+};
+
+struct ServingConfig {
+  ServingMode mode = ServingMode::kKvInject;
+  std::uint32_t k = 50;  // facts used per request (the best k of the trace's ranking)
+  std::uint32_t header_tokens = 64;
+  std::uint32_t footer_tokens = 16;
+  bool header_cache = true;  // shared header prefix-cached per replica (both modes)
+  RopeMode rope = RopeMode::kPreRope;
+  std::uint32_t cwe_window = 0;  // w: turns of conversation before the fact when encoding
+  std::uint32_t turn_tokens = 26;  // tokens per context turn when the trace has none
+  MissPath miss_path = MissPath::kEncode;
+};
+
+struct TierConfig {
+  bool enabled = false;
+  std::uint64_t capacity_bytes = 0;
+  std::string eviction = "lru";
+  std::string admission = "always";
+  Params eviction_params;
+  Params admission_params;
+  std::string where;  // for policy errors
+};
+
+struct StoreConfig {
+  TierConfig gpu;
+  TierConfig host;
+  bool warm = true;  // `fact` records (memory at trace start) are resident at t=0, free of cost
+};
+
+struct MemoryConfig {
+  double gpu_utilization = 0.9;  // fraction of GPU memory the server may use (vLLM's default)
+  std::uint64_t activation_reserve_bytes = 0;  // 0: derived from max_batch_tokens
+};
+
+struct ExecutorConfig {
+  std::string kind = "cost_model";  // cost_model | calibrated | gpu | remote
+  std::string profile;              // calibrated
+  std::vector<std::string> endpoints;  // remote
+  std::string device = "cuda";      // gpu
+  std::string where;                // position of executor.kind, for errors
+};
+
+struct SloConfig {
+  double ttft_ms = 2000;
+  double tpot_ms = 100;
+};
+
+struct OutputConfig {
+  std::string dir = "results";
+  bool timeline = false;
+  bool requests_csv = true;
+};
+
+struct RunConfig {
+  std::string experiment;
+  std::string name;
+  std::uint64_t seed = 1;
+  TraceSource trace;
+  ModelConfig model;
+  GpuConfig gpu;
+  std::uint32_t replicas = 1;
+  RouterKind router = RouterKind::kUserAffinity;
+  SchedulerConfig scheduler;
+  ServingConfig serving;
+  StoreConfig store;
+  MemoryConfig memory;
+  ExecutorConfig executor;
+  SloConfig slo;
+  OutputConfig output;
+  std::string echo_yaml;  // the resolved config, echoed into summary.json
+
+  /// Bytes of GPU memory left for request KV after weights, reserve and the fact store.
+  std::uint64_t request_kv_bytes() const;
+};
+
+struct ExperimentConfig {
+  std::string name;
+  std::string file;
+  std::vector<RunConfig> runs;
+};
+
+/// Parses and validates an experiment file. `sets` are "key.path=value" overrides applied to the
+/// base config of every run (or "runs.<name>.key=value" to one run).
+ExperimentConfig load_experiment(const std::string& file, const std::vector<std::string>& sets);
+
+/// Loads a model preset by name (configs/models/<name>.yaml) or path.
+ModelConfig load_model(const std::string& name_or_path, const std::string& where);
+/// Loads a GPU preset by name (configs/gpus/<name>.yaml) or path.
+GpuConfig load_gpu(const std::string& name_or_path, const std::string& where);
+
+/// Where the presets live: $INFERSCALE_CONFIGS, else ./configs, else the source tree's configs.
+std::string config_dir();
+
+}  // namespace inferscale

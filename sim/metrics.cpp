@@ -1,0 +1,144 @@
+#include "sim/metrics.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+namespace inferscale {
+
+Percentiles percentiles(std::vector<double>& v) {
+  Percentiles p;
+  if (v.empty()) return p;
+  std::sort(v.begin(), v.end());
+  auto rank = [&](double q) {
+    const auto i = static_cast<std::size_t>(std::ceil(q * double(v.size()))) - 1;
+    return v[std::min(i, v.size() - 1)];
+  };
+  p.p50 = rank(0.50);
+  p.p90 = rank(0.90);
+  p.p99 = rank(0.99);
+  double sum = 0;
+  for (double x : v) sum += x;
+  p.mean = sum / double(v.size());
+  p.max = v.back();
+  return p;
+}
+
+namespace {
+
+constexpr const char* kHeader =
+    "id,user,replica,arrival,first_token,finish,ttft,tpot,e2e,k,gpu_hits,host_hits,misses,"
+    "prefill_tokens,queue_delay,preemptions\n";
+
+void put_u(std::string& b, std::uint64_t v) {
+  char tmp[24];
+  auto [p, ec] = std::to_chars(tmp, tmp + sizeof(tmp), v);
+  b.append(tmp, p);
+}
+
+/// Nanoseconds as milliseconds with 6 decimals: exact, and identical on every platform.
+void put_ms(std::string& b, SimTime ns) {
+  if (ns < 0) {
+    b += '-';
+    ns = -ns;
+  }
+  put_u(b, static_cast<std::uint64_t>(ns / 1'000'000));
+  char frac[8];
+  auto f = static_cast<unsigned>(ns % 1'000'000);
+  for (int i = 5; i >= 0; --i) {
+    frac[i] = static_cast<char>('0' + f % 10);
+    f /= 10;
+  }
+  b += '.';
+  b.append(frac, 6);
+}
+
+}  // namespace
+
+Metrics::Metrics(const std::string& csv_path) {
+  if (!csv_path.empty()) {
+    csv_ = std::fopen(csv_path.c_str(), "wb");
+    if (csv_ == nullptr) {
+      throw std::runtime_error("cannot write " + csv_path + ": " + std::strerror(errno));
+    }
+    buf_ = kHeader;
+  }
+}
+
+Metrics::~Metrics() {
+  if (csv_ != nullptr) std::fclose(csv_);
+}
+
+void Metrics::record(const Request& r, std::uint32_t k, double ttft_slo_ms, double tpot_slo_ms) {
+  const SimTime ttft = r.first_token - r.arrival;
+  const SimTime e2e = r.finish - r.arrival;
+  const SimTime tpot = r.output_tokens > 1 ? (r.finish - r.first_token) / (r.output_tokens - 1) : 0;
+  const SimTime queue = r.first_scheduled - r.arrival;
+  ++completed_;
+  output_tokens_ += r.output_tokens;
+  gpu_hits_ += r.gpu_hits;
+  host_hits_ += r.host_hits;
+  misses_ += r.misses;
+  preemptions_ += r.preemptions;
+  prefill_tokens_ += r.prefill_tokens;
+  if (first_arrival_ < 0 || r.arrival < first_arrival_) first_arrival_ = r.arrival;
+  last_finish_ = std::max(last_finish_, r.finish);
+  const double ttft_ms = double(ttft) / 1e6, tpot_ms = double(tpot) / 1e6;
+  ttft_ms_.push_back(ttft_ms);
+  tpot_ms_.push_back(tpot_ms);
+  e2e_ms_.push_back(double(e2e) / 1e6);
+  queue_ms_.push_back(double(queue) / 1e6);
+  if (ttft_ms <= ttft_slo_ms && tpot_ms <= tpot_slo_ms) ++good_;
+  if (csv_ == nullptr) return;
+  put_u(buf_, r.id);
+  buf_ += ',';
+  put_u(buf_, r.user);
+  buf_ += ',';
+  put_u(buf_, static_cast<std::uint64_t>(r.replica));
+  buf_ += ',';
+  put_ms(buf_, r.arrival);
+  buf_ += ',';
+  put_ms(buf_, r.first_token);
+  buf_ += ',';
+  put_ms(buf_, r.finish);
+  buf_ += ',';
+  put_ms(buf_, ttft);
+  buf_ += ',';
+  put_ms(buf_, tpot);
+  buf_ += ',';
+  put_ms(buf_, e2e);
+  buf_ += ',';
+  put_u(buf_, k);
+  buf_ += ',';
+  put_u(buf_, r.gpu_hits);
+  buf_ += ',';
+  put_u(buf_, r.host_hits);
+  buf_ += ',';
+  put_u(buf_, r.misses);
+  buf_ += ',';
+  put_u(buf_, r.prefill_tokens);
+  buf_ += ',';
+  put_ms(buf_, queue);
+  buf_ += ',';
+  put_u(buf_, r.preemptions);
+  buf_ += '\n';
+  if (buf_.size() > (1u << 20)) {
+    std::fwrite(buf_.data(), 1, buf_.size(), csv_);
+    buf_.clear();
+  }
+}
+
+void Metrics::close() {
+  if (csv_ == nullptr) return;
+  if (!buf_.empty()) std::fwrite(buf_.data(), 1, buf_.size(), csv_);
+  buf_.clear();
+  const bool bad = std::ferror(csv_) != 0;
+  std::fclose(csv_);
+  csv_ = nullptr;
+  if (bad) throw std::runtime_error("write error in requests.csv");
+}
+
+}  // namespace inferscale

@@ -1,0 +1,55 @@
+#pragma once
+// @brief Metrics: per-request rows (requests.csv, streamed) and the run's summary figures.
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "sim/request.h"
+
+namespace inferscale {
+
+struct Percentiles {
+  double p50 = 0, p90 = 0, p99 = 0, mean = 0, max = 0;
+};
+
+/// Percentiles of `v` (reordered in place); nearest-rank on the sorted values.
+Percentiles percentiles(std::vector<double>& v);
+
+class Metrics {
+ public:
+  /// `csv_path` empty: no requests.csv.
+  explicit Metrics(const std::string& csv_path);
+  ~Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  void record(const Request& r, std::uint32_t k, double ttft_slo_ms, double tpot_slo_ms);
+  void close();
+
+  std::uint64_t completed() const { return completed_; }
+  std::uint64_t output_tokens() const { return output_tokens_; }
+  std::uint64_t good() const { return good_; }
+  SimTime first_arrival() const { return first_arrival_; }
+  SimTime last_finish() const { return last_finish_; }
+  std::vector<double>& ttft_ms() { return ttft_ms_; }
+  std::vector<double>& tpot_ms() { return tpot_ms_; }
+  std::vector<double>& e2e_ms() { return e2e_ms_; }
+  std::vector<double>& queue_ms() { return queue_ms_; }
+  std::uint64_t gpu_hits() const { return gpu_hits_; }
+  std::uint64_t host_hits() const { return host_hits_; }
+  std::uint64_t misses() const { return misses_; }
+  std::uint64_t preemptions() const { return preemptions_; }
+  std::uint64_t prefill_tokens() const { return prefill_tokens_; }
+
+ private:
+  std::FILE* csv_ = nullptr;
+  std::string buf_;
+  std::uint64_t completed_ = 0, output_tokens_ = 0, good_ = 0;
+  std::uint64_t gpu_hits_ = 0, host_hits_ = 0, misses_ = 0, preemptions_ = 0, prefill_tokens_ = 0;
+  SimTime first_arrival_ = -1, last_finish_ = 0;
+  std::vector<double> ttft_ms_, tpot_ms_, e2e_ms_, queue_ms_;
+};
+
+}  // namespace inferscale

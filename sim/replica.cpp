@@ -1,0 +1,529 @@
+#include "sim/replica.h"
+
+#include <algorithm>
+
+#include "policies/registry.h"
+#include "traces/error.h"
+
+namespace inferscale {
+
+namespace {
+
+std::unique_ptr<StoreTier> make_tier(const char* name, const TierConfig& t, std::uint64_t seed) {
+  PolicyArgs ev{t.eviction_params, t.capacity_bytes, seed};
+  PolicyArgs ad{t.admission_params, t.capacity_bytes, seed ^ 0x9e3779b97f4a7c15ull};
+  auto eviction = PolicyRegistry::make_eviction(t.eviction, ev, t.where + ".eviction");
+  auto admission = PolicyRegistry::make_admission(t.admission, ad, t.where + ".admission");
+  return std::make_unique<StoreTier>(name, t.capacity_bytes, std::move(eviction),
+                                     std::move(admission), t.eviction);
+}
+
+}  // namespace
+
+Replica::Replica(int index, const RunConfig& cfg, FactTable& facts, RequestPool& pool,
+                 Executor& executor, NextAccessFn next_access)
+    : index_(index),
+      cfg_(cfg),
+      facts_(facts),
+      pool_(pool),
+      executor_(executor),
+      next_access_(std::move(next_access)),
+      kv_inject_(cfg.serving.mode == ServingMode::kKvInject),
+      kv_bytes_per_token_(cfg.model.kv_bytes_per_token()) {
+  if (kv_inject_) {
+    const std::uint64_t seed = cfg.seed * 1000003ull + static_cast<std::uint64_t>(index);
+    gpu_ = make_tier("gpu", cfg.store.gpu, seed);
+    gpu_->set_view(this);
+    if (cfg.store.host.enabled) {
+      host_ = make_tier("host", cfg.store.host, seed + 17);
+      host_->set_view(this);
+    }
+  }
+  total_blocks_ = cfg.request_kv_bytes() / (kv_bytes_per_token_ * kBlockTokens);
+  if (cfg.serving.header_cache) {
+    const auto header_blocks = blocks_for(cfg.serving.header_tokens);
+    total_blocks_ = total_blocks_ > header_blocks ? total_blocks_ - header_blocks : 0;
+  }
+  free_blocks_ = total_blocks_;
+}
+
+FactId Replica::local_id(FactId global) {
+  if (global >= local_plus1_.size()) {
+    local_plus1_.resize(std::max<std::size_t>(global + 1, local_plus1_.size() * 2), 0);
+  }
+  if (local_plus1_[global] == 0) {
+    global_of_.push_back(global);
+    pins_.push_back(0);
+    local_plus1_[global] = static_cast<std::uint32_t>(global_of_.size());
+  }
+  return local_plus1_[global] - 1;
+}
+
+CacheEntry Replica::entry(FactId global, FactId local, SimTime) const {
+  const FactInfo& f = facts_[global];
+  CacheEntry e;
+  e.id = local;
+  e.user = f.user;
+  e.tokens = f.tokens;
+  e.bytes = std::uint64_t(f.tokens) * kv_bytes_per_token_;
+  e.recompute_cost_ns = f.recompute_cost_ns;
+  e.created = f.created;
+  e.last_access = kNever;
+  return e;
+}
+
+std::uint32_t Replica::encode_tokens(FactId global) const {
+  return facts_[global].tokens + facts_[global].encode_context_tokens;
+}
+
+bool Replica::user_in_flight(UserId user) const {
+  auto it = users_.find(user);
+  return it != users_.end() && it->second.in_flight > 0;
+}
+
+SimTime Replica::user_last_active(UserId user) const {
+  auto it = users_.find(user);
+  return it == users_.end() ? kNever : it->second.last_active;
+}
+
+std::int64_t Replica::next_access(FactId local) const {
+  return next_access_ ? next_access_(global_of_[local], position_) : kNever;
+}
+
+void Replica::enqueue(std::uint32_t ri, SimTime now) {
+  Request& r = pool_[ri];
+  r.replica = index_;
+  auto& u = users_[r.user];
+  ++u.in_flight;
+  u.last_active = now;
+  waiting_.push_back(ri);
+}
+
+void Replica::memory_write(FactId global, SimTime) {
+  if (!kv_inject_) return;
+  local_id(global);
+  write_jobs_.push_back(EncodeJob{global, kNone, 0, 0});
+}
+
+void Replica::warm_insert(FactId global) {
+  if (!kv_inject_) return;
+  const FactId local = local_id(global);
+  if (gpu_->resident(local)) return;
+  evicted_.clear();
+  gpu_->insert(entry(global, local, 0), 0, &evicted_);
+}
+
+bool Replica::has_work() const {
+  return !waiting_.empty() || !running_.empty() || !request_jobs_.empty() ||
+         !write_jobs_.empty();
+}
+
+void Replica::pin(Request&, RequestFact& f) {
+  if (f.pinned) return;
+  ++pins_[f.local];
+  f.pinned = true;
+}
+
+void Replica::unpin_all(Request& r) {
+  for (auto& f : r.layout) {
+    if (f.pinned) {
+      INFERSCALE_ASSERT(pins_[f.local] > 0, "pin count underflow");
+      --pins_[f.local];
+      f.pinned = false;
+    }
+  }
+}
+
+bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission) {
+  const FactId local = local_id(global);
+  evicted_.clear();
+  const CacheEntry e = entry(global, local, now);
+  const bool ok =
+      use_admission ? gpu_->insert(e, now, &evicted_) : gpu_->force_insert(e, now, &evicted_);
+  for (const FactId v : evicted_) {
+    const FactId vg = global_of_[v];
+    plan_.evictions.push_back(vg);
+    if (host_ && !host_->resident(v)) {
+      const CacheEntry ve = entry(vg, v, now);
+      std::vector<FactId> host_evicted;
+      if (host_->insert(ve, now, &host_evicted)) {
+        plan_.offloads.push_back(FactLoad{vg, ve.tokens, ve.bytes, kNoRequest, 0});
+        ++stats_.offloads;
+      }
+      for (const FactId h : host_evicted) plan_.host_evictions.push_back(global_of_[h]);
+    }
+  }
+  if (ok) {
+    // Pinned until the step ends: a fact placed in this step must not be evicted by a later
+    // insertion of the same step (the executor frees before it encodes).
+    ++pins_[local];
+    step_pins_.push_back(local);
+  }
+  return ok;
+}
+
+/// Host-tier hit: copy into the GPU pool (or straight into the request's cache when the pool has
+/// no unpinned room).
+void Replica::promote_from_host(Request& r, RequestFact& f, SimTime now) {
+  const FactInfo& info = facts_[f.global];
+  const std::uint64_t bytes = std::uint64_t(info.tokens) * kv_bytes_per_token_;
+  if (insert_gpu(f.global, now, false)) {
+    plan_.loads.push_back(FactLoad{f.global, info.tokens, bytes, kNoRequest, 0});
+    pin(r, f);
+  } else {
+    plan_.loads.push_back(FactLoad{f.global, info.tokens, bytes, r.id, f.position});
+    f.private_kv = true;
+  }
+  ++stats_.loads;
+}
+
+void Replica::resolve_facts(std::uint32_t ri, SimTime now) {
+  Request& r = pool_[ri];
+  const auto& s = cfg_.serving;
+  const bool first_admission = r.preemptions == 0;
+  const std::uint32_t shared = s.header_cache ? s.header_tokens : 0;
+  std::uint32_t pos = s.header_tokens;
+  std::uint32_t computed = s.footer_tokens + r.query_tokens + (s.header_tokens - shared);
+  std::uint32_t present = shared;
+  r.layout.clear();
+  r.layout.reserve(r.facts.size());
+  for (const FactId g : r.facts) {
+    RequestFact f;
+    f.global = g;
+    f.tokens = facts_[g].tokens;
+    f.position = pos;
+    pos += f.tokens;
+    if (!kv_inject_) {
+      f.source = FactSource::kText;
+    } else {
+      f.local = local_id(g);
+      const CacheEntry e = entry(g, f.local, now);
+      if (gpu_->lookup(e, now)) {
+        f.source = FactSource::kGpuHit;
+        if (first_admission) ++r.gpu_hits;
+      } else if (host_ && host_->lookup(e, now)) {
+        f.source = FactSource::kHostHit;
+        if (first_admission) ++r.host_hits;
+      } else {
+        if (first_admission) ++r.misses;
+        f.source = s.miss_path == MissPath::kEncode ? FactSource::kEncoded : FactSource::kText;
+      }
+    }
+    if (f.source == FactSource::kText) {
+      computed += f.tokens;
+    } else {
+      present += f.tokens;
+    }
+    r.layout.push_back(f);
+  }
+  // Second pass: pins, loads and encode jobs (the layout vector no longer moves).
+  for (std::uint32_t i = 0; i < r.layout.size(); ++i) {
+    RequestFact& f = r.layout[i];
+    if (f.source == FactSource::kGpuHit) {
+      pin(r, f);
+    } else if (f.source == FactSource::kHostHit) {
+      promote_from_host(r, f, now);
+    } else if (f.source == FactSource::kEncoded) {
+      request_jobs_.push_back(EncodeJob{f.global, ri, r.id, i});
+      ++r.pending_encodes;
+    }
+  }
+  r.prompt_tokens = pos + s.footer_tokens + r.query_tokens;
+  // After a preemption the tokens generated so far are recomputed too (vLLM's recompute).
+  r.computed_total = computed + r.generated;
+  r.computed_done = 0;
+  r.present_base = present;
+  r.shared_tokens = shared;
+  r.context = 0;
+  r.injected = false;
+  if (first_admission) r.prefill_tokens = computed;
+}
+
+bool Replica::plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& budget) {
+  const FactId local = local_id(job.global);
+  Request* r = job.request != kNone ? &pool_[job.request] : nullptr;
+  RequestFact* f = r != nullptr ? &r->layout[job.fact_index] : nullptr;
+  auto done = [&] {
+    if (r != nullptr) --r->pending_encodes;
+    return true;
+  };
+  if (gpu_->resident(local)) {  // placed meanwhile by another job or a memory write
+    if (f != nullptr) pin(*r, *f);
+    return done();
+  }
+  if (host_ && f != nullptr && host_->resident(local)) {
+    promote_from_host(*r, *f, now);
+    return done();
+  }
+  const std::uint32_t tokens = encode_tokens(job.global);
+  if (tokens > cfg_.scheduler.max_batch_tokens) {
+    throw InputError(cfg_.trace.where,
+                     "fact " + std::to_string(facts_[job.global].external) + " needs " +
+                         std::to_string(tokens) + " tokens to encode (with cwe_window " +
+                         std::to_string(cfg_.serving.cwe_window) +
+                         "), more than scheduler.max_batch_tokens (" +
+                         std::to_string(cfg_.scheduler.max_batch_tokens) + ")");
+  }
+  if (tokens > budget) return false;
+  const bool stored = insert_gpu(job.global, now, true);
+  const FactInfo& info = facts_[job.global];
+  if (r == nullptr && !stored) return true;  // a memory write the store did not admit
+  budget -= tokens;
+  FactEncode enc{job.global, info.user, info.tokens, info.encode_context_tokens, stored,
+                 kNoRequest, 0};
+  if (f != nullptr) {
+    if (stored) {
+      pin(*r, *f);
+    } else {
+      enc.for_request = r->id;
+      enc.position = f->position;
+      f->private_kv = true;
+      ++stats_.private_encodes;
+    }
+  } else {
+    ++stats_.memory_write_encodes;
+  }
+  plan_.encodes.push_back(enc);
+  ++stats_.encodes;
+  stats_.encode_tokens += tokens;
+  step_tokens_ += tokens;
+  return done();
+}
+
+void Replica::plan_first_chunk_facts(Request& r, PrefillItem& item) {
+  item.facts_begin = static_cast<std::uint32_t>(plan_.prompt_facts.size());
+  for (const auto& f : r.layout) {
+    plan_.prompt_facts.push_back(
+        PromptFact{f.global, f.tokens, f.position, f.source != FactSource::kText, f.private_kv});
+  }
+  item.facts_end = static_cast<std::uint32_t>(plan_.prompt_facts.size());
+}
+
+bool Replica::plan_prefill_chunk(std::uint32_t ri, std::uint32_t& budget) {
+  Request& r = pool_[ri];
+  const std::uint32_t remaining = r.computed_total - r.computed_done;
+  std::uint32_t n = std::min(remaining, budget);
+  if (!cfg_.scheduler.chunked_prefill && n < remaining) {
+    if (remaining > cfg_.scheduler.max_batch_tokens) {
+      throw InputError(cfg_.trace.where,
+                       "request " + std::to_string(r.id) + " computes " +
+                           std::to_string(remaining) +
+                           " prompt tokens, more than scheduler.max_batch_tokens with "
+                           "chunked_prefill off");
+    }
+    return false;
+  }
+  if (n == 0) return false;
+  PrefillItem item;
+  item.request = r.id;
+  item.user = r.user;
+  item.header_tokens = cfg_.serving.header_tokens;
+  item.footer_tokens = cfg_.serving.footer_tokens;
+  item.query_tokens = r.query_tokens;
+  item.prompt_tokens = r.prompt_tokens;
+  item.computed_total = r.computed_total;
+  item.computed_done = r.computed_done;
+  item.computed_now = n;
+  item.header_cached = cfg_.serving.header_cache;
+  item.first_chunk = !r.injected;
+  if (item.first_chunk) {
+    plan_first_chunk_facts(r, item);
+    r.injected = true;
+    r.context = r.present_base;
+  }
+  item.present_tokens = r.context;
+  item.last_chunk = r.computed_done + n == r.computed_total;
+  plan_.prefills.push_back(item);
+  items_.push_back(StepItem{ri, n, false, item.last_chunk});
+  budget -= n;
+  step_tokens_ += n;
+  return true;
+}
+
+bool Replica::admit(std::uint32_t ri, SimTime now, std::uint32_t& budget) {
+  Request& r = pool_[ri];
+  const auto& s = cfg_.serving;
+  position_ = r.trace_position;
+  std::uint64_t facts_tokens = 0;
+  for (const FactId g : r.facts) facts_tokens += facts_[g].tokens;
+  const std::uint64_t own = std::uint64_t(s.header_cache ? 0 : s.header_tokens) + facts_tokens +
+                            s.footer_tokens + r.query_tokens + r.generated;
+  // Blocks for the prompt and the first output token.
+  const std::uint64_t blocks = blocks_for(own + 1);
+  if (blocks > total_blocks_) {
+    throw InputError(cfg_.trace.where,
+                     "request " + std::to_string(r.id) + " needs " + std::to_string(blocks) +
+                         " KV blocks, but replica memory holds only " +
+                         std::to_string(total_blocks_) +
+                         " (reduce the store capacity, k, or the activation reserve)");
+  }
+  if (blocks > free_blocks_) return false;
+  free_blocks_ -= blocks;
+  r.kv_blocks = static_cast<std::uint32_t>(blocks);
+  r.admitted = true;
+  if (r.first_scheduled < 0) r.first_scheduled = now;
+  running_.push_back(ri);
+  resolve_facts(ri, now);
+  while (!request_jobs_.empty() && plan_encode_job(request_jobs_.front(), now, budget)) {
+    request_jobs_.pop_front();
+  }
+  if (r.pending_encodes == 0 && budget > 0) plan_prefill_chunk(ri, budget);
+  return true;
+}
+
+void Replica::preempt(std::uint32_t ri) {
+  Request& r = pool_[ri];
+  unpin_all(r);
+  free_blocks_ += r.kv_blocks;
+  r.kv_blocks = 0;
+  running_.erase(std::find(running_.begin(), running_.end(), ri));
+  request_jobs_.erase(std::remove_if(request_jobs_.begin(), request_jobs_.end(),
+                                     [ri](const EncodeJob& j) { return j.request == ri; }),
+                      request_jobs_.end());
+  r.admitted = false;
+  r.injected = false;
+  r.pending_encodes = 0;
+  r.computed_done = 0;
+  r.context = 0;
+  ++r.preemptions;
+  ++stats_.preemptions;
+  waiting_.push_front(ri);
+  // Free its KV at the end of this step; it is not re-admitted before then.
+  plan_.released.push_back(r.id);
+  preempted_this_step_ = true;
+}
+
+SimTime Replica::start_step(SimTime now) {
+  INFERSCALE_ASSERT(!busy_, "step started on a busy replica");
+  plan_.clear();
+  items_.clear();
+  plan_.replica = index_;
+  plan_.now = now;
+  plan_.released.swap(to_release_);
+  to_release_.clear();
+  preempted_this_step_ = false;
+  step_tokens_ = 0;
+  std::uint32_t budget = cfg_.scheduler.max_batch_tokens;
+
+  // 1. One decode token per running request past its prefill; preempt on a full KV pool.
+  for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    const std::uint32_t ri = running_[i];
+    Request& r = pool_[ri];
+    if (!r.prefill_done()) continue;
+    const std::uint64_t own_after = std::uint64_t(r.context) + 1 - r.shared_tokens;
+    if (blocks_for(own_after) > r.kv_blocks) {
+      while (free_blocks_ == 0 && running_.back() != ri) preempt(running_.back());
+      if (free_blocks_ == 0) {
+        preempt(ri);
+        break;
+      }
+      --free_blocks_;
+      ++r.kv_blocks;
+    }
+    plan_.decodes.push_back(DecodeItem{r.id, r.context});
+    items_.push_back(StepItem{ri, 0, true, false});
+    --budget;
+    ++step_tokens_;
+  }
+  // 2. Fact encodes that admitted requests wait for (FIFO).
+  while (!request_jobs_.empty() && plan_encode_job(request_jobs_.front(), now, budget)) {
+    request_jobs_.pop_front();
+  }
+  // 3. Prefill chunks of admitted requests, in admission order.
+  for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    const Request& r = pool_[running_[i]];
+    if (r.prefill_done() || r.pending_encodes > 0) continue;
+    if (!r.injected || r.computed_done < r.computed_total) plan_prefill_chunk(running_[i], budget);
+  }
+  // 4. Admit waiting requests, first come first served.
+  while (!preempted_this_step_ && !waiting_.empty() &&
+         running_.size() < cfg_.scheduler.max_seqs && budget > 0) {
+    if (!admit(waiting_.front(), now, budget)) break;
+    waiting_.pop_front();
+  }
+  // 5. Memory writes with what is left.
+  while (!write_jobs_.empty() && budget > 0 &&
+         plan_encode_job(write_jobs_.front(), now, budget)) {
+    write_jobs_.pop_front();
+  }
+
+  if (plan_.prefills.empty() && plan_.decodes.empty() && plan_.encodes.empty() &&
+      plan_.loads.empty()) {
+    for (const FactId l : step_pins_) --pins_[l];
+    step_pins_.clear();
+    to_release_.swap(plan_.released);
+    if (!waiting_.empty() && running_.empty() && !preempted_this_step_ &&
+        request_jobs_.empty()) {
+      throw InputError(cfg_.trace.where, "replica " + std::to_string(index_) +
+                                             " cannot admit request " +
+                                             std::to_string(pool_[waiting_.front()].id) +
+                                             " although it is idle");
+    }
+    return -1;
+  }
+  INFERSCALE_ASSERT(step_tokens_ <= cfg_.scheduler.max_batch_tokens, "token budget exceeded");
+  const BatchResult result = executor_.execute(plan_);
+  const SimTime duration = std::max<SimTime>(result.duration_ns, 1);
+  busy_ = true;
+
+  last_step_ = StepRecord{};
+  last_step_.start = now;
+  last_step_.duration_ns = duration;
+  last_step_.batch_tokens = step_tokens_;
+  last_step_.sequences = static_cast<std::uint32_t>(plan_.prefills.size() + plan_.decodes.size());
+  last_step_.prefills = static_cast<std::uint32_t>(plan_.prefills.size());
+  last_step_.decodes = static_cast<std::uint32_t>(plan_.decodes.size());
+  last_step_.encodes = static_cast<std::uint32_t>(plan_.encodes.size());
+  last_step_.loads = static_cast<std::uint32_t>(plan_.loads.size());
+  last_step_.kv_blocks_used = total_blocks_ - free_blocks_;
+  last_step_.store_bytes = gpu_ ? gpu_->used_bytes() : 0;
+  ++stats_.steps;
+  stats_.busy_ns += duration;
+  stats_.max_batch_tokens_seen = std::max<std::uint64_t>(stats_.max_batch_tokens_seen,
+                                                         step_tokens_);
+  stats_.max_kv_blocks_used = std::max(stats_.max_kv_blocks_used, last_step_.kv_blocks_used);
+  stats_.store_bytes_time_integral += double(last_step_.store_bytes) * double(duration);
+  return duration;
+}
+
+void Replica::release_request(std::uint32_t ri) {
+  Request& r = pool_[ri];
+  unpin_all(r);
+  free_blocks_ += r.kv_blocks;
+  r.kv_blocks = 0;
+  running_.erase(std::find(running_.begin(), running_.end(), ri));
+  to_release_.push_back(r.id);
+  auto it = users_.find(r.user);
+  if (it != users_.end() && it->second.in_flight > 0) --it->second.in_flight;
+}
+
+void Replica::finish_step(SimTime now, std::vector<std::uint32_t>& finished) {
+  busy_ = false;
+  for (const FactId l : step_pins_) --pins_[l];
+  step_pins_.clear();
+  for (const StepItem& item : items_) {
+    Request& r = pool_[item.request];
+    bool produced = false;
+    if (item.decode) {
+      r.context += 1;
+      r.generated += 1;
+      produced = true;
+    } else {
+      r.computed_done += item.tokens;
+      r.context += item.tokens;
+      if (item.last_chunk) {
+        r.generated += 1;
+        if (r.first_token < 0) r.first_token = now;
+        produced = true;
+      }
+    }
+    if (produced && r.generated >= r.output_tokens) {
+      r.finish = now;
+      release_request(item.request);
+      finished.push_back(item.request);
+    }
+  }
+  items_.clear();
+}
+
+}  // namespace inferscale

@@ -1,0 +1,159 @@
+#pragma once
+// @brief Replica: one GPU serving one model copy: memory model, fact store (GPU and host tiers),
+// and the continuous-batching scheduler that turns its queue into one BatchPlan per step.
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "executor/executor.h"
+#include "sim/config/experiment.h"
+#include "sim/fact_table.h"
+#include "sim/request.h"
+#include "sim/store_tier.h"
+
+namespace inferscale {
+
+/// Offline policies: trace position of the next request naming a (global) fact after trace
+/// position `after`; kNever if none. Empty function: the future is unknown (always kNever).
+using NextAccessFn = std::function<std::int64_t(FactId global, std::int64_t after)>;
+
+/// What one step did, for metrics and invariant checks.
+struct StepRecord {
+  SimTime start = 0;
+  SimTime duration_ns = 0;
+  std::uint32_t batch_tokens = 0;  // decodes + prefill chunk tokens + encode tokens
+  std::uint32_t sequences = 0;
+  std::uint32_t prefills = 0, decodes = 0, encodes = 0, loads = 0;
+  std::uint64_t kv_blocks_used = 0;
+  std::uint64_t store_bytes = 0;
+};
+
+struct ReplicaStats {
+  std::uint64_t steps = 0;
+  SimTime busy_ns = 0;
+  std::uint64_t preemptions = 0;
+  std::uint64_t encodes = 0, encode_tokens = 0, memory_write_encodes = 0, private_encodes = 0;
+  std::uint64_t loads = 0, offloads = 0;
+  std::uint64_t max_batch_tokens_seen = 0;
+  std::uint64_t max_kv_blocks_used = 0;
+  double store_bytes_time_integral = 0;  // sum of store bytes x step duration
+};
+
+class Replica final : public RunView {
+ public:
+  Replica(int index, const RunConfig& cfg, FactTable& facts, RequestPool& pool,
+          Executor& executor, NextAccessFn next_access = {});
+
+  /// A routed request joins the waiting queue.
+  void enqueue(std::uint32_t request, SimTime now);
+  /// A new fact of a user homed here: encode it when there is room (kv_inject only).
+  void memory_write(FactId global, SimTime now);
+  /// Memory that exists at trace start: resident at t=0 if the store admits it (free of cost).
+  void warm_insert(FactId global);
+
+  bool busy() const { return busy_; }
+  bool has_work() const;
+  /// Requests waiting or running (the least-loaded router's measure).
+  std::size_t load() const { return waiting_.size() + running_.size(); }
+
+  /// Plans one step at `now`, executes it, and returns its duration (the replica is busy until
+  /// finish_step). Returns -1 when there is nothing to do.
+  SimTime start_step(SimTime now);
+  /// Applies the step's effects at its end; finished requests are appended to `finished`.
+  void finish_step(SimTime now, std::vector<std::uint32_t>& finished);
+
+  const StepRecord& last_step() const { return last_step_; }
+  const ReplicaStats& stats() const { return stats_; }
+  const StoreTier* gpu_tier() const { return gpu_.get(); }
+  const StoreTier* host_tier() const { return host_.get(); }
+  std::uint64_t total_kv_blocks() const { return total_blocks_; }
+  std::uint64_t free_kv_blocks() const { return free_blocks_; }
+  int index() const { return index_; }
+  const BatchPlan& plan() const { return plan_; }
+
+  // RunView (ids are this replica's local ids)
+  bool pinned(FactId local) const override { return local < pins_.size() && pins_[local] > 0; }
+  bool user_in_flight(UserId user) const override;
+  SimTime user_last_active(UserId user) const override;
+  std::int64_t next_access(FactId local) const override;
+  std::int64_t position() const override { return position_; }
+  FactId fact_id_bound() const override { return global_of_.size(); }
+
+ private:
+  struct EncodeJob {
+    FactId global = 0;
+    std::uint32_t request = kNone;  // pool index of the request waiting for it (kNone: a write)
+    RequestId request_id = 0;
+    std::uint32_t fact_index = 0;   // index in that request's layout
+  };
+  static constexpr std::uint32_t kNone = 0xffffffffu;
+  struct UserState {
+    std::uint32_t in_flight = 0;
+    SimTime last_active = kNever;
+  };
+  struct StepItem {
+    std::uint32_t request;
+    std::uint32_t tokens;  // prefill chunk tokens (0 for decode)
+    bool decode;
+    bool last_chunk;
+  };
+
+  FactId local_id(FactId global);
+  CacheEntry entry(FactId global, FactId local, SimTime now) const;
+  bool admit(std::uint32_t ri, SimTime now, std::uint32_t& budget);
+  void resolve_facts(std::uint32_t ri, SimTime now);
+  bool insert_gpu(FactId global, SimTime now, bool use_admission);
+  void promote_from_host(Request& r, RequestFact& f, SimTime now);
+  /// Plans one encode job; false when it does not fit in the budget (try next step).
+  bool plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& budget);
+  std::uint32_t encode_tokens(FactId global) const;
+  void plan_first_chunk_facts(Request& r, PrefillItem& item);
+  bool plan_prefill_chunk(std::uint32_t ri, std::uint32_t& budget);
+  void pin(Request& r, RequestFact& f);
+  void unpin_all(Request& r);
+  void preempt(std::uint32_t ri);
+  std::uint64_t blocks_for(std::uint64_t tokens) const {
+    return (tokens + kBlockTokens - 1) / kBlockTokens;
+  }
+  void release_request(std::uint32_t ri);
+
+  int index_;
+  const RunConfig& cfg_;
+  FactTable& facts_;
+  RequestPool& pool_;
+  Executor& executor_;
+  NextAccessFn next_access_;
+  bool kv_inject_;
+  std::uint64_t kv_bytes_per_token_;
+
+  std::unique_ptr<StoreTier> gpu_, host_;
+  std::vector<std::uint32_t> local_plus1_;  // global -> local + 1 (0: never seen here)
+  std::vector<FactId> global_of_;           // local -> global
+  std::vector<std::uint16_t> pins_;         // by local id
+  std::unordered_map<UserId, UserState> users_;
+
+  std::deque<std::uint32_t> waiting_;
+  std::vector<std::uint32_t> running_;  // admission order
+  std::deque<EncodeJob> request_jobs_;
+  std::deque<EncodeJob> write_jobs_;
+  std::vector<RequestId> to_release_;
+
+  std::uint64_t total_blocks_ = 0;
+  std::uint64_t free_blocks_ = 0;
+  bool busy_ = false;
+  BatchPlan plan_;
+  std::vector<StepItem> items_;
+  std::vector<FactId> evicted_;
+  std::vector<FactId> step_pins_;  // facts placed in this step, pinned until it ends
+  bool preempted_this_step_ = false;
+  std::int64_t position_ = 0;  // trace position of the request being admitted
+  std::uint32_t step_tokens_ = 0;
+  StepRecord last_step_;
+  ReplicaStats stats_;
+};
+
+}  // namespace inferscale

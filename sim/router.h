@@ -1,0 +1,41 @@
+#pragma once
+// @brief Routers: which replica serves a request. Memory writes always go to the user's home
+// replica (the consistent-hash owner), whatever the router.
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "sim/config/experiment.h"
+
+namespace inferscale {
+
+class Replica;
+
+class Router {
+ public:
+  virtual ~Router() = default;
+  virtual int route(UserId user, const std::vector<std::unique_ptr<Replica>>& replicas) = 0;
+};
+
+/// Consistent hashing of users onto replicas (virtual nodes on a 64-bit ring).
+class HashRing {
+ public:
+  explicit HashRing(int replicas, int virtual_nodes = 64);
+  int owner(UserId user) const;
+
+ private:
+  std::vector<std::pair<std::uint64_t, int>> ring_;
+};
+
+std::unique_ptr<Router> make_router(RouterKind kind, int replicas);
+
+/// 64-bit mix (splitmix64 finaliser): deterministic hashing everywhere in sim/.
+inline std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace inferscale

@@ -1,0 +1,247 @@
+#include "sim/runner.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "executor/cost_model/cost_model.h"
+#include "policies/registry.h"
+#include "sim/executor_factory.h"
+#include "sim/trace_source.h"
+#include "traces/error.h"
+
+namespace inferscale {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kVersion = "0.1.0";
+
+json model_json(const ModelConfig& m) {
+  return json{{"name", m.name},
+              {"layers", m.layers},
+              {"hidden", m.hidden},
+              {"heads", m.heads},
+              {"kv_heads", m.kv_heads},
+              {"head_dim", m.head_dim},
+              {"ffn", m.ffn},
+              {"vocab", m.vocab},
+              {"dtype_bytes", m.dtype_bytes},
+              {"kv_bytes_per_token", m.kv_bytes_per_token()},
+              {"weight_bytes", m.weight_bytes()}};
+}
+
+json gpu_json(const GpuConfig& g) {
+  return json{{"name", g.name},         {"memory_bytes", g.memory_bytes},
+              {"bf16_tflops", g.bf16_tflops}, {"hbm_gbps", g.hbm_gbps},
+              {"pcie_gbps", g.pcie_gbps},     {"step_overhead_us", g.step_overhead_us},
+              {"mfu", g.mfu},                 {"mbu", g.mbu},
+              {"pcie_efficiency", g.pcie_efficiency}};
+}
+
+json tier_json(const TierConfig& t) {
+  json params = json::object();
+  for (const auto& [k, v] : t.eviction_params.values()) params[k] = v.text;
+  json aparams = json::object();
+  for (const auto& [k, v] : t.admission_params.values()) aparams[k] = v.text;
+  return json{{"enabled", t.enabled},         {"capacity_bytes", t.capacity_bytes},
+              {"eviction", t.eviction},       {"eviction_params", params},
+              {"admission", t.admission},     {"admission_params", aparams}};
+}
+
+json config_json(const RunConfig& c) {
+  json trace{{"kind", c.trace.kind}};
+  if (c.trace.kind == "file") trace["path"] = c.trace.path;
+  return json{
+      {"experiment", c.experiment},
+      {"run", c.name},
+      {"seed", c.seed},
+      {"trace", trace},
+      {"model", model_json(c.model)},
+      {"gpu", gpu_json(c.gpu)},
+      {"replicas", c.replicas},
+      {"router", to_string(c.router)},
+      {"scheduler",
+       {{"max_batch_tokens", c.scheduler.max_batch_tokens},
+        {"max_seqs", c.scheduler.max_seqs},
+        {"chunked_prefill", c.scheduler.chunked_prefill}}},
+      {"serving",
+       {{"mode", to_string(c.serving.mode)},
+        {"k", c.serving.k},
+        {"header_tokens", c.serving.header_tokens},
+        {"footer_tokens", c.serving.footer_tokens},
+        {"header_cache", c.serving.header_cache},
+        {"rope", to_string(c.serving.rope)},
+        {"cwe_window", c.serving.cwe_window},
+        {"turn_tokens", c.serving.turn_tokens},
+        {"miss_path", to_string(c.serving.miss_path)}}},
+      {"store", {{"warm", c.store.warm}, {"gpu", tier_json(c.store.gpu)}, {"host", tier_json(c.store.host)}}},
+      {"memory",
+       {{"gpu_utilization", c.memory.gpu_utilization},
+        {"activation_reserve_bytes", c.memory.activation_reserve_bytes},
+        {"request_kv_bytes", c.request_kv_bytes()}}},
+      {"executor", {{"kind", c.executor.kind}, {"profile", c.executor.profile}}},
+      {"slo", {{"ttft_ms", c.slo.ttft_ms}, {"tpot_ms", c.slo.tpot_ms}}},
+  };
+}
+
+json pct_json(const Percentiles& p) {
+  return json{{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"mean", p.mean}, {"max", p.max}};
+}
+
+double ratio(std::uint64_t a, std::uint64_t b) { return b == 0 ? 0.0 : double(a) / double(b); }
+
+void write_file(const fs::path& path, const std::string& body) {
+  std::ofstream f(path, std::ios::binary);
+  f << body;
+  if (!f) throw std::runtime_error("cannot write " + path.string());
+}
+
+}  // namespace
+
+std::string summary_json(const RunConfig& c, const RunSummary& s) {
+  json j{
+      {"version", kVersion},
+      {"seed", c.seed},
+      {"config", config_json(c)},
+      {"requests", s.requests},
+      {"output_tokens", s.output_tokens},
+      {"makespan_s", s.makespan_s},
+      {"throughput", {{"requests_per_s", s.throughput_rps}, {"tokens_per_s", s.tokens_per_s}}},
+      {"goodput",
+       {{"requests_per_s", s.goodput_rps},
+        {"fraction", ratio(s.good, s.requests)},
+        {"slo_ttft_ms", c.slo.ttft_ms},
+        {"slo_tpot_ms", c.slo.tpot_ms}}},
+      {"ttft_ms", pct_json(s.ttft_ms)},
+      {"tpot_ms", pct_json(s.tpot_ms)},
+      {"e2e_ms", pct_json(s.e2e_ms)},
+      {"queue_delay_ms", pct_json(s.queue_ms)},
+      {"hit_ratio",
+       {{"lookups", s.lookups},
+        {"gpu_object", ratio(s.gpu_hits, s.lookups)},
+        {"host_object", ratio(s.host_hits, s.lookups)},
+        {"miss_object", ratio(s.misses, s.lookups)},
+        {"gpu_byte", ratio(s.gpu_hit_bytes, s.lookup_bytes)},
+        {"host_byte", ratio(s.host_hit_bytes, s.lookup_bytes)}}},
+      {"store",
+       {{"capacity_bytes", s.store_capacity_bytes},
+        {"peak_bytes", s.store_peak_bytes},
+        {"mean_bytes", s.store_mean_bytes},
+        {"final_bytes", s.store_final_bytes},
+        {"occupancy_mean", s.store_capacity_bytes ? s.store_mean_bytes / double(s.store_capacity_bytes) : 0.0}}},
+      {"work",
+       {{"steps", s.steps},
+        {"prefill_tokens", s.prefill_tokens},
+        {"encodes", s.encodes},
+        {"encode_tokens", s.encode_tokens},
+        {"memory_write_encodes", s.memory_write_encodes},
+        {"host_loads", s.loads},
+        {"preemptions", s.preemptions}}},
+      {"executor_busy_fraction", s.busy_fraction},
+      {"invariants",
+       {{"max_batch_tokens_seen", s.max_batch_tokens_seen},
+        {"max_batch_tokens", c.scheduler.max_batch_tokens},
+        {"max_kv_blocks_used", s.max_kv_blocks_used},
+        {"kv_blocks_total", s.kv_blocks_total},
+        {"store_peak_bytes", s.store_peak_bytes},
+        {"store_capacity_bytes_per_replica", c.store.gpu.capacity_bytes}}},
+      {"trace", {{"facts", s.facts}, {"users", s.users}}},
+      {"simulator", {{"wall_s", s.wall_s}, {"events_per_s", s.events_per_s}}},
+  };
+  return j.dump(2) + "\n";
+}
+
+void validate_experiment(const ExperimentConfig& exp) {
+  for (const auto& run : exp.runs) {
+    check_trace_source(run);
+    check_executor(run);
+    if (run.serving.mode == ServingMode::kKvInject) {
+      for (const TierConfig* t : {&run.store.gpu, &run.store.host}) {
+        if (!t->enabled) continue;
+        PolicyArgs args{t->eviction_params, t->capacity_bytes, run.seed};
+        PolicyRegistry::make_eviction(t->eviction, args, t->where + ".eviction");
+        PolicyArgs aargs{t->admission_params, t->capacity_bytes, run.seed};
+        PolicyRegistry::make_admission(t->admission, aargs, t->where + ".admission");
+      }
+    }
+  }
+}
+
+std::vector<RunOutcome> run_experiment(const ExperimentConfig& exp, const RunnerOptions& opts) {
+  for (const auto& name : opts.only_runs) {
+    const bool known = std::any_of(exp.runs.begin(), exp.runs.end(),
+                                   [&](const RunConfig& r) { return r.name == name; });
+    if (!known) throw InputError("--runs " + name, "no run named '" + name + "' in " + exp.file);
+  }
+  validate_experiment(exp);
+  std::vector<RunOutcome> outcomes;
+  for (const auto& run : exp.runs) {
+    if (!opts.only_runs.empty() &&
+        std::find(opts.only_runs.begin(), opts.only_runs.end(), run.name) == opts.only_runs.end()) {
+      continue;
+    }
+    const fs::path base = fs::path(opts.out_dir.empty() ? run.output.dir : opts.out_dir) /
+                          exp.name;
+    const std::string trace = materialize_trace(run, (base / ".traces").string());
+    const fs::path dir = base / run.name;
+    const fs::path tmp = base / (run.name + ".tmp");
+    fs::remove_all(tmp);
+    fs::create_directories(tmp);
+    try {
+      SimOutputs out;
+      if (run.output.requests_csv) out.requests_csv = (tmp / "requests.csv").string();
+      if (run.output.timeline) out.timeline_json = (tmp / "timeline.json").string();
+      out.progress = opts.progress;
+      CostModel pricing(run.model, CostRates::from_gpu(run.gpu));
+      Simulator sim(
+          run, trace, [&run](int i) { return make_executor(run, i); },
+          [&pricing](std::uint32_t t, std::uint32_t c) { return pricing.encode_cost_ns(t, c); },
+          out);
+      RunOutcome o{run, sim.run(), dir.string()};
+      write_file(tmp / "summary.json", summary_json(run, o.summary));
+      fs::remove_all(dir);
+      fs::rename(tmp, dir);
+      outcomes.push_back(std::move(o));
+    } catch (...) {
+      std::error_code ec;
+      fs::remove_all(tmp, ec);
+      throw;
+    }
+  }
+  return outcomes;
+}
+
+void print_comparison(const std::vector<RunOutcome>& runs, std::FILE* out) {
+  std::fprintf(out, "%-14s %-9s %4s %8s %10s %10s %10s %9s %9s %7s\n", "run", "mode", "k",
+               "requests", "req/s", "TTFT p50", "TTFT p99", "TPOT p50", "E2E p50", "GPU hit");
+  std::fprintf(out, "%-14s %-9s %4s %8s %10s %10s %10s %9s %9s %7s\n", "", "", "", "", "",
+               "(ms)", "(ms)", "(ms)", "(ms)", "(obj)");
+  for (const auto& o : runs) {
+    const auto& s = o.summary;
+    const bool inject = o.config.serving.mode == ServingMode::kKvInject;
+    char hit[16] = "-";
+    if (inject) std::snprintf(hit, sizeof(hit), "%.1f%%", 100.0 * ratio(s.gpu_hits, s.lookups));
+    std::fprintf(out, "%-14s %-9s %4u %8llu %10.2f %10.2f %10.2f %9.2f %9.1f %7s\n",
+                 o.config.name.c_str(), to_string(o.config.serving.mode), o.config.serving.k,
+                 static_cast<unsigned long long>(s.requests), s.throughput_rps, s.ttft_ms.p50,
+                 s.ttft_ms.p99, s.tpot_ms.p50, s.e2e_ms.p50, hit);
+  }
+  if (runs.size() >= 2) {
+    const auto& a = runs.front().summary;
+    for (std::size_t i = 1; i < runs.size(); ++i) {
+      const auto& b = runs[i].summary;
+      if (a.ttft_ms.p50 <= 0 || a.throughput_rps <= 0) continue;
+      std::fprintf(out, "%s vs %s: TTFT p50 %+.1f%%, TTFT p99 %+.1f%%, throughput x%.2f\n",
+                   runs[i].config.name.c_str(), runs.front().config.name.c_str(),
+                   100.0 * (b.ttft_ms.p50 / a.ttft_ms.p50 - 1),
+                   100.0 * (b.ttft_ms.p99 / a.ttft_ms.p99 - 1), b.throughput_rps / a.throughput_rps);
+    }
+  }
+  for (const auto& o : runs) std::fprintf(out, "results: %s\n", o.dir.c_str());
+}
+
+}  // namespace inferscale

@@ -1,0 +1,440 @@
+#include "sim/simulator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <limits>
+#include <queue>
+#include <unordered_map>
+
+#include "sim/router.h"
+#include "traces/error.h"
+#include "traces/reader.h"
+
+namespace inferscale {
+
+namespace {
+
+constexpr SimTime kInfinity = std::numeric_limits<SimTime>::max();
+
+enum EventKind : std::uint8_t { kWrite = 0, kIssue = 1, kStepDone = 2, kKick = 3 };
+
+struct Event {
+  SimTime time;
+  std::uint8_t kind;
+  std::uint64_t seq;
+  std::uint64_t arg;
+  bool operator>(const Event& o) const {
+    if (time != o.time) return time > o.time;
+    if (kind != o.kind) return kind > o.kind;
+    return seq > o.seq;
+  }
+};
+
+/// A closed-loop request waiting for its user's previous answer.
+struct PendingRequest {
+  RequestId id;
+  SimTime time;
+  std::uint32_t query_tokens, output_tokens;
+  std::int64_t trace_position;
+  std::vector<FactId> facts;
+};
+
+struct ClosedUser {
+  UserId user;
+  std::deque<PendingRequest> pending;
+};
+
+/// Progress on stderr, only once a run has taken more than a second of wall time.
+class Progress {
+ public:
+  explicit Progress(bool enabled) : enabled_(enabled), start_(Clock::now()), last_(start_) {}
+  void update(double fraction, std::uint64_t done, SimTime now) {
+    if (!enabled_) return;
+    const auto t = Clock::now();
+    if (t - start_ < std::chrono::seconds(1) || t - last_ < std::chrono::milliseconds(250)) return;
+    last_ = t;
+    shown_ = true;
+    const double wall = std::chrono::duration<double>(t - start_).count();
+    const int width = 30;
+    const int filled = static_cast<int>(std::clamp(fraction, 0.0, 1.0) * width);
+    std::fprintf(stderr, "\r[%.*s%*s] %5.1f%%  %llu requests  sim %.2f s  %.0f req/s ", filled,
+                 "==============================", width - filled, "", 100.0 * fraction,
+                 static_cast<unsigned long long>(done), double(now) / 1e9, double(done) / wall);
+  }
+  void finish() {
+    if (shown_) std::fprintf(stderr, "\n");
+  }
+  double wall_s() const {
+    return std::chrono::duration<double>(Clock::now() - start_).count();
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  bool enabled_;
+  Clock::time_point start_, last_;
+  bool shown_ = false;
+};
+
+std::uint32_t cwe_context_tokens(const FactRecord& f, const ServingConfig& s) {
+  if (s.cwe_window == 0) return 0;
+  if (f.context_tokens.empty()) return s.cwe_window * s.turn_tokens;
+  std::uint32_t sum = 0;
+  const std::size_t n = std::min<std::size_t>(s.cwe_window, f.context_tokens.size());
+  for (std::size_t i = 0; i < n; ++i) sum += f.context_tokens[i];
+  return sum;
+}
+
+}  // namespace
+
+struct Simulator::Impl {
+  const RunConfig& cfg;
+  std::string trace_path;
+  EncodeCostFn encode_cost;
+  SimOutputs outputs;
+  std::vector<std::unique_ptr<Executor>> executors;
+  std::vector<std::unique_ptr<Replica>> replicas;
+  std::unique_ptr<Router> router;
+  HashRing home;
+  FactTable facts;
+  RequestPool pool;
+  Metrics metrics;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> heap;
+  std::uint64_t seq = 0;
+  std::vector<std::uint8_t> kick_pending;
+  std::vector<std::uint32_t> finished;
+  std::int64_t requests_seen = 0;
+  std::unordered_map<UserId, bool> users_seen;
+  Progress progress;
+  std::FILE* timeline = nullptr;
+  bool timeline_first = true;
+  std::uint64_t events = 0;
+
+  // closed loop
+  bool closed_loop = false;
+  SimTime think_time = 0;
+  std::vector<ClosedUser> closed_users;
+  std::unordered_map<UserId, std::size_t> closed_index;
+  std::size_t next_inactive = 0;
+  std::uint64_t closed_total = 0;
+
+  Impl(const RunConfig& c, std::string path, ExecutorFactory make, EncodeCostFn cost,
+       SimOutputs out, NextAccessFn next_access)
+      : cfg(c),
+        trace_path(std::move(path)),
+        encode_cost(std::move(cost)),
+        outputs(std::move(out)),
+        router(make_router(c.router, static_cast<int>(c.replicas))),
+        home(static_cast<int>(c.replicas)),
+        metrics(outputs.requests_csv),
+        progress(outputs.progress) {
+    for (std::uint32_t i = 0; i < c.replicas; ++i) {
+      executors.push_back(make(static_cast<int>(i)));
+      replicas.push_back(std::make_unique<Replica>(static_cast<int>(i), c, facts, pool,
+                                                   *executors.back(), next_access));
+    }
+    kick_pending.assign(c.replicas, 0);
+    if (!outputs.timeline_json.empty()) {
+      timeline = std::fopen(outputs.timeline_json.c_str(), "wb");
+      if (timeline == nullptr) throw std::runtime_error("cannot write " + outputs.timeline_json);
+      std::fprintf(timeline, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
+    }
+  }
+  ~Impl() {
+    if (timeline != nullptr) std::fclose(timeline);
+  }
+
+  void push(SimTime t, EventKind kind, std::uint64_t arg) { heap.push(Event{t, kind, seq++, arg}); }
+
+  void kick(int rep, SimTime now) {
+    if (replicas[rep]->busy() || kick_pending[rep]) return;
+    kick_pending[rep] = 1;
+    push(now, kKick, static_cast<std::uint64_t>(rep));
+  }
+
+  void try_start(int rep, SimTime now) {
+    Replica& r = *replicas[rep];
+    if (r.busy() || !r.has_work()) return;
+    const SimTime d = r.start_step(now);
+    if (d < 0) return;
+    push(now + d, kStepDone, static_cast<std::uint64_t>(rep));
+    if (timeline != nullptr) write_timeline(r);
+  }
+
+  void write_timeline(const Replica& r) {
+    const StepRecord& s = r.last_step();
+    std::fprintf(timeline,
+                 "%s{\"name\":\"step\",\"ph\":\"X\",\"pid\":0,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
+                 "\"args\":{\"tokens\":%u,\"prefills\":%u,\"decodes\":%u,\"encodes\":%u,"
+                 "\"loads\":%u,\"kv_blocks\":%llu}}",
+                 timeline_first ? "" : ",\n", r.index(), double(s.start) / 1e3,
+                 double(s.duration_ns) / 1e3, s.batch_tokens, s.prefills, s.decodes, s.encodes,
+                 s.loads, static_cast<unsigned long long>(s.kv_blocks_used));
+    timeline_first = false;
+  }
+
+  FactId add_fact(const FactRecord& f, bool memory_write) {
+    FactInfo info;
+    info.external = f.id;
+    info.user = f.user;
+    info.tokens = f.tokens;
+    info.encode_context_tokens = cwe_context_tokens(f, cfg.serving);
+    info.created = f.time;
+    info.memory_write = memory_write;
+    info.recompute_cost_ns = encode_cost ? encode_cost(info.tokens, info.encode_context_tokens) : 0;
+    return facts.add(info);
+  }
+
+  void on_fact(const FactRecord& f, SimTime now) {
+    const FactId id = add_fact(f, false);
+    if (cfg.store.warm) replicas[home.owner(f.user)]->warm_insert(id);
+    (void)now;
+  }
+
+  void on_memory_write(FactId id, SimTime now) {
+    const int rep = home.owner(facts[id].user);
+    replicas[rep]->memory_write(id, now);
+    kick(rep, now);
+  }
+
+  void issue(RequestId id, UserId user, SimTime now, std::uint32_t query_tokens,
+             std::uint32_t output_tokens, const FactId* ids, std::size_t n, std::int64_t pos) {
+    const std::uint32_t ri = pool.acquire();
+    Request& r = pool[ri];
+    r.id = id;
+    r.user = user;
+    r.arrival = now;
+    r.query_tokens = query_tokens;
+    r.output_tokens = output_tokens;
+    r.trace_position = pos;
+    const std::size_t k = std::min<std::size_t>(n, cfg.serving.k);
+    r.facts.assign(ids + (n - k), ids + n);  // best last: keep the last k
+    users_seen[user] = true;
+    const int rep = router->route(user, replicas);
+    replicas[rep]->enqueue(ri, now);
+    kick(rep, now);
+  }
+
+  void on_step_done(int rep, SimTime now) {
+    finished.clear();
+    replicas[rep]->finish_step(now, finished);
+    for (const std::uint32_t ri : finished) {
+      const Request& r = pool[ri];
+      metrics.record(r, static_cast<std::uint32_t>(r.facts.size()), cfg.slo.ttft_ms,
+                     cfg.slo.tpot_ms);
+      if (closed_loop) on_closed_complete(r.user, now);
+      pool.release(ri);
+    }
+    try_start(rep, now);
+  }
+
+  void handle(const Event& e, SimTime now) {
+    ++events;
+    switch (e.kind) {
+      case kStepDone: on_step_done(static_cast<int>(e.arg), now); break;
+      case kKick:
+        kick_pending[e.arg] = 0;
+        try_start(static_cast<int>(e.arg), now);
+        break;
+      case kWrite: on_memory_write(e.arg, now); break;
+      case kIssue: issue_next(static_cast<std::size_t>(e.arg), now); break;
+    }
+  }
+
+  // ---- closed loop --------------------------------------------------------------------------
+  void issue_next(std::size_t u, SimTime now) {
+    ClosedUser& cu = closed_users[u];
+    PendingRequest p = std::move(cu.pending.front());
+    cu.pending.pop_front();
+    issue(p.id, cu.user, now, p.query_tokens, p.output_tokens, p.facts.data(), p.facts.size(),
+          p.trace_position);
+  }
+
+  void activate_next_user(SimTime now) {
+    if (next_inactive >= closed_users.size()) return;
+    const std::size_t u = next_inactive++;
+    push(std::max(now, closed_users[u].pending.front().time), kIssue, u);
+  }
+
+  void on_closed_complete(UserId user, SimTime now) {
+    const std::size_t u = closed_index[user];
+    ClosedUser& cu = closed_users[u];
+    if (!cu.pending.empty()) {
+      push(std::max(now + think_time, cu.pending.front().time), kIssue, u);
+    } else {
+      activate_next_user(now);
+    }
+  }
+
+  // ---- main loops ---------------------------------------------------------------------------
+  void run_open(TraceReader& reader, TraceRecord& rec, bool have) {
+    const double size = std::max<double>(1, double(std::filesystem::file_size(trace_path)));
+    SimTime now = 0;
+    std::uint64_t tick = 0;
+    while (true) {
+      const SimTime trace_t = have ? rec.time() : kInfinity;
+      const SimTime event_t = heap.empty() ? kInfinity : heap.top().time;
+      if (trace_t == kInfinity && event_t == kInfinity) break;
+      if (trace_t <= event_t) {
+        now = trace_t;
+        switch (rec.kind) {
+          case RecordKind::kHeader: break;
+          case RecordKind::kFact: on_fact(rec.fact, now); break;
+          case RecordKind::kMemoryWrite: on_memory_write(add_fact(rec.fact, true), now); break;
+          case RecordKind::kRequest: {
+            const auto& dense = reader.request_fact_indices();
+            std::vector<FactId>& ids = scratch_ids;
+            ids.assign(dense.begin(), dense.end());
+            issue(rec.request.id, rec.request.user, now, rec.request.query_tokens,
+                  rec.request.output_tokens, ids.data(), ids.size(), requests_seen++);
+            break;
+          }
+        }
+        have = reader.next(rec);
+      } else {
+        const Event e = heap.top();
+        heap.pop();
+        now = e.time;
+        handle(e, now);
+      }
+      if ((++tick & 0xffff) == 0) {
+        progress.update(double(reader_bytes(reader)) / size, metrics.completed(), now);
+      }
+    }
+  }
+
+  static std::uint64_t reader_bytes(const TraceReader& reader) { return reader.bytes_read(); }
+
+  void run_closed(TraceReader& reader, TraceRecord& rec, bool have) {
+    // A closed-loop trace is read whole: a user's next question waits for its previous answer.
+    while (have) {
+      switch (rec.kind) {
+        case RecordKind::kHeader: break;
+        case RecordKind::kFact: on_fact(rec.fact, rec.fact.time); break;
+        case RecordKind::kMemoryWrite: {
+          const FactId id = add_fact(rec.fact, true);
+          push(rec.fact.time, kWrite, id);
+          break;
+        }
+        case RecordKind::kRequest: {
+          auto [it, inserted] = closed_index.emplace(rec.request.user, closed_users.size());
+          if (inserted) closed_users.push_back(ClosedUser{rec.request.user, {}});
+          const auto& dense = reader.request_fact_indices();
+          closed_users[it->second].pending.push_back(
+              PendingRequest{rec.request.id, rec.request.time, rec.request.query_tokens,
+                             rec.request.output_tokens, requests_seen++,
+                             std::vector<FactId>(dense.begin(), dense.end())});
+          ++closed_total;
+          break;
+        }
+      }
+      have = reader.next(rec);
+    }
+    const std::uint32_t c = reader.header().concurrency;
+    for (std::uint32_t i = 0; i < c; ++i) activate_next_user(0);
+    std::uint64_t tick = 0;
+    while (!heap.empty()) {
+      const Event e = heap.top();
+      heap.pop();
+      handle(e, e.time);
+      if ((++tick & 0xffff) == 0) {
+        progress.update(closed_total ? double(metrics.completed()) / double(closed_total) : 1.0,
+                        metrics.completed(), e.time);
+      }
+    }
+  }
+
+  RunSummary run() {
+    TraceReader reader(trace_path);
+    TraceRecord rec;
+    bool have = reader.next(rec);
+    closed_loop = have && rec.kind == RecordKind::kHeader &&
+                  rec.header.arrival == ArrivalMode::kClosedLoop;
+    think_time = reader.header().think_time_ns;
+    if (closed_loop) {
+      run_closed(reader, rec, have);
+    } else {
+      run_open(reader, rec, have);
+    }
+    progress.finish();
+    if (pool.in_use() != 0) {
+      throw std::logic_error(std::to_string(pool.in_use()) + " requests never completed");
+    }
+    metrics.close();
+    if (timeline != nullptr) {
+      std::fprintf(timeline, "\n]}\n");
+      std::fclose(timeline);
+      timeline = nullptr;
+    }
+    return summarize();
+  }
+
+  RunSummary summarize() {
+    RunSummary s;
+    s.requests = metrics.completed();
+    s.output_tokens = metrics.output_tokens();
+    s.good = metrics.good();
+    const SimTime span = metrics.first_arrival() < 0 ? 0
+                                                     : metrics.last_finish() - metrics.first_arrival();
+    s.makespan_s = double(span) / 1e9;
+    if (s.makespan_s > 0) {
+      s.throughput_rps = double(s.requests) / s.makespan_s;
+      s.tokens_per_s = double(s.output_tokens) / s.makespan_s;
+      s.goodput_rps = double(s.good) / s.makespan_s;
+    }
+    s.ttft_ms = percentiles(metrics.ttft_ms());
+    s.tpot_ms = percentiles(metrics.tpot_ms());
+    s.e2e_ms = percentiles(metrics.e2e_ms());
+    s.queue_ms = percentiles(metrics.queue_ms());
+    s.gpu_hits = metrics.gpu_hits();
+    s.host_hits = metrics.host_hits();
+    s.misses = metrics.misses();
+    s.lookups = s.gpu_hits + s.host_hits + s.misses;
+    s.preemptions = metrics.preemptions();
+    s.prefill_tokens = metrics.prefill_tokens();
+    SimTime busy = 0;
+    for (const auto& r : replicas) {
+      const ReplicaStats& st = r->stats();
+      busy += st.busy_ns;
+      s.steps += st.steps;
+      s.encodes += st.encodes;
+      s.encode_tokens += st.encode_tokens;
+      s.memory_write_encodes += st.memory_write_encodes;
+      s.loads += st.loads;
+      s.max_batch_tokens_seen = std::max(s.max_batch_tokens_seen, st.max_batch_tokens_seen);
+      s.max_kv_blocks_used = std::max(s.max_kv_blocks_used, st.max_kv_blocks_used);
+      s.kv_blocks_total = r->total_kv_blocks();
+      if (const StoreTier* g = r->gpu_tier()) {
+        s.lookup_bytes += g->stats().lookup_bytes;
+        s.gpu_hit_bytes += g->stats().hit_bytes;
+        s.store_capacity_bytes += g->capacity_bytes();
+        s.store_peak_bytes = std::max(s.store_peak_bytes, g->stats().peak_bytes);
+        s.store_final_bytes += g->used_bytes();
+        if (span > 0) s.store_mean_bytes += st.store_bytes_time_integral / double(span);
+      }
+      if (const StoreTier* h = r->host_tier()) s.host_hit_bytes += h->stats().hit_bytes;
+    }
+    if (span > 0) s.busy_fraction = double(busy) / (double(span) * double(replicas.size()));
+    s.facts = facts.size();
+    s.users = users_seen.size();
+    s.wall_s = progress.wall_s();
+    s.events_per_s = s.wall_s > 0 ? double(events) / s.wall_s : 0;
+    return s;
+  }
+
+  std::vector<FactId> scratch_ids;
+};
+
+Simulator::Simulator(const RunConfig& cfg, std::string trace_path, ExecutorFactory executors,
+                     EncodeCostFn encode_cost, SimOutputs outputs, NextAccessFn next_access)
+    : impl_(std::make_unique<Impl>(cfg, std::move(trace_path), std::move(executors),
+                                   std::move(encode_cost), std::move(outputs),
+                                   std::move(next_access))) {}
+
+Simulator::~Simulator() = default;
+
+RunSummary Simulator::run() { return impl_->run(); }
+
+}  // namespace inferscale

@@ -1,0 +1,165 @@
+#include "sim/trace_source.h"
+
+#include <filesystem>
+#include <sstream>
+
+#include "sim/config/yaml_view.h"
+#include "sim/router.h"
+#include "traces/locomo.h"
+#include "traces/locomo_import.h"
+#include "traces/synthetic.h"
+#include "traces/writer.h"
+
+namespace inferscale {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// A YamlView over the generate/locomo options (positions come from the config file).
+YamlView options_view(const RunConfig& run) {
+  const YAML::Node& n = run.trace.options;
+  std::string source = run.trace.where;
+  // trace.where is "file:line:col: trace"; keep the file for positions of nested keys.
+  if (const auto colon = source.find(':'); colon != std::string::npos) source.resize(colon);
+  return YamlView({{n, source}}, "trace." + run.trace.kind);
+}
+
+void read_arrival(const YamlView& v, ArrivalOptions& a) {
+  const auto mode = v.choice("arrival", a.mode == ArrivalMode::kOpen ? "poisson" : "closed_loop",
+                             {"poisson", "closed_loop"});
+  a.mode = mode == "poisson" ? ArrivalMode::kOpen : ArrivalMode::kClosedLoop;
+  a.rate_per_s = v.number("rate", a.rate_per_s, 1e-9, 1e12);
+  a.concurrency = static_cast<std::uint32_t>(v.integer("concurrency", a.concurrency, 0, 1 << 30));
+  a.think_time_s = v.number("think_time_s", a.think_time_s, 0, 1e9);
+}
+
+SyntheticOptions synthetic_options(const YamlView& v, std::uint64_t seed) {
+  v.reject_unknown({"users", "requests", "facts_per_user", "facts_per_user_spread", "fact_words",
+                    "fact_words_sd", "sessions_min", "sessions_max", "live_sessions",
+                    "query_words", "query_words_sd", "output_tokens", "k", "tokens_per_word",
+                    "user_zipf", "fact_zipf", "context_turns", "turns_per_session", "turn_words",
+                    "turn_words_sd", "arrival", "rate", "concurrency", "think_time_s", "start_s",
+                    "seed"});
+  SyntheticOptions o;
+  o.users = static_cast<std::uint64_t>(v.integer("users", std::int64_t(o.users), 1, INT64_MAX));
+  o.requests =
+      static_cast<std::uint64_t>(v.integer("requests", std::int64_t(o.requests), 0, INT64_MAX));
+  o.facts_per_user = v.number("facts_per_user", o.facts_per_user, 1, 1e9);
+  o.facts_per_user_spread = v.number("facts_per_user_spread", o.facts_per_user_spread, 0, 1e9);
+  o.fact_words = v.number("fact_words", o.fact_words, 1, 1e6);
+  o.fact_words_sd = v.number("fact_words_sd", o.fact_words_sd, 0, 1e6);
+  o.sessions_min = static_cast<std::uint32_t>(v.integer("sessions_min", o.sessions_min, 1, 1 << 20));
+  o.sessions_max = static_cast<std::uint32_t>(v.integer("sessions_max", o.sessions_max, 1, 1 << 20));
+  o.live_sessions =
+      static_cast<std::uint32_t>(v.integer("live_sessions", o.live_sessions, 0, 1 << 20));
+  o.query_words = v.number("query_words", o.query_words, 1, 1e6);
+  o.query_words_sd = v.number("query_words_sd", o.query_words_sd, 0, 1e6);
+  o.output_tokens =
+      static_cast<std::uint32_t>(v.integer("output_tokens", o.output_tokens, 1, 1 << 24));
+  o.k = static_cast<std::uint32_t>(v.integer("k", o.k, 0, 1 << 16));
+  o.tokens_per_word = v.number("tokens_per_word", o.tokens_per_word, 1e-3, 100);
+  o.user_zipf = v.number("user_zipf", o.user_zipf, 0, 10);
+  o.fact_zipf = v.number("fact_zipf", o.fact_zipf, 0, 10);
+  o.context_turns =
+      static_cast<std::uint32_t>(v.integer("context_turns", o.context_turns, 0, 1 << 16));
+  o.turns_per_session = v.number("turns_per_session", o.turns_per_session, 1, 1e6);
+  o.turn_words = v.number("turn_words", o.turn_words, 1, 1e6);
+  o.turn_words_sd = v.number("turn_words_sd", o.turn_words_sd, 0, 1e6);
+  read_arrival(v, o.arrival);
+  o.start_s = v.number("start_s", o.start_s, 0, 1e12);
+  o.seed = static_cast<std::uint64_t>(v.integer("seed", std::int64_t(seed), 0, INT64_MAX));
+  try {
+    validate_synthetic_options(o);
+  } catch (const InputError& e) {
+    throw InputError(v.where(), e.what());
+  }
+  return o;
+}
+
+LocomoImportOptions locomo_options(const YamlView& v, std::uint64_t seed, std::string& data) {
+  v.reject_unknown({"data", "users", "questions_per_user", "k", "tokens_per_word",
+                    "output_tokens", "max_context_turns", "categories", "history_span_s",
+                    "start_s", "arrival", "rate", "concurrency", "think_time_s", "seed", "text"});
+  LocomoImportOptions o;
+  data = v.text("data", "../shared/data/locomo10");
+  o.users = static_cast<std::uint64_t>(v.integer("users", std::int64_t(o.users), 1, 1 << 30));
+  o.questions_per_user = static_cast<std::uint32_t>(
+      v.integer("questions_per_user", o.questions_per_user, 0, 1 << 30));
+  o.k = static_cast<std::uint32_t>(v.integer("k", o.k, 0, 1 << 16));
+  o.tokens_per_word = v.number("tokens_per_word", o.tokens_per_word, 1e-3, 100);
+  o.output_tokens =
+      static_cast<std::uint32_t>(v.integer("output_tokens", o.output_tokens, 1, 1 << 24));
+  o.max_context_turns =
+      static_cast<std::uint32_t>(v.integer("max_context_turns", o.max_context_turns, 0, 1 << 16));
+  if (v.is_sequence("categories")) {
+    o.categories.clear();
+    for (const auto& c : v.node("categories")) o.categories.push_back(c.as<int>());
+  }
+  o.history_span_s = v.number("history_span_s", o.history_span_s, 0, 1e12);
+  o.start_s = v.number("start_s", o.start_s, -1, 1e12);
+  read_arrival(v, o.arrival);
+  o.seed = static_cast<std::uint64_t>(v.integer("seed", std::int64_t(seed), 0, INT64_MAX));
+  o.text = v.boolean("text", false);
+  try {
+    validate_locomo_options(o);
+  } catch (const InputError& e) {
+    throw InputError(v.where(), e.what());
+  }
+  return o;
+}
+
+std::string options_key(const RunConfig& run) {
+  YAML::Emitter e;
+  e << YAML::Flow << run.trace.options;
+  std::ostringstream os;
+  os << run.trace.kind << "-" << std::hex
+     << mix64(std::hash<std::string>{}(std::string(e.c_str())) ^ run.seed);
+  return os.str();
+}
+
+}  // namespace
+
+void check_trace_source(const RunConfig& run) {
+  if (run.trace.kind == "file") return;
+  const YamlView v = options_view(run);
+  if (run.trace.kind == "generate") {
+    synthetic_options(v, run.seed);
+  } else {
+    std::string data;
+    locomo_options(v, run.seed, data);
+    if (!fs::exists(data)) {
+      v.fail("data", "LoCoMo data '" + data + "' not found (a directory of <id>.json files or "
+                         "locomo10.json)");
+    }
+  }
+}
+
+std::string materialize_trace(const RunConfig& run, const std::string& cache_dir) {
+  if (run.trace.kind == "file") return run.trace.path;
+  const YamlView v = options_view(run);
+  fs::create_directories(cache_dir);
+  const std::string path = cache_dir + "/" + options_key(run) + ".jsonl";
+  if (run.trace.kind == "generate") {
+    const auto o = synthetic_options(v, run.seed);
+    if (fs::exists(path)) return path;
+    TraceWriter w(path);
+    generate_synthetic(o, w);
+    w.close();
+  } else {
+    std::string data;
+    const auto o = locomo_options(v, run.seed, data);
+    if (fs::exists(path)) return path;
+    if (!fs::exists(data)) {
+      v.fail("data", "LoCoMo data '" + data + "' not found (a directory of <id>.json files or "
+                         "locomo10.json)");
+    }
+    const LocomoData d = load_locomo(data);
+    TraceWriter w(path);
+    import_locomo(d, o, w);
+    w.close();
+  }
+  return path;
+}
+
+}  // namespace inferscale
