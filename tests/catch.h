@@ -3,10 +3,13 @@
 
 #if __has_include(<catch2/catch_all.hpp>)
 #include <catch2/catch_all.hpp>
+using Catch::Approx;
 /// Skips the current test with a visible reason.
 #define INFERSCALE_SKIP(reason) SKIP(reason)
 #else
 #include <catch2/catch.hpp>
+// v2 declares the scalar Approx in Catch::Detail (Catch::Approx names a vector matcher there).
+using Catch::Detail::Approx;
 // Catch2 v2 has no SKIP: the reason is printed and the test case ends without assertions. The
 // CTest wrapper marks such tests skipped from their output (see tests/CMakeLists.txt).
 #define INFERSCALE_SKIP(reason)                     \
@@ -15,5 +18,3 @@
     return;                                         \
   } while (0)
 #endif
-
-using Catch::Approx;
