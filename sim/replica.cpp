@@ -12,8 +12,8 @@ namespace {
 std::unique_ptr<StoreTier> make_tier(const char* name, const TierConfig& t, std::uint64_t seed) {
   PolicyArgs ev{t.eviction_params, t.capacity_bytes, seed};
   PolicyArgs ad{t.admission_params, t.capacity_bytes, seed ^ 0x9e3779b97f4a7c15ull};
-  auto eviction = PolicyRegistry::make_eviction(t.eviction, ev, t.where + ".eviction");
-  auto admission = PolicyRegistry::make_admission(t.admission, ad, t.where + ".admission");
+  auto eviction = PolicyRegistry::make_eviction(t.eviction, ev, t.eviction_where);
+  auto admission = PolicyRegistry::make_admission(t.admission, ad, t.admission_where);
   return std::make_unique<StoreTier>(name, t.capacity_bytes, std::move(eviction),
                                      std::move(admission), t.eviction);
 }

@@ -38,6 +38,7 @@ json gpu_json(const GpuConfig& g) {
   return json{{"name", g.name},         {"memory_bytes", g.memory_bytes},
               {"bf16_tflops", g.bf16_tflops}, {"hbm_gbps", g.hbm_gbps},
               {"pcie_gbps", g.pcie_gbps},     {"step_overhead_us", g.step_overhead_us},
+              {"per_seq_overhead_us", g.per_seq_overhead_us},
               {"mfu", g.mfu},                 {"mbu", g.mbu},
               {"pcie_efficiency", g.pcie_efficiency}};
 }
@@ -163,9 +164,9 @@ void validate_experiment(const ExperimentConfig& exp) {
       for (const TierConfig* t : {&run.store.gpu, &run.store.host}) {
         if (!t->enabled) continue;
         PolicyArgs args{t->eviction_params, t->capacity_bytes, run.seed};
-        PolicyRegistry::make_eviction(t->eviction, args, t->where + ".eviction");
+        PolicyRegistry::make_eviction(t->eviction, args, t->eviction_where);
         PolicyArgs aargs{t->admission_params, t->capacity_bytes, run.seed};
-        PolicyRegistry::make_admission(t->admission, aargs, t->where + ".admission");
+        PolicyRegistry::make_admission(t->admission, aargs, t->admission_where);
       }
     }
   }

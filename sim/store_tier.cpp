@@ -16,12 +16,7 @@ StoreTier::StoreTier(std::string name, std::uint64_t capacity_bytes,
       admission_(std::move(admission)) {}
 
 void StoreTier::grow(FactId id) {
-  if (id >= resident_.size()) {
-    const std::size_t n = std::max<std::size_t>(id + 1, resident_.size() * 2);
-    resident_.resize(n, 0);
-    bytes_.resize(n, 0);
-    last_access_.resize(n, 0);
-  }
+  if (id >= slots_.size()) slots_.resize(std::max<std::size_t>(id + 1, slots_.size() * 2));
 }
 
 bool StoreTier::lookup(const CacheEntry& e, SimTime now) {
@@ -32,18 +27,21 @@ bool StoreTier::lookup(const CacheEntry& e, SimTime now) {
   if (!resident(e.id)) return false;
   ++stats_.hits;
   stats_.hit_bytes += e.bytes;
+  Slot& slot = slots_[e.id];
   CacheEntry hit = e;
-  hit.last_access = last_access_[e.id];
+  hit.last_access = slot.last_access;
   eviction_->on_hit(hit, now);
-  last_access_[e.id] = now;
+  slot.last_access = now;
   return true;
 }
 
 bool StoreTier::make_room(const CacheEntry& e, SimTime now, std::vector<FactId>* evicted) {
   if (e.bytes > capacity_bytes_) return false;
+  if (used_bytes_ + e.bytes <= capacity_bytes_) return true;
   EvictionContext ctx;
   ctx.now = now;
   ctx.run = view_;
+  ctx.incoming = &e;
   while (used_bytes_ + e.bytes > capacity_bytes_) {
     ctx.bytes_needed = used_bytes_ + e.bytes - capacity_bytes_;
     const auto v = eviction_->victim(ctx);
@@ -59,7 +57,8 @@ bool StoreTier::make_room(const CacheEntry& e, SimTime now, std::vector<FactId>*
                                 " returned fact " + std::to_string(*v) +
                                 ", which is pinned by a running request");
     }
-    remove(*v);
+    drop(*v);
+    eviction_->on_evict(*v, ctx);
     ++stats_.evictions;
     if (evicted) evicted->push_back(*v);
   }
@@ -81,9 +80,7 @@ bool StoreTier::force_insert(const CacheEntry& e, SimTime now, std::vector<FactI
     return false;
   }
   grow(e.id);
-  resident_[e.id] = 1;
-  bytes_[e.id] = e.bytes;
-  last_access_[e.id] = now;
+  slots_[e.id] = Slot{e.bytes, now, true};
   used_bytes_ += e.bytes;
   ++resident_count_;
   ++stats_.inserts;
@@ -93,11 +90,16 @@ bool StoreTier::force_insert(const CacheEntry& e, SimTime now, std::vector<FactI
   return true;
 }
 
+void StoreTier::drop(FactId id) {
+  Slot& slot = slots_[id];
+  slot.resident = false;
+  used_bytes_ -= slot.bytes;
+  --resident_count_;
+}
+
 void StoreTier::remove(FactId id) {
   INFERSCALE_ASSERT(resident(id), "remove of a non-resident fact");
-  resident_[id] = 0;
-  used_bytes_ -= bytes_[id];
-  --resident_count_;
+  drop(id);
   eviction_->on_remove(id);
 }
 

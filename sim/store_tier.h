@@ -33,10 +33,14 @@ class StoreTier {
             std::unique_ptr<EvictionPolicy> eviction, std::unique_ptr<AdmissionPolicy> admission,
             std::string eviction_name = {});
 
-  /// The run's view (pins, users, future); set before the first access.
-  void set_view(const RunView* view) { view_ = view; }
+  /// The run's view (pins, users, future); set before the first access. Also given to the
+  /// eviction policy (EvictionPolicy::attach).
+  void set_view(const RunView* view) {
+    view_ = view;
+    eviction_->attach(view);
+  }
 
-  bool resident(FactId id) const { return id < resident_.size() && resident_[id]; }
+  bool resident(FactId id) const { return id < slots_.size() && slots_[id].resident; }
   /// One lookup: informs both policies; on a hit also on_hit and the access time.
   bool lookup(const CacheEntry& e, SimTime now);
   /// Admission, then evictions until the fact fits. Evicted ids are appended to `evicted`.
@@ -47,26 +51,32 @@ class StoreTier {
   /// Removes a resident fact (invalidated or moved elsewhere).
   void remove(FactId id);
 
-  /// Last access on this tier of a resident fact (its creation time before any access).
-  SimTime last_access(FactId id) const { return last_access_[id]; }
+  /// Last access on this tier of a resident fact (its insertion time before any hit).
+  SimTime last_access(FactId id) const { return slots_[id].last_access; }
   std::uint64_t used_bytes() const { return used_bytes_; }
   std::uint64_t capacity_bytes() const { return capacity_bytes_; }
   std::uint64_t resident_count() const { return resident_count_; }
   const TierStats& stats() const { return stats_; }
   const std::string& name() const { return name_; }
+  /// The eviction policy, for inspection (victim() is const and side-effect free).
+  const EvictionPolicy& eviction_policy() const { return *eviction_; }
 
  private:
   bool make_room(const CacheEntry& e, SimTime now, std::vector<FactId>* evicted);
   void grow(FactId id);
+  void drop(FactId id);  // residency bookkeeping of a removal, without telling the policy
 
   std::string name_, eviction_name_;
   std::uint64_t capacity_bytes_;
   std::unique_ptr<EvictionPolicy> eviction_;
   std::unique_ptr<AdmissionPolicy> admission_;
   const RunView* view_ = nullptr;
-  std::vector<std::uint8_t> resident_;
-  std::vector<std::uint64_t> bytes_;
-  std::vector<SimTime> last_access_;
+  struct Slot {  // one cache line holds everything a lookup touches
+    std::uint64_t bytes = 0;
+    SimTime last_access = 0;
+    bool resident = false;
+  };
+  std::vector<Slot> slots_;
   std::uint64_t used_bytes_ = 0;
   std::uint64_t resident_count_ = 0;
   TierStats stats_;

@@ -98,7 +98,7 @@ ModelConfig parse_model(const YamlView& v) {
 
 GpuConfig parse_gpu(const YamlView& v) {
   v.reject_unknown({"name", "memory", "bf16_tflops", "hbm_gbps", "pcie_gbps", "step_overhead_us",
-                    "mfu", "mbu", "pcie_efficiency"});
+                    "per_seq_overhead_us", "mfu", "mbu", "pcie_efficiency"});
   for (const char* k : {"memory", "bf16_tflops", "hbm_gbps", "pcie_gbps"}) {
     if (!v.has(k)) v.fail("", std::string("gpu: missing key '") + k + "'");
   }
@@ -107,9 +107,10 @@ GpuConfig parse_gpu(const YamlView& v) {
   g.memory_bytes = v.bytes("memory", 0);
   if (g.memory_bytes == 0) v.fail("memory", "expected a positive size");
   g.bf16_tflops = v.number("bf16_tflops", 0, 1e-3, 1e6);
-  g.hbm_gbps = v.number("hbm_gbps", 0, 1e-3, 1e7);
-  g.pcie_gbps = v.number("pcie_gbps", 0, 1e-3, 1e7);
+  g.hbm_gbps = v.number("hbm_gbps", 0, 1e-3, 1e12);
+  g.pcie_gbps = v.number("pcie_gbps", 0, 1e-3, 1e12);
   g.step_overhead_us = v.number("step_overhead_us", 500, 0, 1e7);
+  g.per_seq_overhead_us = v.number("per_seq_overhead_us", 5, 0, 1e7);
   g.mfu = v.number("mfu", 0.6, 1e-3, 1);
   g.mbu = v.number("mbu", 0.8, 1e-3, 1);
   g.pcie_efficiency = v.number("pcie_efficiency", 0.8, 1e-3, 1);
@@ -151,6 +152,8 @@ TierConfig parse_tier(const YamlView& store, const char* key, std::uint64_t gpu_
                       bool default_enabled, const std::string& default_capacity) {
   TierConfig t;
   t.where = store.where(key);
+  t.eviction_where = t.where + ".eviction";
+  t.admission_where = t.where + ".admission";
   if (!store.has(key)) {
     t.enabled = default_enabled;
     if (default_enabled) {
@@ -165,6 +168,8 @@ TierConfig parse_tier(const YamlView& store, const char* key, std::uint64_t gpu_
   t.enabled = t.capacity_bytes > 0;
   parse_policy(v, "eviction", "lru", t.eviction, t.eviction_params);
   parse_policy(v, "admission", "always", t.admission, t.admission_params);
+  t.eviction_where = v.where("eviction");
+  t.admission_where = v.where("admission");
   return t;
 }
 
@@ -307,7 +312,8 @@ RunConfig parse_run(const YamlView& v, const std::string& experiment, const std:
                         gib(double(r.memory.activation_reserve_bytes)) + " >= usable " +
                         gib(usable));
   }
-  if (double(r.store.gpu.capacity_bytes) + fixed >= usable) {
+  if (r.serving.mode == ServingMode::kKvInject &&
+      double(r.store.gpu.capacity_bytes) + fixed >= usable) {
     const std::string where_key = r.store.gpu.where;
     throw InputError(where_key, "the GPU store (" + gib(double(r.store.gpu.capacity_bytes)) +
                                     ") does not fit: " + r.gpu.name + " has " + gib(usable) +
@@ -355,8 +361,11 @@ void apply_set(YAML::Node& root, const std::string& assignment) {
 
 std::uint64_t RunConfig::request_kv_bytes() const {
   const double usable = memory.gpu_utilization * double(gpu.memory_bytes);
+  // In text mode there is no fact store: its memory serves request KV.
+  const double store_bytes =
+      serving.mode == ServingMode::kKvInject ? double(store.gpu.capacity_bytes) : 0.0;
   const double left = usable - double(model.weight_bytes()) -
-                      double(memory.activation_reserve_bytes) - double(store.gpu.capacity_bytes);
+                      double(memory.activation_reserve_bytes) - store_bytes;
   return left > 0 ? static_cast<std::uint64_t>(left) : 0;
 }
 

@@ -56,7 +56,9 @@ struct TierConfig {
   std::string admission = "always";
   Params eviction_params;
   Params admission_params;
-  std::string where;  // for policy errors
+  std::string where;            // position of the tier, for capacity errors
+  std::string eviction_where;   // position of `eviction`, for policy errors
+  std::string admission_where;
 };
 
 struct StoreConfig {

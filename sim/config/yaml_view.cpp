@@ -9,6 +9,7 @@
 namespace inferscale {
 
 std::string yaml_position(const YAML::Node& node, const std::string& source) {
+  if (source.rfind("--set", 0) == 0) return source;  // command-line values have no file position
   const YAML::Mark m = node.Mark();
   if (m.is_null() || m.line < 0) return source;
   return position(source, m.line + 1, m.column + 1);
@@ -111,8 +112,14 @@ std::vector<std::string> YamlView::keys() const {
 void YamlView::reject_unknown(const std::vector<std::string>& allowed) const {
   for (const auto& l : layers_) {
     if (!(l.node && l.node.IsMap())) continue;
+    std::vector<std::string> seen;
     for (const auto& kv : l.node) {
       const auto k = kv.first.as<std::string>();
+      if (std::find(seen.begin(), seen.end(), k) != seen.end()) {
+        throw InputError(yaml_position(kv.first, l.source) + ": " + key_path(k),
+                         "duplicate key '" + k + "'");
+      }
+      seen.push_back(k);
       if (std::find(allowed.begin(), allowed.end(), k) != allowed.end()) continue;
       std::string list;
       for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;

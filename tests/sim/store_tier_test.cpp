@@ -15,7 +15,8 @@ class Pins : public RunView {
   bool pinned(FactId id) const override { return pinned_ids.count(id) != 0; }
   bool user_in_flight(UserId) const override { return false; }
   SimTime user_last_active(UserId) const override { return kNever; }
-  SimTime next_access(FactId, SimTime) const override { return kNever; }
+  std::int64_t next_access(FactId) const override { return kNever; }
+  std::int64_t position() const override { return 0; }
   FactId fact_id_bound() const override { return 1000; }
 };
 

@@ -1,0 +1,92 @@
+// Config errors: each names file:line:column and the key path, before anything runs.
+#include <cstdlib>
+
+#include "sim/config/experiment.h"
+#include "sim/runner.h"
+#include "tests/catch.h"
+#include "tests/sim/sim_test_util.h"
+#include "traces/error.h"
+
+using namespace inferscale;
+using namespace inferscale::test;
+
+namespace {
+
+std::string trace_path() { return source_path("tests/sim/data/golden.jsonl"); }
+
+/// Loads and validates `yaml`; returns the InputError's text ("" when it is accepted).
+std::string error_of(const std::string& name, const std::string& yaml,
+                     const std::vector<std::string>& sets = {}) {
+  const auto dir = temp_dir("config_" + name);
+  const auto path = write_text(dir / "c.yaml", yaml);
+  try {
+    validate_experiment(load_experiment(path, sets));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("config errors carry file:line:column, key path and what was expected") {
+  const std::string base = "experiment: e\ntrace: " + trace_path() + "\n";
+  struct Case {
+    const char* name;
+    std::string yaml;
+    const char* position;  // ":line:column: key.path"
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {"unknown_key", base + "serving:\n  kk: 3\n", ":4:3: serving.kk", "unknown key 'kk'"},
+      {"wrong_type", base + "serving:\n  k: many\n", ":4:6: serving.k", "expected an integer"},
+      {"negative_k", base + "serving:\n  k: -5\n", ":4:6: serving.k", "in [0, 65536]"},
+      {"store_too_big", base + "store:\n  gpu: {capacity: 200GB}\n", ":4:8: store.gpu",
+       "does not fit"},
+      {"model_too_big", base + "gpu: l40s\nmodel: {layers: 200, hidden: 8192, heads: 64, ffn: "
+                               "28672, vocab: 128256}\n",
+       ":4:8: model", "does not fit"},
+      {"unknown_mode", base + "serving: {mode: magic}\n", ":3:17: serving.mode",
+       "expected one of text, kv_inject"},
+      {"unknown_policy", base + "store:\n  gpu: {capacity: 10GB, eviction: lruu}\n",
+       ":4:35: store.gpu.eviction", "known: "},
+      {"missing_trace", "experiment: e\ntrace: /nonexistent/t.jsonl\n", ":2:8: trace",
+       "not found"},
+      {"unknown_model", base + "model: llama-9\n", ":3:8: model", "presets: "},
+      {"bad_size", base + "store:\n  gpu: {capacity: 12 parsecs}\n", ":4:19: store.gpu.capacity",
+       "unknown size unit"},
+      {"run_override", base + "runs:\n  - name: a\n    serving: {k: x}\n", ":5:18: serving.k",
+       "expected an integer"},
+  };
+  for (const auto& c : cases) {
+    SECTION(c.name) {
+      const auto err = error_of(c.name, c.yaml);
+      INFO(err);
+      CHECK(err.find("c.yaml" + std::string(c.position)) != std::string::npos);
+      CHECK(err.find(c.message) != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("--set overrides are typed and positioned") {
+  const std::string base = "experiment: e\ntrace: " + trace_path() + "\n";
+  CHECK(error_of("set_ok", base, {"serving.k=20"}).empty());
+  const auto err = error_of("set_bad", base, {"serving.k=-1"});
+  CHECK(err.find("--set: serving.k") != std::string::npos);
+  const auto run_err = error_of("set_run", base + "runs:\n  - name: a\n", {"runs.b.serving.k=2"});
+  CHECK(run_err.find("no run named 'b'") != std::string::npos);
+}
+
+TEST_CASE("the CLI exits with status 2 on bad input and leaves no results") {
+  const auto dir = temp_dir("cli");
+  const auto cfg = write_text(dir / "bad.yaml", "experiment: bad\ntrace: " + trace_path() +
+                                                    "\nserving: {k: -1}\noutput: {dir: " +
+                                                    (dir / "results").string() + "}\n");
+  const std::string cmd = std::string(INFERSCALE_BINARY_DIR) + "/inferscale run " + cfg +
+                          " --no-progress > " + (dir / "out.txt").string() + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK(read_text(dir / "out.txt").find("bad.yaml:3:") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir / "results"));
+}

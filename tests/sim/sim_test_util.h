@@ -1,0 +1,62 @@
+#pragma once
+// Helpers for the simulator tests: temp files, small configs, reading results.
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace inferscale::test {
+
+inline std::string source_path(const std::string& rel) {
+  return std::string(INFERSCALE_SOURCE_DIR) + "/" + rel;
+}
+
+inline std::filesystem::path temp_dir(const std::string& name) {
+  auto p = std::filesystem::temp_directory_path() / ("inferscale_sim_" + name);
+  std::filesystem::remove_all(p);
+  std::filesystem::create_directories(p);
+  return p;
+}
+
+inline std::string write_text(const std::filesystem::path& p, const std::string& body) {
+  std::ofstream(p) << body;
+  return p.string();
+}
+
+inline std::string read_text(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream os;
+  os << f.rdbuf();
+  return os.str();
+}
+
+/// requests.csv as rows of fields (header skipped).
+inline std::vector<std::vector<std::string>> read_csv(const std::filesystem::path& p) {
+  std::vector<std::vector<std::string>> rows;
+  std::ifstream f(p);
+  std::string line;
+  std::getline(f, line);
+  while (std::getline(f, line)) {
+    std::vector<std::string> row;
+    std::stringstream ss(line);
+    std::string cell;
+    while (std::getline(ss, cell, ',')) row.push_back(cell);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+/// A config on the tiny model/GPU of tests/sim/data, whose steps cost exactly their overheads.
+/// `extra` may set its own `gpu:`.
+inline std::string tiny_config(const std::string& trace, const std::string& extra) {
+  const bool own_gpu = extra.rfind("gpu:", 0) == 0 || extra.find("\ngpu:") != std::string::npos;
+  return "experiment: t\n"
+         "trace: " + trace + "\n"
+         "model: " + source_path("tests/sim/data/tiny_model.yaml") + "\n" +
+         (own_gpu ? "" : "gpu: " + source_path("tests/sim/data/tiny_gpu.yaml") + "\n") +
+         "memory: {activation_reserve: 1KiB}\n" + extra;
+}
+
+}  // namespace inferscale::test
