@@ -66,6 +66,7 @@ struct GpuConfig {
   double hbm_gbps = 0;        // GB/s
   double pcie_gbps = 0;       // host<->device, one direction, GB/s
   double step_overhead_us = 0;  // fixed cost of one scheduler step (launches, sampling, host)
+  double per_seq_overhead_us = 5;  // per sequence in a step (sampling, bookkeeping)
   double mfu = 0.6;           // achieved fraction of peak FLOP/s for large GEMMs
   double mbu = 0.8;           // achieved fraction of HBM bandwidth
   double pcie_efficiency = 0.8;

@@ -13,7 +13,7 @@ CostRates CostRates::from_gpu(const GpuConfig& gpu) {
   r.hbm_bytes_per_s = gpu.hbm_gbps * 1e9 * gpu.mbu;
   r.pcie_bytes_per_s = gpu.pcie_gbps * 1e9 * gpu.pcie_efficiency;
   r.step_overhead_ns = gpu.step_overhead_us * 1e3;
-  r.per_seq_overhead_ns = 5e3;
+  r.per_seq_overhead_ns = gpu.per_seq_overhead_us * 1e3;
   r.per_encode_overhead_ns = 0;
   return r;
 }
