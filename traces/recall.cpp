@@ -54,7 +54,9 @@ std::size_t parse_dia_ids(std::string_view text, std::vector<DiaKey>& out) {
 }
 
 std::string dia_id_string(DiaKey key) {
-  return "D" + std::to_string(key >> 32) + ":" + std::to_string(key & 0xffffffffu);
+  std::string s = "D";
+  s.append(std::to_string(key >> 32)).append(":").append(std::to_string(key & 0xffffffffu));
+  return s;
 }
 
 RecallAccumulator::RecallAccumulator(std::vector<std::uint32_t> ks)
