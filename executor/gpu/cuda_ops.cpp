@@ -1,0 +1,122 @@
+// CUDA implementation of DeviceOps: the kernels of kernels/ on torch's current stream, varlen
+// flash attention (PyTorch 2.x), pinned asynchronous uploads and CUDA-event step timing.
+// Compiled only where libtorch has CUDA and the kernels are built (executor/gpu/CMakeLists.txt).
+#include <ATen/cuda/CUDAContext.h>
+
+#include <stdexcept>
+#include <tuple>
+
+#include "executor/gpu/device_ops.h"
+#include "executor/gpu/torch_compat.h"
+#include "kernels/cuda_check.h"
+#include "kernels/inject.cuh"
+#include "kernels/kv_append.cuh"
+#include "kernels/rms_norm.cuh"
+#include "kernels/silu_mul.cuh"
+
+namespace inferscale {
+
+namespace {
+
+cudaStream_t current_stream() {
+  return at::cuda::getCurrentCUDAStream().stream();
+}
+
+class CudaClock : public StepClock {
+ public:
+  ~CudaClock() override {
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  }
+  void reset() override { used_ = 0; }
+  int mark() override {
+    if (used_ == int(events_.size())) {
+      cudaEvent_t e;
+      INFERSCALE_CUDA_CHECK(cudaEventCreate(&e));
+      events_.push_back(e);
+    }
+    INFERSCALE_CUDA_CHECK(cudaEventRecord(events_[used_], current_stream()));
+    return used_++;
+  }
+  void synchronize() override {
+    if (used_ > 0) {
+      INFERSCALE_CUDA_CHECK(cudaEventSynchronize(events_[used_ - 1]));
+    } else {
+      INFERSCALE_CUDA_CHECK(cudaStreamSynchronize(current_stream()));
+    }
+  }
+  std::int64_t elapsed_ns(int from, int to) override {
+    float ms = 0;
+    INFERSCALE_CUDA_CHECK(cudaEventElapsedTime(&ms, events_.at(from), events_.at(to)));
+    return std::int64_t(double(ms) * 1e6);
+  }
+
+ private:
+  std::vector<cudaEvent_t> events_;
+  int used_ = 0;
+};
+
+class CudaOps : public DeviceOps {
+ public:
+  CudaOps() : device_(at::kCUDA, at::cuda::current_device()) {}
+
+  void kv_append(const KvAppendParams& p) override {
+    INFERSCALE_CUDA_CHECK(kv_append_launch(p, current_stream()));
+  }
+  void kv_inject(const InjectParams& p) override {
+    INFERSCALE_CUDA_CHECK(kv_inject_launch(p, current_stream()));
+  }
+  void rms_norm(const RmsNormParams& p) override {
+    INFERSCALE_CUDA_CHECK(rms_norm_launch(p, current_stream()));
+  }
+  void silu_mul(const SiluMulParams& p) override {
+    INFERSCALE_CUDA_CHECK(silu_mul_launch(p, current_stream()));
+  }
+
+  at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                       const AttentionBatch& b, double scale) override {
+    // Varlen flash attention over the KV cache in place: cum_seq_k holds each segment's first
+    // cache row and seqused_k its length, so no KV is copied per step. GQA is native.
+    const compat::OptionalTensor cu_q = b.cu_q, cu_k = b.k_start, used_k = b.k_used;
+    auto out = at::_flash_attention_forward(q, k, v, cu_q, cu_k, b.max_q, b.max_k,
+                                            /*dropout_p=*/0.0, /*is_causal=*/true,
+                                            /*return_debug_mask=*/false, scale,
+                                            /*window_size_left=*/c10::nullopt,
+                                            /*window_size_right=*/c10::nullopt, used_k);
+    return std::get<0>(out);
+  }
+
+  at::Tensor upload(const std::vector<std::int32_t>& host) override {
+    at::Tensor pinned = at::empty({std::int64_t(host.size())},
+                                  at::TensorOptions().dtype(at::kInt).pinned_memory(true));
+    std::copy(host.begin(), host.end(), pinned.data_ptr<std::int32_t>());
+    // The caching host allocator keeps `pinned` alive until the copy has run.
+    return pinned.to(device_, /*non_blocking=*/true);
+  }
+
+  at::Tensor to_host(const at::Tensor& t) override {
+    at::Tensor out = at::empty(t.sizes(), t.options().device(at::kCPU).pinned_memory(true));
+    out.copy_(t, /*non_blocking=*/true);
+    return out;
+  }
+
+  StepClock& clock() override { return clock_; }
+  at::Device device() const override { return device_; }
+  std::string device_name() const override { return at::cuda::getCurrentDeviceProperties()->name; }
+
+ private:
+  at::Device device_;
+  CudaClock clock_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceOps> make_cuda_ops() {
+  if (!at::cuda::is_available()) throw std::runtime_error("no CUDA device available");
+  return std::make_unique<CudaOps>();
+}
+
+bool cuda_ops_available() {
+  return at::cuda::is_available();
+}
+
+}  // namespace inferscale

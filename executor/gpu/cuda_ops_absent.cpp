@@ -1,0 +1,16 @@
+// Built where this libtorch has no CUDA or the kernels are not built: the CUDA ops are absent.
+#include <stdexcept>
+
+#include "executor/gpu/device_ops.h"
+
+namespace inferscale {
+
+std::unique_ptr<DeviceOps> make_cuda_ops() {
+  throw std::runtime_error("this build has no CUDA executor (libtorch without CUDA or no nvcc)");
+}
+
+bool cuda_ops_available() {
+  return false;
+}
+
+}  // namespace inferscale

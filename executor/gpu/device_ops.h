@@ -1,0 +1,76 @@
+#pragma once
+// @brief What differs between running the model on the CPU and on a CUDA GPU: the custom ops
+// (CPU references vs CUDA kernels, both on the same parameter structs), attention (batched math
+// vs varlen flash), host-to-device index uploads and step timing (wall clock vs CUDA events).
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/params.h"
+
+namespace inferscale {
+
+/// Segments of one varlen attention call. Segment s's queries are rows cu_q[s] .. cu_q[s+1] of
+/// q; its keys are cache rows k_start[s] .. k_start[s] + k_used[s]; query i of n attends keys
+/// 0 .. k_used - n + i (causal, aligned to the end). Segments are sorted by k_start.
+struct AttentionBatch {
+  std::int32_t segments = 0, max_q = 0, max_k = 0;
+  at::Tensor cu_q;     // [segments + 1] int32, on the compute device
+  at::Tensor k_start;  // [segments + 1] int32 (last entry: cache rows), on the compute device
+  at::Tensor k_used;   // [segments] int32, on the compute device
+  std::vector<std::int32_t> host_cu_q, host_k_start, host_k_used;  // the same, on the host
+};
+
+/// @brief Ordered marks on the compute stream; elapsed times are read after synchronize().
+class StepClock {
+ public:
+  virtual ~StepClock() = default;
+  /// Starts a new step: forgets earlier marks.
+  virtual void reset() = 0;
+  /// Records a mark now (in stream order); returns its index.
+  virtual int mark() = 0;
+  /// Waits for everything issued so far.
+  virtual void synchronize() = 0;
+  /// Nanoseconds between two marks (after synchronize()).
+  virtual std::int64_t elapsed_ns(int from, int to) = 0;
+};
+
+/// @brief The per-device implementation of the model's custom ops.
+class DeviceOps {
+ public:
+  virtual ~DeviceOps() = default;
+  virtual void kv_append(const KvAppendParams& p) = 0;
+  virtual void kv_inject(const InjectParams& p) = 0;
+  virtual void rms_norm(const RmsNormParams& p) = 0;
+  virtual void silu_mul(const SiluMulParams& p) = 0;
+  /// Causal GQA attention: q [tokens, heads, head_dim]; k, v [cache_rows, kv_heads, head_dim]
+  /// (one layer of the KV cache). Returns [tokens, heads, head_dim].
+  virtual at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                               const AttentionBatch& batch, double scale) = 0;
+  /// A host int32 vector as a tensor on the compute device (one copy; asynchronous on CUDA).
+  virtual at::Tensor upload(const std::vector<std::int32_t>& host) = 0;
+  /// A host copy of a device tensor that stays valid until the step is synchronized.
+  virtual at::Tensor to_host(const at::Tensor& t) = 0;
+  virtual StepClock& clock() = 0;
+  virtual at::Device device() const = 0;
+  virtual std::string device_name() const = 0;
+};
+
+/// The CPU implementation: kernels' references and batched math attention.
+std::unique_ptr<DeviceOps> make_cpu_ops();
+
+/// The CUDA implementation (kernels/, flash attention). Throws where this build has no CUDA
+/// (libtorch without CUDA, or kernels not built).
+std::unique_ptr<DeviceOps> make_cuda_ops();
+
+/// Whether make_cuda_ops() can work here (built with CUDA and a device present).
+bool cuda_ops_available();
+
+/// Kernel dtype of a tensor's scalar type (float, bfloat16, half).
+DType kernel_dtype(at::ScalarType t);
+
+}  // namespace inferscale

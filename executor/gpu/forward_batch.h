@@ -1,0 +1,52 @@
+#pragma once
+// @brief The host side of one forward pass: its tokens, positions, cache rows, pool rows and
+// attention segments, flattened (segments sorted by their first cache row) and uploaded in one
+// copy.
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "executor/gpu/device_ops.h"
+
+namespace inferscale {
+
+/// Device-side inputs of LlamaModel::forward.
+struct ForwardInputs {
+  std::int64_t tokens = 0;
+  at::Tensor token_ids;    // [tokens] int32
+  at::Tensor positions;    // [tokens] int32, composed positions
+  at::Tensor cache_slots;  // [tokens] int32, KV cache rows written
+  at::Tensor pool_slots;   // [tokens] int32, -1: not stored; undefined: none stored
+  at::Tensor sample_rows;  // [samples] int32, rows whose logits are computed, in output order
+  std::int64_t samples = 0;
+  AttentionBatch attn;
+};
+
+class ForwardBatch {
+ public:
+  /// Adds a segment: `token_ids` at contiguous composed positions starting at `position`, of a
+  /// sequence whose KV cache rows start at `region_start` (row = region_start + position). After
+  /// it the sequence has position + n keys. `pool_slots` is empty or one per token (-1: not
+  /// stored). `sample` >= 0 asks for the logits of the segment's last token as output `sample`.
+  void add(std::int32_t region_start, std::int32_t position,
+           const std::vector<std::int32_t>& token_ids, const std::vector<std::int32_t>& pool_slots,
+           std::int32_t sample);
+  std::int64_t tokens() const { return tokens_; }
+  bool empty() const { return segments_.empty(); }
+  /// Flattens and uploads. `cache_rows`: rows of the KV cache (the last k_start entry).
+  ForwardInputs finalize(DeviceOps& ops, std::int32_t cache_rows) const;
+
+ private:
+  struct Segment {
+    std::int32_t region_start, position;
+    std::vector<std::int32_t> ids, pool_slots;
+    std::int32_t sample;
+  };
+  std::vector<Segment> segments_;
+  std::int64_t tokens_ = 0;
+  std::int32_t samples_ = 0;
+};
+
+}  // namespace inferscale

@@ -1,0 +1,295 @@
+// GpuExecutor: request state, the order of a step, and the one batched forward pass.
+#include "executor/gpu/gpu_executor.h"
+
+#include <c10/core/InferenceMode.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace inferscale {
+
+namespace {
+
+at::ScalarType torch_dtype(DType t) {
+  switch (t) {
+    case DType::kF32:
+      return at::kFloat;
+    case DType::kBF16:
+      return at::kBFloat16;
+    case DType::kF16:
+      return at::kHalf;
+  }
+  return at::kFloat;
+}
+
+}  // namespace
+
+GpuExecutor::GpuExecutor(GpuExecutorOptions options)
+    : options_(std::move(options)), rows_(std::int32_t(options_.kv_cache_tokens)) {
+  c10::InferenceMode guard;
+  if (options_.device == "cuda") {
+    ops_ = make_cuda_ops();
+  } else if (options_.device == "cpu") {
+    ops_ = make_cpu_ops();
+  } else {
+    throw std::invalid_argument("GpuExecutor: device must be cuda or cpu, got " + options_.device);
+  }
+  const ModelConfig& m = options_.model;
+  tokens_ = options_.tokens ? options_.tokens
+                            : std::make_shared<SyntheticTokenSource>(m.vocab, options_.seed);
+  auto loader =
+      options_.weights ? options_.weights : std::make_shared<RandomWeightLoader>(options_.seed);
+  const auto opts = at::TensorOptions().dtype(torch_dtype(options_.dtype)).device(ops_->device());
+  const std::int32_t rope_rows =
+      options_.rope_positions > 0 ? options_.rope_positions
+                                  : std::int32_t(std::min<std::uint32_t>(m.max_positions, 32768));
+  model_ = std::make_unique<LlamaModel>(m, loader->load(m, opts), *ops_,
+                                        opts.dtype().toScalarType(), rope_rows);
+  pool_ = std::make_unique<FactPool>(m, options_.pool_bytes, options_.reserved_pool_tokens, opts);
+  cache_ = model_->make_cache(std::int32_t(options_.kv_cache_tokens));
+}
+
+GpuExecutor::~GpuExecutor() = default;
+
+std::string GpuExecutor::name() const {
+  return "gpu(" + ops_->device_name() + ", " + options_.model.name + ")";
+}
+
+void GpuExecutor::check_position(std::int64_t position) const {
+  if (position >= model_->rope_positions()) {
+    throw std::invalid_argument("position " + std::to_string(position) +
+                                " is outside the rotary table (" +
+                                std::to_string(model_->rope_positions()) + " rows)");
+  }
+}
+
+std::int32_t GpuExecutor::alloc_rows(std::int32_t rows) {
+  const std::int32_t start = rows_.allocate(rows);
+  if (start < 0) {
+    throw std::runtime_error("KV cache full: " + std::to_string(rows) +
+                             " rows needed, largest "
+                             "free range " +
+                             std::to_string(rows_.largest_free()) + " of " +
+                             std::to_string(rows_.rows()));
+  }
+  return start;
+}
+
+GpuExecutor::RequestState& GpuExecutor::start_request(const PrefillItem& item) {
+  if (requests_.count(item.request)) {
+    throw std::invalid_argument("plan: request " + std::to_string(item.request) +
+                                " starts (first_chunk) but is already running");
+  }
+  RequestState s;
+  s.capacity = std::int32_t(item.prompt_tokens + options_.decode_reserve_tokens);
+  s.region_start = alloc_rows(s.capacity);
+  s.prompt_tokens = item.prompt_tokens;
+  return requests_[item.request] = s;
+}
+
+GpuExecutor::RequestState& GpuExecutor::state(RequestId request) {
+  const auto it = requests_.find(request);
+  if (it == requests_.end()) {
+    throw std::invalid_argument("plan: request " + std::to_string(request) + " is not running");
+  }
+  return it->second;
+}
+
+void GpuExecutor::grow_region(RequestState& s, std::uint32_t rows) {
+  const std::int32_t capacity = std::max<std::int32_t>(
+      std::int32_t(rows), s.capacity + std::int32_t(options_.decode_reserve_tokens));
+  const std::int32_t start = alloc_rows(capacity);
+  const std::int64_t used = s.next_position;
+  cache_.k.narrow(1, start, used).copy_(cache_.k.narrow(1, s.region_start, used));
+  cache_.v.narrow(1, start, used).copy_(cache_.v.narrow(1, s.region_start, used));
+  rows_.free(s.region_start, s.capacity);
+  s.region_start = start;
+  s.capacity = capacity;
+}
+
+std::vector<std::int32_t> GpuExecutor::piece_tokens(const PromptPiece& piece, RequestId request) {
+  switch (piece.kind) {
+    case PromptPiece::Kind::kHeader:
+      return tokens_->header(piece.tokens);
+    case PromptPiece::Kind::kFact:
+      return tokens_->fact(piece.fact, piece.tokens);
+    case PromptPiece::Kind::kFooter:
+      return tokens_->footer(piece.tokens);
+    case PromptPiece::Kind::kQuery:
+      return tokens_->query(request, piece.tokens);
+  }
+  return {};
+}
+
+BatchResult GpuExecutor::execute(const BatchPlan& plan) {
+  c10::InferenceMode guard;
+  StepClock& clock = ops_->clock();
+  clock.reset();
+  stats_ = StepStats{};
+  const int m_start = clock.mark();
+
+  // Requests starting now own their cache rows before loads and encodes write into them.
+  for (const PrefillItem& p : plan.prefills) {
+    if (p.first_chunk) start_request(p);
+  }
+
+  // Offloads, evictions, loads, host evictions, encodes: the documented order.
+  for (const FactLoad& o : plan.offloads) offload(o.fact);
+  for (FactId f : plan.evictions) pool_->free(f);
+  Injections inj;
+  std::vector<PendingEncode> encodes;
+  for (const FactLoad& l : plan.loads) load(l, inj, encodes);
+  const int m_load = clock.mark();
+  for (FactId f : plan.host_evictions) host_tier_.erase(f);
+  for (const PrefillItem& p : plan.prefills) {
+    if (p.first_chunk && p.header_cached && p.header_tokens > 0) ensure_header(p.header_tokens);
+  }
+  for (const FactEncode& e : plan.encodes) {
+    encodes.push_back({e.fact, e.tokens, e.context_tokens, e.store, e.for_request, e.position});
+  }
+  run_encodes(encodes, inj);
+  const int m_encode = clock.mark();
+
+  // First chunks: the cached header and the injected facts, one fused launch for the step.
+  std::vector<std::vector<PromptPiece>> layouts;
+  layouts.reserve(plan.prefills.size());
+  for (const PrefillItem& p : plan.prefills) {
+    layouts.push_back(compose_prompt(p, plan.prompt_facts));
+    if (!p.first_chunk) continue;
+    for (const PromptPiece& piece : layouts.back()) {
+      if (!piece.injected) continue;
+      const FactPool::Entry* e = piece.kind == PromptPiece::Kind::kHeader
+                                     ? pool_->find_reserved((1ull << 62) | piece.tokens)
+                                     : pool_->find(piece.fact);
+      if (e == nullptr || e->tokens != piece.tokens) {
+        throw std::invalid_argument("plan: request " + std::to_string(p.request) + " injects " +
+                                    (piece.kind == PromptPiece::Kind::kHeader
+                                         ? std::string("a header")
+                                         : "fact " + std::to_string(piece.fact)) +
+                                    " that the pool does not hold (with that many tokens)");
+      }
+      add_injection(*e, p.request, piece.position, inj);
+    }
+  }
+  const at::Tensor inj_dev = upload_injections(inj);
+  const int m_inject_begin = clock.mark();
+  launch_injections(inj, inj_dev);
+  const int m_inject_end = clock.mark();
+
+  // One forward pass over every prefill chunk and decode item.
+  ForwardBatch batch;
+  std::int32_t outputs = 0;
+  for (std::size_t i = 0; i < plan.prefills.size(); ++i) {
+    const PrefillItem& p = plan.prefills[i];
+    RequestState& s = state(p.request);
+    if (p.computed_done != s.computed_done) {
+      throw std::invalid_argument(
+          "plan: request " + std::to_string(p.request) + " continues at computed token " +
+          std::to_string(p.computed_done) + ", executor is at " + std::to_string(s.computed_done));
+    }
+    const auto runs = computed_runs(layouts[i], p.computed_done, p.computed_done + p.computed_now);
+    std::vector<std::vector<std::int32_t>> piece_ids(layouts[i].size());
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+      std::vector<std::int32_t> ids;
+      ids.reserve(runs[r].tokens);
+      for (auto [pi, offset] : runs[r].sources) {
+        if (piece_ids[pi].empty()) piece_ids[pi] = piece_tokens(layouts[i][pi], p.request);
+        ids.push_back(piece_ids[pi][offset]);
+      }
+      check_position(runs[r].position + runs[r].tokens - 1);
+      const bool sample = p.last_chunk && r + 1 == runs.size();
+      if (sample && runs[r].position + runs[r].tokens != p.prompt_tokens) {
+        throw std::invalid_argument("plan: request " + std::to_string(p.request) +
+                                    ": last chunk does not end with the prompt's last token");
+      }
+      batch.add(s.region_start, std::int32_t(runs[r].position), ids, {}, sample ? outputs++ : -1);
+    }
+    if (p.last_chunk && runs.empty()) {
+      throw std::invalid_argument("plan: request " + std::to_string(p.request) +
+                                  ": last chunk computes no token to sample from");
+    }
+  }
+  for (const DecodeItem& d : plan.decodes) {
+    RequestState& s = state(d.request);
+    if (!s.prefilled) {
+      throw std::invalid_argument("plan: request " + std::to_string(d.request) +
+                                  " decodes before its prefill finished");
+    }
+    if (std::int32_t(s.next_position) >= s.capacity) grow_region(s, s.next_position + 1);
+    check_position(s.next_position);
+    batch.add(s.region_start, std::int32_t(s.next_position), {s.last_token}, {}, outputs++);
+  }
+  stats_.computed_tokens = std::uint64_t(batch.tokens());
+  at::Tensor sampled_host;
+  if (!batch.empty()) {
+    const ForwardInputs in = batch.finalize(*ops_, cache_.rows());
+    const at::Tensor logits = model_->forward(in, cache_, nullptr, false);
+    if (logits.defined()) {
+      sampled_host = ops_->to_host(logits.argmax(-1).to(at::kInt));
+      if (options_.keep_logits) last_logits_ = ops_->to_host(logits.to(at::kFloat));
+    }
+  }
+  const int m_forward = clock.mark();
+  clock.synchronize();
+
+  BatchResult result;
+  result.duration_ns = clock.elapsed_ns(m_start, m_forward);
+  result.phases.load_ns = clock.elapsed_ns(m_start, m_load);
+  result.phases.encode_ns = clock.elapsed_ns(m_load, m_encode);
+  result.phases.inject_ns = clock.elapsed_ns(m_inject_begin, m_inject_end);
+  const SimTime forward_ns = clock.elapsed_ns(m_inject_end, m_forward);
+  (plan.prefills.empty() ? result.phases.decode_ns : result.phases.prefill_ns) = forward_ns;
+  result.phases.overhead_ns = result.duration_ns - result.phases.load_ns - result.phases.encode_ns -
+                              result.phases.inject_ns - forward_ns;
+  if (sampled_host.defined()) {
+    const std::int32_t* t = sampled_host.data_ptr<std::int32_t>();
+    result.tokens.assign(t, t + sampled_host.numel());
+  }
+
+  // Advance request state with the sampled tokens (prefills first, then decodes).
+  std::size_t next = 0;
+  for (const PrefillItem& p : plan.prefills) {
+    RequestState& s = state(p.request);
+    s.computed_done += p.computed_now;
+    if (p.last_chunk) {
+      s.prefilled = true;
+      s.next_position = p.prompt_tokens;
+      s.last_token = result.tokens.at(next++);
+    }
+  }
+  for (const DecodeItem& d : plan.decodes) {
+    RequestState& s = state(d.request);
+    s.next_position++;
+    s.last_token = result.tokens.at(next++);
+  }
+  for (RequestId r : plan.released) {
+    const auto it = requests_.find(r);
+    if (it == requests_.end()) continue;  // released before it started: nothing to free
+    rows_.free(it->second.region_start, it->second.capacity);
+    requests_.erase(it);
+  }
+  free_transients();
+  return result;
+}
+
+std::pair<at::Tensor, at::Tensor> GpuExecutor::request_kv(RequestId request,
+                                                          std::uint32_t n) const {
+  const auto it = requests_.find(request);
+  if (it == requests_.end()) throw std::invalid_argument("request_kv: request not running");
+  const std::int64_t start = it->second.region_start;
+  return {cache_.k.narrow(1, start, n).to(at::kCPU), cache_.v.narrow(1, start, n).to(at::kCPU)};
+}
+
+at::Tensor GpuExecutor::prefill_logits(const std::vector<std::int32_t>& tokens) {
+  c10::InferenceMode guard;
+  const std::int32_t start = alloc_rows(std::int32_t(tokens.size()));
+  ForwardBatch batch;
+  batch.add(start, 0, tokens, {}, 0);
+  const at::Tensor logits =
+      model_->forward(batch.finalize(*ops_, cache_.rows()), cache_, nullptr, false);
+  rows_.free(start, std::int32_t(tokens.size()));
+  return logits.select(0, 0).to(at::kFloat).to(at::kCPU);
+}
+
+}  // namespace inferscale

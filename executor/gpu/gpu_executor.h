@@ -1,0 +1,143 @@
+#pragma once
+// @brief The real executor: performs a BatchPlan on a Llama-family model in libtorch (CUDA, or
+// the CPU for tests), with the fact pool, Chunked RoPE injection and Context-Window Encoding.
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "executor/executor.h"
+#include "executor/gpu/device_ops.h"
+#include "executor/gpu/fact_pool.h"
+#include "executor/gpu/forward_batch.h"
+#include "executor/gpu/llama_model.h"
+#include "executor/gpu/prompt_layout.h"
+#include "executor/gpu/slot_allocator.h"
+#include "executor/gpu/token_source.h"
+#include "executor/gpu/weights.h"
+#include "executor/model_config.h"
+
+namespace inferscale {
+
+/// How fact keys are stored: before RoPE and rotated once at their composed positions
+/// (bit-identical to a native prefill), or after RoPE at their encode positions and shifted by
+/// the position delta (a second rounding).
+enum class RopeMode { kPreRope, kDelta };
+
+struct GpuExecutorOptions {
+  ModelConfig model;
+  std::string device = "cuda";                // cuda | cpu
+  DType dtype = DType::kBF16;                 // the CPU path is meant for kF32
+  std::uint64_t pool_bytes = 1ull << 30;      // fact blocks (the store's GPU tier)
+  std::uint32_t reserved_pool_tokens = 4096;  // header KV and per-request (not admitted) facts
+  std::uint32_t kv_cache_tokens = 32768;      // KV cache rows for running requests and encodes
+  std::uint32_t decode_reserve_tokens = 64;   // rows reserved past a prompt for its output
+  std::int32_t rope_positions = 0;            // rotary table rows; 0: min(max_positions, 32768)
+  RopeMode rope = RopeMode::kPreRope;
+  std::uint64_t seed = 0;
+  std::uint32_t max_batch_tokens = 16384;  // encodes are run in forwards of at most this
+  bool keep_logits = false;                // keep each step's logits (tests)
+  std::shared_ptr<TokenSource> tokens;     // null: SyntheticTokenSource(vocab, seed)
+  std::shared_ptr<WeightLoader> weights;   // null: RandomWeightLoader(seed)
+};
+
+class GpuExecutor : public Executor {
+ public:
+  explicit GpuExecutor(GpuExecutorOptions options);
+  ~GpuExecutor() override;
+
+  BatchResult execute(const BatchPlan& plan) override;
+  std::string name() const override;
+
+  /// What the last step did (for benchmarks and tests).
+  struct StepStats {
+    std::uint64_t injected_tokens = 0;  // gathered from the pool into request caches
+    std::uint64_t computed_tokens = 0;  // prefill and decode tokens of the forward pass
+    std::uint64_t encoded_tokens = 0;   // fact and context tokens of encodes (and headers)
+    std::uint64_t load_fallbacks = 0;   // loads of facts the host tier did not hold (encoded)
+  };
+  const StepStats& last_stats() const { return stats_; }
+
+  FactPool& pool() { return *pool_; }
+  const LlamaModel& model() const { return *model_; }
+  DeviceOps& ops() { return *ops_; }
+  const GpuExecutorOptions& options() const { return options_; }
+  /// Logits of the last step's samples, [samples, vocab] fp32 on the CPU (keep_logits only).
+  const at::Tensor& last_logits() const { return last_logits_; }
+  /// K and V of a running request's composed positions [0, n): [layers, n, kv_heads, head_dim].
+  std::pair<at::Tensor, at::Tensor> request_kv(RequestId request, std::uint32_t n) const;
+  /// Logits [vocab] (fp32, CPU) of the last token after a native prefill of `tokens` at
+  /// positions 0.. in a scratch range of the cache (nothing is kept).
+  at::Tensor prefill_logits(const std::vector<std::int32_t>& tokens);
+  /// Whether the host tier holds a fact.
+  bool host_has(FactId fact) const { return host_tier_.count(fact) > 0; }
+
+ private:
+  struct RequestState {
+    std::int32_t region_start = 0;
+    std::int32_t capacity = 0;
+    std::uint32_t prompt_tokens = 0;
+    std::uint32_t computed_done = 0;
+    std::uint32_t next_position = 0;  // decode: position of the next input token
+    std::int32_t last_token = 0;      // decode: the next input token
+    bool prefilled = false;
+  };
+  struct HostCopy {
+    at::Tensor blocks;  // [blocks, layers, 2, block_tokens, kv_heads, head_dim] on the host
+    std::uint32_t tokens = 0;
+    std::int32_t encode_position = 0;
+  };
+  /// Host-side lists for one fused inject launch.
+  struct Injections {
+    std::vector<std::int32_t> src, dst, pos;
+  };
+  struct PendingEncode {
+    FactId fact;
+    std::uint32_t tokens, context_tokens;
+    bool store;
+    RequestId for_request;
+    std::uint32_t position;
+  };
+
+  // gpu_executor_kv.cpp: pool, host tier, encodes, injection
+  void offload(FactId fact);
+  void load(const FactLoad& load, Injections& inj, std::vector<PendingEncode>& fallback);
+  void ensure_header(std::uint32_t tokens);
+  void run_encodes(const std::vector<PendingEncode>& encodes, Injections& inj);
+  void add_injection(const FactPool::Entry& e, RequestId request, std::uint32_t position,
+                     Injections& inj);
+  /// The lists on the device (one upload), then the fused launch.
+  at::Tensor upload_injections(const Injections& inj);
+  void launch_injections(const Injections& inj, const at::Tensor& uploaded);
+  std::uint64_t transient_key();
+  void free_transients();
+
+  // gpu_executor.cpp: requests and the forward pass
+  RequestState& start_request(const PrefillItem& item);
+  RequestState& state(RequestId request);
+  void grow_region(RequestState& s, std::uint32_t rows);
+  std::int32_t alloc_rows(std::int32_t rows);
+  std::vector<std::int32_t> piece_tokens(const PromptPiece& piece, RequestId request);
+  void check_position(std::int64_t position) const;
+
+  GpuExecutorOptions options_;
+  std::unique_ptr<DeviceOps> ops_;
+  std::shared_ptr<TokenSource> tokens_;
+  std::unique_ptr<LlamaModel> model_;
+  std::unique_ptr<FactPool> pool_;
+  KvCache cache_;
+  SlotAllocator rows_;
+  std::unordered_map<RequestId, RequestState> requests_;
+  std::unordered_map<FactId, HostCopy> host_tier_;
+  std::vector<std::uint64_t> transients_;  // reserved pool entries freed at the end of a step
+  std::uint64_t next_transient_ = 0;
+  StepStats stats_;
+  at::Tensor last_logits_;
+};
+
+}  // namespace inferscale

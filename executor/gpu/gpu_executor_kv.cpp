@@ -1,0 +1,167 @@
+// GpuExecutor: fact KV movement. The host tier (offload, load), Context-Window Encoding into
+// the pool, the replica's header KV, and the fused injection of pool KV into request caches.
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "executor/gpu/gpu_executor.h"
+
+namespace inferscale {
+
+namespace {
+
+// Reserved-area keys: headers by length, transient entries by a counter.
+constexpr std::uint64_t kHeaderKey = 1ull << 62;
+constexpr std::uint64_t kTransientKey = 2ull << 62;
+
+}  // namespace
+
+std::uint64_t GpuExecutor::transient_key() {
+  const std::uint64_t key = kTransientKey | next_transient_++;
+  transients_.push_back(key);
+  return key;
+}
+
+void GpuExecutor::free_transients() {
+  for (std::uint64_t key : transients_) pool_->free_reserved(key);
+  transients_.clear();
+}
+
+void GpuExecutor::offload(FactId fact) {
+  const FactPool::Entry* e = pool_->find(fact);
+  if (e == nullptr) return;  // not resident here: nothing to copy
+  HostCopy copy;
+  copy.blocks = ops_->to_host(pool_->storage().index_select(0, pool_->block_index(*e)));
+  copy.tokens = e->tokens;
+  copy.encode_position = e->encode_position;
+  host_tier_[fact] = std::move(copy);
+}
+
+void GpuExecutor::load(const FactLoad& l, Injections& inj, std::vector<PendingEncode>& fallback) {
+  const auto it = host_tier_.find(l.fact);
+  if (it == host_tier_.end()) {
+    // The simulator's host tier holds KV this replica never offloaded (e.g. a tier filled at
+    // start): produce it the only way possible, by encoding the fact alone.
+    ++stats_.load_fallbacks;
+    fallback.push_back(
+        {l.fact, l.tokens, 0, l.for_request == kNoRequest, l.for_request, l.position});
+    return;
+  }
+  const HostCopy& h = it->second;
+  const bool for_request = l.for_request != kNoRequest;
+  const FactPool::Entry& e =
+      for_request ? pool_->allocate_reserved(transient_key(), h.tokens, h.encode_position)
+                  : pool_->allocate(l.fact, h.tokens, h.encode_position);
+  pool_->storage().index_copy_(0, pool_->block_index(e),
+                               h.blocks.to(pool_->storage().device(), /*non_blocking=*/true));
+  if (for_request) add_injection(e, l.for_request, l.position, inj);
+}
+
+void GpuExecutor::ensure_header(std::uint32_t tokens) {
+  const std::uint64_t key = kHeaderKey | tokens;
+  if (pool_->find_reserved(key) != nullptr) return;
+  const FactPool::Entry& e = pool_->allocate_reserved(key, tokens, 0);
+  std::vector<std::int32_t> slots(tokens);
+  for (std::uint32_t i = 0; i < tokens; ++i) slots[i] = e.slot(i);
+  check_position(tokens - 1);
+  const std::int32_t start = alloc_rows(std::int32_t(tokens));
+  ForwardBatch batch;
+  batch.add(start, 0, tokens_->header(tokens), slots, -1);
+  model_->forward(batch.finalize(*ops_, cache_.rows()), cache_, pool_.get(),
+                  options_.rope == RopeMode::kDelta);
+  rows_.free(start, std::int32_t(tokens));
+  stats_.encoded_tokens += tokens;
+}
+
+void GpuExecutor::run_encodes(const std::vector<PendingEncode>& encodes, Injections& inj) {
+  // Each encode is its own sequence: w context tokens, then the fact, at positions 0 ..; only
+  // the fact tokens' K and V are stored (rows of the context are scratch and dropped).
+  ForwardBatch batch;
+  std::vector<std::pair<std::int32_t, std::int32_t>> scratch;  // cache rows to free
+  auto flush = [&] {
+    if (batch.empty()) return;
+    model_->forward(batch.finalize(*ops_, cache_.rows()), cache_, pool_.get(),
+                    options_.rope == RopeMode::kDelta);
+    for (auto [start, n] : scratch) rows_.free(start, n);
+    scratch.clear();
+    batch = ForwardBatch();
+  };
+  for (const PendingEncode& enc : encodes) {
+    const std::uint32_t n = enc.context_tokens + enc.tokens;
+    if (batch.tokens() > 0 && batch.tokens() + n > options_.max_batch_tokens) flush();
+    check_position(n - 1);
+    const bool transient = !enc.store;
+    if (transient && enc.for_request == kNoRequest) {
+      throw std::invalid_argument("plan: encode of fact " + std::to_string(enc.fact) +
+                                  " with store=false names no request");
+    }
+    const FactPool::Entry& e =
+        transient ? pool_->allocate_reserved(transient_key(), enc.tokens,
+                                             std::int32_t(enc.context_tokens))
+                  : pool_->allocate(enc.fact, enc.tokens, std::int32_t(enc.context_tokens));
+    std::vector<std::int32_t> ids = tokens_->context(enc.fact, enc.context_tokens);
+    const std::vector<std::int32_t> fact_ids = tokens_->fact(enc.fact, enc.tokens);
+    ids.insert(ids.end(), fact_ids.begin(), fact_ids.end());
+    std::vector<std::int32_t> slots(n, -1);
+    for (std::uint32_t i = 0; i < enc.tokens; ++i) slots[enc.context_tokens + i] = e.slot(i);
+    const std::int32_t start = alloc_rows(std::int32_t(n));
+    scratch.emplace_back(start, std::int32_t(n));
+    batch.add(start, 0, ids, slots, -1);
+    stats_.encoded_tokens += n;
+    if (transient) add_injection(e, enc.for_request, enc.position, inj);
+  }
+  flush();
+}
+
+void GpuExecutor::add_injection(const FactPool::Entry& e, RequestId request, std::uint32_t position,
+                                Injections& inj) {
+  const RequestState& s = state(request);
+  if (position + e.tokens > std::uint32_t(s.capacity)) {
+    throw std::invalid_argument("plan: injection past request " + std::to_string(request) +
+                                "'s prompt");
+  }
+  check_position(position + e.tokens - 1);
+  const bool delta = options_.rope == RopeMode::kDelta;
+  for (std::uint32_t i = 0; i < e.tokens; ++i) {
+    inj.src.push_back(e.slot(i));
+    inj.dst.push_back(s.region_start + std::int32_t(position + i));
+    // pre_rope: rotate to the composed position; delta: shift from the encode position.
+    inj.pos.push_back(delta ? std::int32_t(position) - e.encode_position
+                            : std::int32_t(position + i));
+  }
+  stats_.injected_tokens += e.tokens;
+}
+
+at::Tensor GpuExecutor::upload_injections(const Injections& inj) {
+  if (inj.src.empty()) return at::Tensor();
+  std::vector<std::int32_t> buf;
+  buf.reserve(3 * inj.src.size());
+  buf.insert(buf.end(), inj.src.begin(), inj.src.end());
+  buf.insert(buf.end(), inj.dst.begin(), inj.dst.end());
+  buf.insert(buf.end(), inj.pos.begin(), inj.pos.end());
+  return ops_->upload(buf);
+}
+
+void GpuExecutor::launch_injections(const Injections& inj, const at::Tensor& dev) {
+  if (inj.src.empty()) return;
+  const std::int64_t n = std::int64_t(inj.src.size());
+  const ModelConfig& m = options_.model;
+  InjectParams p;
+  p.pool = pool_->view();
+  p.cache_k = cache_.k.data_ptr();
+  p.cache_v = cache_.v.data_ptr();
+  p.cache_layer_stride = cache_.k.stride(0);
+  p.src_slots = dev.data_ptr<std::int32_t>();
+  p.dst_slots = p.src_slots + n;
+  p.positions = p.src_slots + 2 * n;
+  p.table = model_->rope_table();
+  p.tokens = std::int32_t(n);
+  p.layers = std::int32_t(m.layers);
+  p.kv_heads = std::int32_t(m.kv_heads);
+  p.head_dim = std::int32_t(m.head_dim);
+  p.dtype = kernel_dtype(model_->dtype());
+  p.style = model_->rope_style();
+  ops_->kv_inject(p);
+}
+
+}  // namespace inferscale

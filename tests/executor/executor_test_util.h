@@ -1,0 +1,64 @@
+#pragma once
+// @brief Helpers of the executor tests: a tiny model, prompts and plans built by hand.
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "executor/executor.h"
+#include "executor/gpu/gpu_executor.h"
+#include "executor/gpu/token_source.h"
+
+namespace inferscale::test {
+
+/// A tiny Llama-shaped model (GQA, llama3 rope scaling) for fp32 CPU tests.
+ModelConfig tiny_model();
+
+/// One fact of a prompt.
+struct FactSpec {
+  FactId id;
+  std::uint32_t tokens;
+  bool inject = true;
+};
+
+/// A composed prompt: header + facts + footer + query.
+struct PromptSpec {
+  RequestId request = 1;
+  std::uint32_t header = 8, footer = 3, query = 6;
+  std::vector<FactSpec> facts;
+  bool header_cached = false;
+
+  std::uint32_t prompt_tokens() const;
+  /// Composed position of fact i's first token.
+  std::uint32_t fact_position(std::size_t i) const;
+  /// Tokens the model computes (header unless cached, inline facts, footer, query).
+  std::uint32_t computed_total() const;
+  /// Every token id of the composed prompt, in position order.
+  std::vector<std::int32_t> all_tokens(TokenSource& src) const;
+};
+
+/// Appends the prompt's facts to plan.prompt_facts and a prefill item for computed tokens
+/// [done, done + now) to plan.prefills.
+void add_prefill(BatchPlan& plan, const PromptSpec& p, std::uint32_t done, std::uint32_t now);
+
+/// A token source whose CWE context of a fact is exactly the composed prompt before it (the
+/// header and the facts before it): the condition under which injection reproduces a prefill.
+class PrefixContextSource : public SyntheticTokenSource {
+ public:
+  PrefixContextSource(std::uint32_t vocab, const PromptSpec& prompt);
+  std::vector<std::int32_t> context(FactId fact, std::uint32_t n) override;
+
+ private:
+  PromptSpec prompt_;
+};
+
+/// Options of a CPU fp32 executor on the tiny model.
+GpuExecutorOptions cpu_options(std::shared_ptr<TokenSource> tokens = nullptr);
+
+/// max |a - b| / max |b|.
+double max_rel_diff(const at::Tensor& a, const at::Tensor& b);
+
+}  // namespace inferscale::test

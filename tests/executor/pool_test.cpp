@@ -1,0 +1,65 @@
+// The fact pool obeys: allocate, free, report usage; the KV cache row allocator.
+#include "executor/gpu/fact_pool.h"
+#include "executor/gpu/slot_allocator.h"
+#include "tests/catch.h"
+#include "tests/executor/executor_test_util.h"
+
+using namespace inferscale;
+
+TEST_CASE("fact pool allocates whole blocks within its capacity") {
+  const ModelConfig m = test::tiny_model();
+  const std::uint64_t block = FactPool::block_bytes(m, 4);
+  CHECK(block == 2ull * m.layers * 16 * m.kv_heads * m.head_dim * 4);
+  FactPool pool(m, 10 * block + block / 2, 40, at::TensorOptions().dtype(at::kFloat));
+  CHECK(pool.capacity_bytes() == 10 * block);
+  CHECK(pool.used_bytes() == 0);
+  CHECK(pool.storage().size(0) == 10 + 3);  // 40 reserved tokens: 3 blocks
+
+  const FactPool::Entry& a = pool.allocate(1, 24, 0);  // 2 blocks
+  CHECK(a.blocks.size() == 2);
+  CHECK(a.slot(17) == a.blocks[1] * 16 + 1);
+  pool.allocate(2, 16, 0);  // 1 block
+  CHECK(pool.used_bytes() == 3 * block);
+  CHECK(pool.resident_facts() == 2);
+  pool.allocate(3, 7 * 16, 5);
+  CHECK(pool.used_bytes() == 10 * block);
+  CHECK_THROWS_AS(pool.allocate(4, 1, 0), PoolFullError);
+  CHECK(pool.find(4) == nullptr);
+
+  CHECK(pool.free(2));
+  CHECK_FALSE(pool.free(2));
+  CHECK(pool.used_bytes() == 9 * block);
+  const FactPool::Entry& d = pool.allocate(4, 10, 3);
+  CHECK(d.encode_position == 3);
+  CHECK(pool.find(3)->encode_position == 5);
+  // Re-allocating a resident fact replaces it.
+  pool.allocate(1, 16, 0);
+  CHECK(pool.find(1)->blocks.size() == 1);
+  CHECK(pool.used_bytes() == 9 * block);
+
+  // The reserved area does not count as usage and has its own limit.
+  pool.allocate_reserved(99, 40, 0);
+  CHECK(pool.used_bytes() == 9 * block);
+  CHECK_THROWS_AS(pool.allocate_reserved(100, 1, 0), PoolFullError);
+  CHECK(pool.free_reserved(99));
+  CHECK(pool.find_reserved(99) == nullptr);
+  for (std::int32_t b : pool.allocate_reserved(100, 33, 0).blocks) CHECK(b >= 10);
+}
+
+TEST_CASE("KV cache rows are handed out first-fit and merged when freed") {
+  SlotAllocator rows(100);
+  const auto a = rows.allocate(30), b = rows.allocate(30), c = rows.allocate(30);
+  CHECK(a == 0);
+  CHECK(b == 30);
+  CHECK(c == 60);
+  CHECK(rows.allocate(11) == -1);
+  rows.free(b, 30);
+  CHECK(rows.largest_free() == 30);
+  CHECK(rows.allocate(20) == 30);
+  rows.free(a, 30);
+  rows.free(30, 20);
+  CHECK(rows.largest_free() == 60);  // 0..60 merged
+  rows.free(c, 30);
+  CHECK(rows.free_rows() == 100);
+  CHECK(rows.allocate(100) == 0);
+}

@@ -1,0 +1,199 @@
+// The executor over sequences of plans: chunked prefill, decode, mixed inline and injected
+// facts, per-request (not admitted) facts, the host tier, and plans it must refuse.
+#include <ATen/ATen.h>
+
+#include <memory>
+#include <stdexcept>
+
+#include "executor/gpu/gpu_executor.h"
+#include "tests/catch.h"
+#include "tests/executor/executor_test_util.h"
+
+using namespace inferscale;
+using namespace inferscale::test;
+
+namespace {
+
+std::int32_t top_token(const at::Tensor& logits) {
+  return std::int32_t(logits.argmax().item<std::int64_t>());
+}
+
+BatchPlan decode_plan(RequestId r, std::uint32_t context) {
+  BatchPlan plan;
+  plan.decodes.push_back(DecodeItem{r, context});
+  return plan;
+}
+
+void encode_all(GpuExecutor& ex, const PromptSpec& p) {
+  BatchPlan plan;
+  for (const FactSpec& f : p.facts) {
+    if (!f.inject) continue;
+    FactEncode e;
+    e.fact = f.id;
+    e.tokens = f.tokens;
+    e.context_tokens = 3;
+    plan.encodes.push_back(e);
+  }
+  ex.execute(plan);
+}
+
+}  // namespace
+
+TEST_CASE("chunked text prefill equals one chunk; decode continues greedily") {
+  PromptSpec p;
+  p.facts = {{11, 6, false}, {12, 9, false}};
+  GpuExecutor one(cpu_options()), chunked(cpu_options());
+  BatchPlan whole;
+  add_prefill(whole, p, 0, p.computed_total());
+  const BatchResult r1 = one.execute(whole);
+  const at::Tensor l1 = one.last_logits().clone();
+
+  std::uint32_t done = 0;
+  BatchResult r2;
+  for (std::uint32_t now : {5u, 7u, p.computed_total() - 12}) {
+    BatchPlan plan;
+    add_prefill(plan, p, done, now);
+    r2 = chunked.execute(plan);
+    done += now;
+    CHECK(r2.tokens.size() == (done == p.computed_total() ? 1u : 0u));
+  }
+  REQUIRE(r1.tokens.size() == 1);
+  CHECK(r2.tokens == r1.tokens);
+  CHECK(max_rel_diff(chunked.last_logits(), l1) < 1e-5);
+
+  // Six decode steps (past the 4 reserved rows: the request's range grows) against a native
+  // prefill of the prompt plus the generated tokens.
+  SyntheticTokenSource src(tiny_model().vocab, 5);
+  std::vector<std::int32_t> seq = p.all_tokens(src);
+  seq.push_back(r1.tokens[0]);
+  for (int step = 0; step < 6; ++step) {
+    const BatchResult d1 = one.execute(decode_plan(p.request, std::uint32_t(seq.size())));
+    const BatchResult d2 = chunked.execute(decode_plan(p.request, std::uint32_t(seq.size())));
+    REQUIRE(d1.tokens.size() == 1);
+    CHECK(d1.tokens == d2.tokens);
+    const at::Tensor native = one.prefill_logits(seq);
+    CHECK(max_rel_diff(one.last_logits().select(0, 0), native) < 1e-5);
+    CHECK(d1.tokens[0] == top_token(native));
+    seq.push_back(d1.tokens[0]);
+  }
+  BatchPlan release;
+  release.released.push_back(p.request);
+  one.execute(release);
+  CHECK_THROWS_AS(one.execute(decode_plan(p.request, 1)), std::invalid_argument);
+}
+
+TEST_CASE("one step batches prefills of different lengths with decodes") {
+  PromptSpec a, b;
+  a.request = 1;
+  a.facts = {{21, 5}, {22, 6, false}, {23, 4}};
+  a.header_cached = true;
+  b.request = 2;
+  b.query = 11;
+  b.facts = {{31, 8}};
+  b.header_cached = true;
+  // Alone, each in its own executor.
+  auto alone = [](const PromptSpec& p, std::uint32_t first_chunk) {
+    GpuExecutor ex(cpu_options());
+    encode_all(ex, p);
+    BatchPlan c1;
+    add_prefill(c1, p, 0, first_chunk);
+    ex.execute(c1);
+    if (first_chunk < p.computed_total()) {
+      BatchPlan c2;
+      add_prefill(c2, p, first_chunk, p.computed_total() - first_chunk);
+      ex.execute(c2);
+    }
+    return ex.last_logits().select(0, 0).clone();
+  };
+  const at::Tensor la = alone(a, 3), lb = alone(b, b.computed_total());
+  // Together: a's first chunk ends inside its inline fact; b runs in one chunk; then a's
+  // second chunk and b's first decode share a step.
+  GpuExecutor ex(cpu_options());
+  encode_all(ex, a);
+  encode_all(ex, b);
+  BatchPlan s1;
+  add_prefill(s1, a, 0, 3);
+  add_prefill(s1, b, 0, b.computed_total());
+  const BatchResult r1 = ex.execute(s1);
+  REQUIRE(r1.tokens.size() == 1);
+  CHECK(max_rel_diff(ex.last_logits().select(0, 0), lb) < 1e-5);
+  BatchPlan s2;
+  add_prefill(s2, a, 3, a.computed_total() - 3);
+  s2.decodes.push_back(DecodeItem{b.request, b.prompt_tokens()});
+  const BatchResult r2 = ex.execute(s2);
+  REQUIRE(r2.tokens.size() == 2);
+  CHECK(max_rel_diff(ex.last_logits().select(0, 0), la) < 1e-5);
+  CHECK(ex.last_stats().computed_tokens == a.computed_total() - 3 + 1);
+}
+
+TEST_CASE("not-admitted facts go to the request only; offloaded facts come back intact") {
+  PromptSpec p;
+  p.facts = {{41, 5}, {42, 7}};
+  p.header_cached = true;
+  GpuExecutor ref(cpu_options());
+  encode_all(ref, p);
+  BatchPlan plain;
+  add_prefill(plain, p, 0, p.computed_total());
+  ref.execute(plain);
+  const at::Tensor expect = ref.last_logits().select(0, 0).clone();
+
+  // Fact 41 encoded for the request only (store=false, private KV); fact 42 resident.
+  GpuExecutor ex(cpu_options());
+  BatchPlan enc;
+  FactEncode e42;
+  e42.fact = 42;
+  e42.tokens = 7;
+  e42.context_tokens = 3;
+  enc.encodes.push_back(e42);
+  ex.execute(enc);
+  BatchPlan step;
+  add_prefill(step, p, 0, p.computed_total());
+  step.prompt_facts[0].private_kv = true;
+  FactEncode e41;
+  e41.fact = 41;
+  e41.tokens = 5;
+  e41.context_tokens = 3;
+  e41.store = false;
+  e41.for_request = p.request;
+  e41.position = p.fact_position(0);
+  step.encodes.push_back(e41);
+  ex.execute(step);
+  CHECK(ex.pool().find(41) == nullptr);
+  CHECK(max_rel_diff(ex.last_logits().select(0, 0), expect) < 1e-6);
+
+  // Offload 42 and evict it, load it back, and run another request on it.
+  BatchPlan out;
+  out.offloads.push_back(FactLoad{42, 7, 0});
+  out.evictions.push_back(42);
+  out.released.push_back(p.request);
+  ex.execute(out);
+  CHECK(ex.pool().find(42) == nullptr);
+  CHECK(ex.host_has(42));
+  PromptSpec q = p;
+  q.request = 9;
+  q.facts = {{42, 7}};
+  BatchPlan back;
+  back.loads.push_back(FactLoad{42, 7, 0});
+  back.host_evictions.push_back(42);  // after the load: the load still reads it
+  add_prefill(back, q, 0, q.computed_total());
+  ex.execute(back);
+  CHECK_FALSE(ex.host_has(42));
+  CHECK(ex.pool().find(42) != nullptr);
+  GpuExecutor fresh(cpu_options());
+  encode_all(fresh, q);
+  BatchPlan direct;
+  add_prefill(direct, q, 0, q.computed_total());
+  fresh.execute(direct);
+  CHECK(at::equal(ex.last_logits(), fresh.last_logits()));
+}
+
+TEST_CASE("plans the executor cannot perform are refused") {
+  GpuExecutor ex(cpu_options());
+  PromptSpec p;
+  p.facts = {{51, 5}};
+  p.header_cached = true;
+  BatchPlan missing;  // fact 51 was never encoded
+  add_prefill(missing, p, 0, p.computed_total());
+  CHECK_THROWS_AS(ex.execute(missing), std::invalid_argument);
+  CHECK_THROWS_AS(ex.execute(decode_plan(1234, 10)), std::invalid_argument);
+}
