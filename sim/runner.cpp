@@ -231,15 +231,20 @@ void print_comparison(const std::vector<RunOutcome>& runs, std::FILE* out) {
                  static_cast<unsigned long long>(s.requests), s.throughput_rps, s.ttft_ms.p50,
                  s.ttft_ms.p99, s.tpot_ms.p50, s.e2e_ms.p50, hit);
   }
-  if (runs.size() >= 2) {
-    const auto& a = runs.front().summary;
-    for (std::size_t i = 1; i < runs.size(); ++i) {
-      const auto& b = runs[i].summary;
-      if (a.ttft_ms.p50 <= 0 || a.throughput_rps <= 0) continue;
+  // Each kv_inject run against the text run with the same k (the comparison that matters).
+  for (const auto& b : runs) {
+    if (b.config.serving.mode != ServingMode::kKvInject) continue;
+    for (const auto& a : runs) {
+      if (a.config.serving.mode != ServingMode::kText || a.config.serving.k != b.config.serving.k ||
+          a.summary.ttft_ms.p50 <= 0 || a.summary.throughput_rps <= 0) {
+        continue;
+      }
       std::fprintf(out, "%s vs %s: TTFT p50 %+.1f%%, TTFT p99 %+.1f%%, throughput x%.2f\n",
-                   runs[i].config.name.c_str(), runs.front().config.name.c_str(),
-                   100.0 * (b.ttft_ms.p50 / a.ttft_ms.p50 - 1),
-                   100.0 * (b.ttft_ms.p99 / a.ttft_ms.p99 - 1), b.throughput_rps / a.throughput_rps);
+                   b.config.name.c_str(), a.config.name.c_str(),
+                   100.0 * (b.summary.ttft_ms.p50 / a.summary.ttft_ms.p50 - 1),
+                   100.0 * (b.summary.ttft_ms.p99 / a.summary.ttft_ms.p99 - 1),
+                   b.summary.throughput_rps / a.summary.throughput_rps);
+      break;
     }
   }
   for (const auto& o : runs) std::fprintf(out, "results: %s\n", o.dir.c_str());

@@ -16,15 +16,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// A YamlView over the generate/locomo options (positions come from the config file).
-YamlView options_view(const RunConfig& run) {
-  const YAML::Node& n = run.trace.options;
-  std::string source = run.trace.where;
-  // trace.where is "file:line:col: trace"; keep the file for positions of nested keys.
-  if (const auto colon = source.find(':'); colon != std::string::npos) source.resize(colon);
-  return YamlView({{n, source}}, "trace." + run.trace.kind);
-}
-
 void read_arrival(const YamlView& v, ArrivalOptions& a) {
   const auto mode = v.choice("arrival", a.mode == ArrivalMode::kOpen ? "poisson" : "closed_loop",
                              {"poisson", "closed_loop"});
@@ -110,11 +101,18 @@ LocomoImportOptions locomo_options(const YamlView& v, std::uint64_t seed, std::s
 }
 
 std::string options_key(const RunConfig& run) {
-  YAML::Emitter e;
-  e << YAML::Flow << run.trace.options;
+  // The options as they resolve (every layer's keys, first layer wins), plus the seed.
+  std::string text = run.trace.kind;
+  const YamlView& v = run.trace.options;
+  for (const auto& k : v.keys()) {
+    YAML::Emitter e;
+    e << YAML::Flow << v.node(k);
+    text += ";" + k + "=" + e.c_str();
+  }
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a: stable across builds
+  for (const char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
   std::ostringstream os;
-  os << run.trace.kind << "-" << std::hex
-     << mix64(std::hash<std::string>{}(std::string(e.c_str())) ^ run.seed);
+  os << run.trace.kind << "-" << std::hex << mix64(h ^ run.seed);
   return os.str();
 }
 
@@ -122,7 +120,7 @@ std::string options_key(const RunConfig& run) {
 
 void check_trace_source(const RunConfig& run) {
   if (run.trace.kind == "file") return;
-  const YamlView v = options_view(run);
+  const YamlView& v = run.trace.options;
   if (run.trace.kind == "generate") {
     synthetic_options(v, run.seed);
   } else {
@@ -137,7 +135,7 @@ void check_trace_source(const RunConfig& run) {
 
 std::string materialize_trace(const RunConfig& run, const std::string& cache_dir) {
   if (run.trace.kind == "file") return run.trace.path;
-  const YamlView v = options_view(run);
+  const YamlView& v = run.trace.options;
   fs::create_directories(cache_dir);
   const std::string path = cache_dir + "/" + options_key(run) + ".jsonl";
   if (run.trace.kind == "generate") {

@@ -200,10 +200,10 @@ RunConfig parse_run(const YamlView& v, const std::string& experiment, const std:
       r.trace.path = t.text("path", "");
     } else if (t.has("generate")) {
       r.trace.kind = "generate";
-      r.trace.options = t.node("generate");
+      r.trace.options = t.child("generate");
     } else if (t.has("locomo")) {
       r.trace.kind = "locomo";
-      r.trace.options = t.node("locomo");
+      r.trace.options = t.child("locomo");
     } else {
       t.fail("", "expected one of the keys path, generate, locomo");
     }

@@ -10,6 +10,7 @@
 
 #include "executor/model_config.h"
 #include "policies/params.h"
+#include "sim/config/yaml_view.h"
 #include "traces/types.h"
 
 namespace inferscale {
@@ -25,10 +26,10 @@ const char* to_string(MissPath m);
 const char* to_string(RouterKind r);
 
 struct TraceSource {
-  std::string path;        // a JSONL trace (after generation/import, the materialized file)
+  std::string path;           // a JSONL trace file (kind "file")
   std::string kind = "file";  // file | generate | locomo
-  YAML::Node options;      // generate/locomo options as written
-  std::string where;       // position of the trace key, for errors while materializing
+  YamlView options{{}, ""};   // generate/locomo options, layered like the rest of the config
+  std::string where;          // position of the trace key, for errors while materializing
 };
 
 struct SchedulerConfig {

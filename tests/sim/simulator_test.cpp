@@ -88,7 +88,7 @@ TEST_CASE("stress run: every request completes once; budget, KV memory and store
   }
 }
 
-TEST_CASE("same seed, byte-identical requests.csv; another seed differs") {
+TEST_CASE("same seed gives byte-identical requests.csv, another seed differs") {
   const auto dir = temp_dir("determinism");
   const auto trace = make_trace(dir, 5, 300);
   const std::string yaml =
