@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <vector>
 
 namespace inferscale::cli {
 
@@ -14,5 +15,11 @@ void add_trace_commands(CLI::App& app, Action& action);
 void add_policy_commands(CLI::App& app, Action& action);
 void add_policy_mrc_commands(CLI::App& app, Action& action);
 void add_run_commands(CLI::App& app, Action& action);
+
+/// A group of subcommands built only with an optional dependency (e.g. `bench`, with the
+/// libtorch executor) registers itself from its own file at start-up; main adds them all.
+using CommandGroup = void (*)(CLI::App& app, Action& action);
+bool register_command_group(CommandGroup group);
+std::vector<CommandGroup>& command_groups();
 
 }  // namespace inferscale::cli

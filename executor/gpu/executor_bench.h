@@ -1,0 +1,40 @@
+#pragma once
+// @brief `inferscale bench executor`: TTFT, TPOT and throughput of text vs kv_inject on the real
+// executor, over batch sizes and k, with the injection kernel's bandwidth and the text prefill's
+// arithmetic rate.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "executor/gpu/gpu_executor.h"
+
+namespace inferscale {
+
+struct ExecutorBenchOptions {
+  ModelConfig model;
+  std::string device = "cuda";
+  DType dtype = DType::kBF16;
+  std::uint32_t header = 64, fact = 24, query = 24, footer = 8, output = 50;
+  std::vector<std::uint32_t> batches = {1, 16, 64};
+  std::vector<std::uint32_t> ks = {0, 10, 25, 50};
+  std::vector<std::string> modes = {"text", "kv_inject"};
+  RopeMode rope = RopeMode::kPreRope;
+  std::uint32_t reps = 3, warmup = 1;
+  std::uint64_t seed = 0;
+  std::string command;  // echoed into the results
+};
+
+/// Runs every (mode, batch, k) and returns the results document: settings, and one row per
+/// (mode, batch, k) with mode, batch, k, ttft_ms, tpot_ms, tokens_per_s, plus tflops (text) or
+/// inject_tbps (kv_inject). `log` receives progress lines.
+nlohmann::json run_executor_bench(const ExecutorBenchOptions& options,
+                                  const std::function<void(const std::string&)>& log);
+
+/// The rows as an aligned text table.
+std::string executor_bench_table(const nlohmann::json& results);
+
+}  // namespace inferscale
