@@ -18,7 +18,8 @@ double Params::number(const std::string& name, double fallback, double lo, doubl
   double v = 0;
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || ptr != s.data() + s.size() || !std::isfinite(v)) {
-    throw InputError(it->second.where, "parameter '" + name + "': expected a number, got '" + s + "'");
+    throw InputError(it->second.where,
+                     "parameter '" + name + "': expected a number, got '" + s + "'");
   }
   if (v < lo || v > hi) {
     std::ostringstream os;
@@ -70,8 +71,8 @@ void Params::reject_unknown(const std::vector<ParamInfo>& known) const {
     if (ok) continue;
     std::string list;
     for (const auto& k : known) list += (list.empty() ? "" : ", ") + k.name;
-    throw InputError(value.where, "unknown parameter '" + name + "' (known: " +
-                                      (list.empty() ? "none" : list) + ")");
+    throw InputError(value.where, "unknown parameter '" + name +
+                                      "' (known: " + (list.empty() ? "none" : list) + ")");
   }
 }
 

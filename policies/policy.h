@@ -34,8 +34,12 @@ class RunView {
   virtual bool user_in_flight(UserId user) const = 0;
   /// Last time the user issued a request (or kNever if it never did).
   virtual SimTime user_last_active(UserId user) const = 0;
-  /// Next time the fact will be requested after `now` (kNever if never). Offline policies only.
-  virtual SimTime next_access(FactId id, SimTime now) const = 0;
+  /// Offline policies only. Trace position (index of the request in trace order) of the next
+  /// request naming the fact after the one being processed now; kNever if none. While request i
+  /// is processed, a fact it names answers its next position after i.
+  virtual std::int64_t next_access(FactId id) const = 0;
+  /// Offline policies only: trace position of the request being processed.
+  virtual std::int64_t position() const = 0;
   /// Bound on fact ids in this run (ids are in [0, fact_id_bound())).
   virtual FactId fact_id_bound() const = 0;
 };
@@ -43,24 +47,34 @@ class RunView {
 /// Passed to victim(): everything a policy may look at to choose.
 struct EvictionContext {
   SimTime now = 0;
-  std::uint64_t bytes_needed = 0;  // free bytes the tier is trying to reach
+  std::uint64_t bytes_needed = 0;        // free bytes the tier is trying to reach
+  const CacheEntry* incoming = nullptr;  // the fact room is made for (null: none)
   const RunView* run = nullptr;
   bool pinned(FactId id) const { return run != nullptr && run->pinned(id); }
 };
 
 /// @brief Eviction: one instance per store tier.
-/// Contract: on_insert/on_hit/on_remove are the only mutators; victim() has no side effects (two
-/// calls in a row give the same answer) and never returns a pinned or non-resident fact.
+/// Contract: on_insert/on_hit/on_access/on_evict/on_remove are the only mutators; victim() has no
+/// side effects (two calls in a row give the same answer, and extra calls change no later
+/// decision) and never returns a pinned or non-resident fact. It may return nothing although
+/// unpinned facts are resident: the tier then does not insert the incoming fact (a bypass).
+/// Policies that move hands or clear bits while searching (CLOCK, SIEVE, S3-FIFO) compute the
+/// would-be victim in victim() and perform those deferred changes in on_evict().
 class EvictionPolicy {
  public:
   virtual ~EvictionPolicy() = default;
   virtual void on_insert(const CacheEntry& e, SimTime now) = 0;
   virtual void on_hit(const CacheEntry& e, SimTime now) = 0;
   virtual std::optional<FactId> victim(const EvictionContext& ctx) const = 0;
-  /// The fact left the tier (evicted, invalidated or moved).
+  /// The fact left the tier for another reason than eviction (invalidated or moved).
   virtual void on_remove(FactId id) = 0;
+  /// The tier evicted `id`, the answer of victim(ctx) just before, with the same `ctx`.
+  /// Default: on_remove.
+  virtual void on_evict(FactId id, const EvictionContext& /*ctx*/) { on_remove(id); }
   /// Called for every lookup on the tier, hit or miss, before on_hit/admission. Default: nothing.
   virtual void on_access(const CacheEntry& /*e*/, SimTime /*now*/) {}
+  /// The run's view, given once before the first access (may be null). Default: ignored.
+  virtual void attach(const RunView* /*view*/) {}
 };
 
 /// @brief Admission: may a fact that is not resident enter the tier?

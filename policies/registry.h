@@ -59,16 +59,26 @@ struct Registrar {
 #define INFERSCALE_CONCAT(a, b) INFERSCALE_CONCAT_INNER(a, b)
 
 /// Registers an eviction policy: INFERSCALE_REGISTER_EVICTION(lru, "least recently used",
-/// {ParamInfo...}, factory) (the parameter list may hold commas). The library is an OBJECT library, so the registration survives linking.
-#define INFERSCALE_REGISTER_EVICTION(id, description, ...)                             \
-  static const ::inferscale::Registrar INFERSCALE_CONCAT(inferscale_eviction_, id){    \
-      ::inferscale::EvictionInfo{#id, description, __VA_ARGS__, false}}
+/// {ParamInfo...}, factory) (the parameter list may hold commas). The library is an OBJECT library,
+/// so the registration survives linking.
+#define INFERSCALE_REGISTER_EVICTION(id, description, ...)                           \
+  static const ::inferscale::Registrar INFERSCALE_CONCAT(inferscale_eviction_, id) { \
+    ::inferscale::EvictionInfo {                                                     \
+#id, description, __VA_ARGS__, false                                           \
+    }                                                                                \
+  }
 
 /// Same, for an offline policy that reads the future (RunView::next_access).
-#define INFERSCALE_REGISTER_OFFLINE_EVICTION(id, description, ...)                     \
-  static const ::inferscale::Registrar INFERSCALE_CONCAT(inferscale_eviction_, id){    \
-      ::inferscale::EvictionInfo{#id, description, __VA_ARGS__, true}}
+#define INFERSCALE_REGISTER_OFFLINE_EVICTION(id, description, ...)                   \
+  static const ::inferscale::Registrar INFERSCALE_CONCAT(inferscale_eviction_, id) { \
+    ::inferscale::EvictionInfo {                                                     \
+#id, description, __VA_ARGS__, true                                            \
+    }                                                                                \
+  }
 
-#define INFERSCALE_REGISTER_ADMISSION(id, description, ...)                            \
-  static const ::inferscale::Registrar INFERSCALE_CONCAT(inferscale_admission_, id){   \
-      ::inferscale::AdmissionInfo{#id, description, __VA_ARGS__, false}}
+#define INFERSCALE_REGISTER_ADMISSION(id, description, ...)                           \
+  static const ::inferscale::Registrar INFERSCALE_CONCAT(inferscale_admission_, id) { \
+    ::inferscale::AdmissionInfo {                                                     \
+#id, description, __VA_ARGS__, false                                            \
+    }                                                                                 \
+  }

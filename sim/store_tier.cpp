@@ -49,8 +49,7 @@ bool StoreTier::make_room(const CacheEntry& e, SimTime now, std::vector<FactId>*
     // Checked in every build: a plugin policy must not corrupt the store.
     if (!resident(*v)) {
       throw PolicyContractError("eviction policy '" + eviction_name_ + "' on tier " + name_ +
-                                " returned fact " + std::to_string(*v) +
-                                ", which is not resident");
+                                " returned fact " + std::to_string(*v) + ", which is not resident");
     }
     if (view_ != nullptr && view_->pinned(*v)) {
       throw PolicyContractError("eviction policy '" + eviction_name_ + "' on tier " + name_ +

@@ -55,12 +55,13 @@ Capacity parse_capacity(const std::string& s, std::uint64_t total_bytes) {
     return c;
   }
   const std::pair<const char*, double> units[] = {
-      {"", 1},         {"B", 1},          {"KB", 1e3},      {"MB", 1e6},
-      {"GB", 1e9},     {"KiB", 1024.0},   {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
+      {"", 1},     {"B", 1},        {"KB", 1e3},        {"MB", 1e6},
+      {"GB", 1e9}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
   for (const auto& [name, factor] : units) {
     if (unit == name) scale = factor;
   }
-  if (scale == 0) throw InputError(where, "unknown unit '" + unit + "' (%, B, KB, MB, GB, KiB, MiB, GiB)");
+  if (scale == 0)
+    throw InputError(where, "unknown unit '" + unit + "' (%, B, KB, MB, GB, KiB, MiB, GiB)");
   if (!(v > 0)) throw InputError(where, "expected a positive capacity");
   Capacity c;
   c.bytes = static_cast<std::uint64_t>(std::llround(v * scale));
@@ -149,8 +150,7 @@ int run_mrc(const MrcOptions& o) {
   for (auto& t : pool) t.join();
   if (error) std::rethrow_exception(error);
 
-  const std::string name =
-      o.name.empty() ? std::filesystem::path(o.trace).stem().string() : o.name;
+  const std::string name = o.name.empty() ? std::filesystem::path(o.trace).stem().string() : o.name;
   const std::string tmp = o.out + ".tmp";
   {
     std::ofstream csv(tmp);
@@ -179,8 +179,9 @@ void add_policy_mrc_commands(CLI::App& app, Action& action) {
   auto* policy = app.add_subcommand("policy", "Study eviction and admission policies");
   policy->require_subcommand(1);
   auto* mrc = policy->add_subcommand(
-      "mrc", "Miss-ratio curves: replay a trace's requests through one store tier per policy and "
-             "capacity (look up a request's facts, pin them, insert the misses)");
+      "mrc",
+      "Miss-ratio curves: replay a trace's requests through one store tier per policy and "
+      "capacity (look up a request's facts, pin them, insert the misses)");
   auto o = std::make_shared<MrcOptions>();
   mrc->add_option("trace", o->trace, "Trace (JSONL)")->required();
   mrc->add_option("--out", o->out, "Output CSV")->required();

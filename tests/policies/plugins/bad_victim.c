@@ -1,0 +1,24 @@
+/* Returns a fact that is not resident. */
+#include "common.h"
+
+static uint64_t victim(const void* p, const inferscale_victim_query* q) {
+  (void)p, (void)q;
+  return 123456789u;
+}
+
+static const inferscale_policy_descriptor_v1 descriptor = {INFERSCALE_POLICY_ABI_VERSION,
+                                                           sizeof(inferscale_policy_descriptor_v1),
+                                                           "bad_victim",
+                                                           "",
+                                                           fifo_create,
+                                                           fifo_destroy,
+                                                           fifo_insert,
+                                                           fifo_hit,
+                                                           fifo_remove,
+                                                           NULL,
+                                                           NULL,
+                                                           victim};
+
+INFERSCALE_POLICY_EXPORT const inferscale_policy_descriptor_v1* inferscale_policy_descriptor(void) {
+  return &descriptor;
+}
