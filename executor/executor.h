@@ -3,6 +3,7 @@
 // replica. The executor decides nothing; the simulator decided everything in the plan.
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,13 @@ struct BatchResult {
   PhaseTimes phases;
   /// One token per last_chunk prefill, then one per decode item, in plan order (real executors).
   std::vector<std::int32_t> tokens;
+};
+
+/// @brief An executor could not perform a step (server gone, timeout, device failure): the run
+/// fails and keeps what it measured. The message says where ("host:port: what happened").
+class ExecutorFailure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 /// @brief Performs or prices one step. Implementations: cost model, GPU, remote.
