@@ -198,18 +198,18 @@ bool JsonLine::value(std::uint32_t index, int depth) {
     nodes_[index].str_len = l;
     return true;
   }
-  if (s_.compare(p_, 4, "true") == 0) {
+  if (c == 't' && s_.compare(p_, 4, "true") == 0) {
     nodes_[index].type = Type::kBool;
     nodes_[index].boolean = true;
     p_ += 4;
     return true;
   }
-  if (s_.compare(p_, 5, "false") == 0) {
+  if (c == 'f' && s_.compare(p_, 5, "false") == 0) {
     nodes_[index].type = Type::kBool;
     p_ += 5;
     return true;
   }
-  if (s_.compare(p_, 4, "null") == 0) {
+  if (c == 'n' && s_.compare(p_, 4, "null") == 0) {
     nodes_[index].type = Type::kNull;
     p_ += 4;
     return true;

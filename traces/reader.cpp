@@ -42,6 +42,15 @@ namespace {
 using Node = JsonLine::Node;
 using Type = JsonLine::Type;
 
+/// Key equality inline: keys are short, and a memcmp call per comparison dominated parsing.
+inline bool same_key(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
 /// Field access on the current line with positioned errors. The constructor matches every
 /// member to its allowed key once, so later lookups compare no strings.
 class Fields {
@@ -56,7 +65,7 @@ class Fields {
     for (auto c = root.first_child; c != 0; c = j.node(c).next_sibling) {
       const auto k = j.key(j.node(c));
       std::size_t i = 0;
-      while (i < n_allowed_ && allowed_[i] != k) ++i;
+      while (i < n_allowed_ && !same_key(allowed_[i], k)) ++i;
       if (i == n_allowed_) {
         std::string list;
         for (const auto a : allowed) list.append(list.empty() ? "" : ", ").append(a);
@@ -74,7 +83,7 @@ class Fields {
   const Node* get(const char* key, bool required) const {
     const std::string_view k(key);
     std::size_t s = 0;
-    while (s < n_allowed_ && allowed_[s] != k) ++s;
+    while (s < n_allowed_ && !same_key(allowed_[s], k)) ++s;
     const auto i = s < n_allowed_ ? slot_[s] : 0;
     if (i == 0) {
       if (required) {
@@ -287,7 +296,9 @@ void TraceReader::parse_request(TraceRecord& out) {
     dense_facts_.push_back(dense);
   }
   f.string("text", r.text, false);
-  r.qa = QaInfo{};
+  r.qa.category = 0;  // cleared, not reassigned: the vector and string keep their capacity
+  r.qa.answer.clear();
+  r.qa.evidence.clear();
   if (const Node* qa = f.get("qa", false)) {
     if (qa->type != Type::kObject) {
       f.fail(qa->column,

@@ -65,27 +65,36 @@ RecallAccumulator::RecallAccumulator(std::vector<std::uint32_t> ks)
 }
 
 void RecallAccumulator::add(int category, const std::vector<DiaKey>& evidence,
-                            const std::vector<std::vector<DiaKey>>& retrieved,
+                            const RetrievedSources& retrieved,
                             const std::vector<DiaKey>& available_sorted) {
-  std::vector<DiaKey> ev = evidence;
-  std::sort(ev.begin(), ev.end());
-  ev.erase(std::unique(ev.begin(), ev.end()), ev.end());
-  std::vector<std::uint32_t> best_rank(ev.size(), 0);
-  std::vector<bool> available(ev.size(), false);
-  const auto n = retrieved.size();
+  if (category < 1 || category > 4 || evidence.empty()) return;
+  ev_.assign(evidence.begin(), evidence.end());
+  std::sort(ev_.begin(), ev_.end());
+  ev_.erase(std::unique(ev_.begin(), ev_.end()), ev_.end());
+  best_rank_.assign(ev_.size(), 0);
+  available_.assign(ev_.size(), false);
+  const auto n = retrieved.facts();
   for (std::size_t i = 0; i < n; ++i) {
     const auto rank = static_cast<std::uint32_t>(n - i);  // best last: the last one is rank 1
-    for (const DiaKey s : retrieved[i]) {
-      const auto it = std::lower_bound(ev.begin(), ev.end(), s);
-      if (it == ev.end() || *it != s) continue;
-      auto& r = best_rank[static_cast<std::size_t>(it - ev.begin())];
+    for (auto j = i == 0 ? 0 : retrieved.end[i - 1]; j < retrieved.end[i]; ++j) {
+      const auto it = std::lower_bound(ev_.begin(), ev_.end(), retrieved.keys[j]);
+      if (it == ev_.end() || *it != retrieved.keys[j]) continue;
+      auto& r = best_rank_[static_cast<std::size_t>(it - ev_.begin())];
       if (r == 0 || rank < r) r = rank;
     }
   }
-  for (std::size_t i = 0; i < ev.size(); ++i) {
-    available[i] = std::binary_search(available_sorted.begin(), available_sorted.end(), ev[i]);
+  for (std::size_t i = 0; i < ev_.size(); ++i) {
+    available_[i] = std::binary_search(available_sorted.begin(), available_sorted.end(), ev_[i]);
   }
-  add_ranks(category, best_rank, available);
+  add_ranks(category, best_rank_, available_);
+}
+
+void RecallAccumulator::add_lists(int category, const std::vector<DiaKey>& evidence,
+                                  const std::vector<std::vector<DiaKey>>& retrieved,
+                                  const std::vector<DiaKey>& available_sorted) {
+  RetrievedSources flat;
+  for (const auto& r : retrieved) flat.add_fact(r.data(), r.data() + r.size());
+  add(category, evidence, flat, available_sorted);
 }
 
 void RecallAccumulator::add_ranks(int category, const std::vector<std::uint32_t>& best_rank,

@@ -43,6 +43,21 @@ struct RecallReport {
   std::array<double, 5> category_ceiling{};
 };
 
+/// The sources of a request's retrieved facts, ranked BEST LAST, in one flat buffer.
+struct RetrievedSources {
+  std::vector<DiaKey> keys;
+  std::vector<std::uint32_t> end;  // fact i: keys[i == 0 ? 0 : end[i - 1], end[i])
+  void clear() {
+    keys.clear();
+    end.clear();
+  }
+  void add_fact(const DiaKey* begin, const DiaKey* stop) {
+    keys.insert(keys.end(), begin, stop);
+    end.push_back(static_cast<std::uint32_t>(keys.size()));
+  }
+  std::size_t facts() const { return end.size(); }
+};
+
 class RecallAccumulator {
  public:
   explicit RecallAccumulator(std::vector<std::uint32_t> ks = {kRecallKs.begin(), kRecallKs.end()});
@@ -52,9 +67,12 @@ class RecallAccumulator {
   /// fact the user had at the request's time (sorted, for the ceiling). Only categories 1-4
   /// count (5 is adversarial: its evidence does not hold the answer); so do only questions
   /// with evidence.
-  void add(int category, const std::vector<DiaKey>& evidence,
-           const std::vector<std::vector<DiaKey>>& retrieved,
+  void add(int category, const std::vector<DiaKey>& evidence, const RetrievedSources& retrieved,
            const std::vector<DiaKey>& available_sorted);
+  /// The same with one vector of sources per retrieved fact.
+  void add_lists(int category, const std::vector<DiaKey>& evidence,
+                 const std::vector<std::vector<DiaKey>>& retrieved,
+                 const std::vector<DiaKey>& available_sorted);
   /// Lower-level form: `best_rank[i]` = 1-based rank (1 = best) of the best retrieved fact
   /// covering evidence turn i, 0 if none; `available[i]`: some fact of the user covers it.
   void add_ranks(int category, const std::vector<std::uint32_t>& best_rank,
@@ -71,6 +89,9 @@ class RecallAccumulator {
   std::array<std::uint64_t, 5> cat_questions_{};
   std::array<std::vector<double>, 5> cat_sum_;
   std::array<double, 5> cat_ceiling_{};
+  std::vector<DiaKey> ev_;  // scratch
+  std::vector<std::uint32_t> best_rank_;
+  std::vector<bool> available_;
 };
 
 /// The recall report as a Markdown table (k, recall over all questions, per category 1-4).

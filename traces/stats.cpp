@@ -85,18 +85,21 @@ class Sources {
     parse_dia_ids(source, tmp_);
     keys_.insert(keys_.end(), tmp_.begin(), tmp_.end());
     begin_.push_back(static_cast<std::uint32_t>(keys_.size()));
-    auto& u = by_user_[user];
+    auto& u = user_keys(user);
     u.keys.insert(u.keys.end(), tmp_.begin(), tmp_.end());
     u.sorted = false;
   }
   bool any() const { return !begin_.empty(); }
-  /// Keys of dense fact i.
-  std::vector<DiaKey> of(std::uint32_t i) const {
-    if (i + 1 >= begin_.size()) return {};
-    return {keys_.begin() + begin_[i], keys_.begin() + begin_[i + 1]};
+  /// Appends the keys of dense fact i (none if it has no source) as one retrieved fact.
+  void append(std::uint32_t i, RetrievedSources& out) const {
+    if (i + 1 >= begin_.size()) {
+      out.add_fact(nullptr, nullptr);
+      return;
+    }
+    out.add_fact(keys_.data() + begin_[i], keys_.data() + begin_[i + 1]);
   }
   const std::vector<DiaKey>& of_user(UserId user) {
-    auto& u = by_user_[user];
+    auto& u = user_keys(user);
     if (!u.sorted) {
       std::sort(u.keys.begin(), u.keys.end());
       u.keys.erase(std::unique(u.keys.begin(), u.keys.end()), u.keys.end());
@@ -116,6 +119,16 @@ class Sources {
     std::vector<DiaKey> keys;
     bool sorted = true;
   };
+  /// Records come user by user and requests of a user cluster: remember the last lookup.
+  UserKeys& user_keys(UserId user) {
+    if (last_ == nullptr || last_user_ != user) {
+      last_ = &by_user_[user];  // unordered_map references stay valid across inserts
+      last_user_ = user;
+    }
+    return *last_;
+  }
+  UserKeys* last_ = nullptr;
+  UserId last_user_ = 0;
   std::vector<std::uint32_t> begin_;  // dense fact i: keys_[begin_[i], begin_[i + 1])
   std::vector<DiaKey> keys_;
   std::unordered_map<UserId, UserKeys> by_user_;
@@ -160,7 +173,7 @@ TraceStats trace_stats(const std::string& path, const StatsOptions& options) {
   RecallAccumulator recall;
   std::map<std::uint32_t, std::uint64_t> k_hist;
   Acc k, fact_tokens, query_tokens, output_tokens, context_turns;
-  std::vector<std::vector<DiaKey>> retrieved;
+  RetrievedSources retrieved;
   std::vector<DiaKey> evidence;
   bool first_request = true;
   while (reader.next(rec)) {
@@ -198,8 +211,7 @@ TraceStats trace_stats(const std::string& path, const StatsOptions& options) {
           evidence.clear();
           for (const auto& e : r.qa.evidence) parse_dia_ids(e, evidence);
           retrieved.clear();
-          for (const auto dense : reader.request_fact_indices())
-            retrieved.push_back(sources.of(dense));
+          for (const auto dense : reader.request_fact_indices()) sources.append(dense, retrieved);
           recall.add(r.qa.category, evidence, retrieved, sources.of_user(r.user));
         }
         break;

@@ -26,12 +26,12 @@ TEST_CASE("recall@k on a hand-made case") {
   RecallAccumulator acc({1, 2, 3});
   // Q1: evidence {a, b}. Retrieved, best last: {d}, {b}, {a, c}: a at rank 1, b at rank 2.
   // recall@1 = 1/2, @2 = 1, @3 = 1; both evidence turns have a fact: ceiling 1.
-  acc.add(1, {a, b, b}, {{d}, {b}, {a, c}}, {a, b, c, d});
+  acc.add_lists(1, {a, b, b}, {{d}, {b}, {a, c}}, {a, b, c, d});
   // Q2: evidence {e}, nothing retrieved covers it and the user has no fact from it: 0, ceiling 0.
-  acc.add(2, {e}, {{a}}, {a, b, c, d});
+  acc.add_lists(2, {e}, {{a}}, {a, b, c, d});
   // Not counted: adversarial (category 5) and questions without evidence.
-  acc.add(5, {a}, {{a}}, {a});
-  acc.add(1, {}, {{a}}, {a});
+  acc.add_lists(5, {a}, {{a}}, {a});
+  acc.add_lists(1, {}, {{a}}, {a});
   const auto r = acc.report();
   CHECK(r.questions == 2);
   CHECK(r.evidence == 3);
