@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <unordered_map>
 
 #include "traces/bm25.h"
 #include "traces/error.h"
@@ -38,6 +39,9 @@ struct PlannedRequest {
 struct CandidateIndex {
   Bm25Index index;
   std::vector<std::uint32_t> local;  // document -> local fact index
+  /// Rankings already computed (replicas ask the same questions): qa index -> local fact
+  /// indices, best last.
+  std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> ranked;
 };
 
 }  // namespace
@@ -222,9 +226,13 @@ LocomoImportResult import_locomo(const LocomoData& data, const LocomoImportOptio
     r.query_tokens = tokens_for_words(count_words(item.question), o.tokens_per_word);
     r.output_tokens = o.output_tokens;
     r.facts.clear();
-    for (const auto doc : slot->index.top_k(item.question, o.k)) {
-      r.facts.push_back(p.first_fact + slot->local[doc]);
+    auto [it, fresh] = slot->ranked.try_emplace(pr.qa);
+    if (fresh) {
+      for (const auto doc : slot->index.top_k(item.question, o.k)) {
+        it->second.push_back(slot->local[doc]);
+      }
     }
+    for (const auto local : it->second) r.facts.push_back(p.first_fact + local);
     r.text = o.text ? item.question : std::string();
     r.qa.category = item.category;
     r.qa.answer = item.answer;
