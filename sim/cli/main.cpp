@@ -5,20 +5,6 @@
 #include "sim/cli/commands.h"
 #include "traces/error.h"
 
-namespace inferscale::cli {
-
-std::vector<CommandGroup>& command_groups() {
-  static std::vector<CommandGroup> groups;  // function-local: safe from static-init order
-  return groups;
-}
-
-bool register_command_group(CommandGroup group) {
-  command_groups().push_back(group);
-  return true;
-}
-
-}  // namespace inferscale::cli
-
 int main(int argc, char** argv) {
   CLI::App app{"InferScale: trace-driven simulator and executor for personalized LLM serving"};
   app.require_subcommand(1);
@@ -28,6 +14,7 @@ int main(int argc, char** argv) {
   inferscale::cli::add_policy_commands(app, action);
   inferscale::cli::add_policy_mrc_commands(app, action);
   inferscale::cli::add_run_commands(app, action);
+  inferscale::cli::add_serve_commands(app, action);
   for (auto group : inferscale::cli::command_groups()) group(app, action);
   try {
     app.parse(argc, argv);
