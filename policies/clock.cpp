@@ -11,40 +11,37 @@ namespace {
 
 class Clock final : public EvictionPolicy {
  public:
-  void on_insert(const CacheEntry& e, SimTime) override {
-    grow_to(ref_, e.id);
-    ref_[e.id] = 0;
-    queue_.push_front(e.id);
-  }
-  void on_hit(const CacheEntry& e, SimTime) override { ref_[e.id] = 1; }
+  void on_insert(const CacheEntry& e, SimTime) override { queue_.push_front(e.id); }
+  void on_hit(const CacheEntry& e, SimTime) override { queue_.set_mark(e.id, 1); }
   void on_remove(FactId id) override { queue_.erase(id); }
 
   std::optional<FactId> victim(const EvictionContext& ctx) const override {
-    for (auto i = queue_.back(); i != IdList::kNil; i = queue_.next_toward_front(i)) {
-      if (ref_[i] == 0 && !ctx.pinned(i)) return i;
+    for (auto i = queue_.back(); i != MarkedIdList::kNil; i = queue_.next_toward_front(i)) {
+      if (queue_.mark(i) == 0 && !ctx.pinned(i)) return i;
     }
     // Every unpinned fact has its bit set: after one turn all bits are clear, and the hand
     // stops at the first unpinned fact.
-    for (auto i = queue_.back(); i != IdList::kNil; i = queue_.next_toward_front(i)) {
+    for (auto i = queue_.back(); i != MarkedIdList::kNil; i = queue_.next_toward_front(i)) {
       if (!ctx.pinned(i)) return i;
     }
     return std::nullopt;
   }
 
   void on_evict(FactId v, const EvictionContext&) override {
-    if (ref_[v] != 0) {  // the hand went round once: every bit cleared, order unchanged
-      for (auto i = queue_.back(); i != IdList::kNil; i = queue_.next_toward_front(i)) ref_[i] = 0;
+    if (queue_.mark(v) != 0) {  // the hand went round once: every bit cleared, order unchanged
+      for (auto i = queue_.back(); i != MarkedIdList::kNil; i = queue_.next_toward_front(i)) {
+        queue_.set_mark(i, 0);
+      }
     }
     for (auto i = queue_.back(); i != v; i = queue_.back()) {
-      ref_[i] = 0;
+      queue_.set_mark(i, 0);
       queue_.move_to_front(i);
     }
     queue_.erase(v);
   }
 
  private:
-  IdList queue_;  // back: where the hand points
-  std::vector<std::uint8_t> ref_;
+  MarkedIdList queue_;  // back: where the hand points; mark: the reference bit
 };
 
 }  // namespace

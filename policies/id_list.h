@@ -4,14 +4,17 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "traces/types.h"
 
 namespace inferscale {
 
-/// @brief One list. Front: most recently pushed; back: oldest.
-class IdList {
+/// @brief One list. Front: most recently pushed; back: oldest. With `kMark`, every node also
+/// carries an 8-bit mark (a reference bit, a small count) in the same cache line as its links.
+template <bool kMark>
+class BasicIdList {
  public:
   static constexpr std::uint32_t kNil = 0xffffffffu;
 
@@ -22,7 +25,10 @@ class IdList {
   std::uint32_t back() const { return tail_; }
   std::uint32_t next_toward_front(std::uint32_t id) const { return nodes_[id].prev; }
   std::uint32_t next_toward_back(std::uint32_t id) const { return nodes_[id].next; }
+  std::uint8_t mark(std::uint32_t id) const requires kMark { return nodes_[id].mark; }
+  void set_mark(std::uint32_t id, std::uint8_t m) requires kMark { nodes_[id].mark = m; }
 
+  /// Pushes `id` at the front; with marks, its mark is 0.
   void push_front(FactId id) {
     grow(id);
     const auto i = static_cast<std::uint32_t>(id);
@@ -48,27 +54,43 @@ class IdList {
     --size_;
   }
 
+  /// Moves a listed id to the front, keeping its mark.
   void move_to_front(FactId id) {
-    if (head_ == static_cast<std::uint32_t>(id)) return;
-    erase(id);
-    push_front(id);
+    const auto i = static_cast<std::uint32_t>(id);
+    if (head_ == i) return;
+    Node& n = nodes_[i];
+    nodes_[n.prev].next = n.next;  // not the head: prev exists
+    if (n.next != kNil)
+      nodes_[n.next].prev = n.prev;
+    else
+      tail_ = n.prev;
+    n.prev = kNil;
+    n.next = head_;
+    nodes_[head_].prev = i;
+    head_ = i;
   }
 
  private:
   static constexpr std::uint32_t kOut = 0xfffffffeu;  // prev of an id that is in no list
-  struct Node {
-    std::uint32_t prev, next;
+  struct PlainNode {
+    std::uint32_t prev = kOut, next = kNil;
   };
+  struct alignas(16) MarkedNode {  // 16 bytes: a node never straddles two cache lines
+    std::uint32_t prev = kOut, next = kNil;
+    std::uint8_t mark = 0;
+  };
+  using Node = std::conditional_t<kMark, MarkedNode, PlainNode>;
   void grow(FactId id) {
-    if (id >= nodes_.size()) {
-      nodes_.resize(std::max<std::size_t>(id + 1, nodes_.size() * 2), Node{kOut, kNil});
-    }
+    if (id >= nodes_.size()) nodes_.resize(std::max<std::size_t>(id + 1, nodes_.size() * 2));
   }
 
   std::vector<Node> nodes_;
   std::uint32_t head_ = kNil, tail_ = kNil;
   std::size_t size_ = 0;
 };
+
+using IdList = BasicIdList<false>;
+using MarkedIdList = BasicIdList<true>;
 
 /// @brief Several lists over one id space; an id is in at most one of them. Lists are numbered
 /// 0..lists()-1 and can be added (per-user lists, frequency buckets).
@@ -90,12 +112,19 @@ class IdListSet {
   std::uint32_t back(std::uint32_t list) const { return lists_[list].tail; }
   std::uint32_t next_toward_front(std::uint32_t id) const { return nodes_[id].prev; }
   std::uint32_t next_toward_back(std::uint32_t id) const { return nodes_[id].next; }
+  /// An 8-bit mark per id (a count, a bit), in the same cache line as its links. Kept across
+  /// moves between lists; push_front/push_back do not change it.
+  std::uint8_t mark(std::uint32_t id) const { return nodes_[id].mark; }
+  void set_mark(std::uint32_t id, std::uint8_t m) { nodes_[id].mark = m; }
 
   void push_front(std::uint32_t list, FactId id) {
     grow(id);
     const auto i = static_cast<std::uint32_t>(id);
     Head& l = lists_[list];
-    nodes_[i] = Node{kNil, l.head, list};
+    Node& n = nodes_[i];
+    n.prev = kNil;
+    n.next = l.head;
+    n.list = list;
     if (l.head != kNil) nodes_[l.head].prev = i;
     l.head = i;
     if (l.tail == kNil) l.tail = i;
@@ -106,7 +135,10 @@ class IdListSet {
     grow(id);
     const auto i = static_cast<std::uint32_t>(id);
     Head& l = lists_[list];
-    nodes_[i] = Node{l.tail, kNil, list};
+    Node& n = nodes_[i];
+    n.prev = l.tail;
+    n.next = kNil;
+    n.list = list;
     if (l.tail != kNil) nodes_[l.tail].next = i;
     l.tail = i;
     if (l.head == kNil) l.head = i;
@@ -139,8 +171,9 @@ class IdListSet {
   }
 
  private:
-  struct Node {
-    std::uint32_t prev, next, list;
+  struct Node {  // 16 bytes: never straddles two cache lines
+    std::uint32_t prev = kNil, next = kNil, list = kNoList;
+    std::uint8_t mark = 0;
   };
   struct Head {
     std::uint32_t head = kNil, tail = kNil;
@@ -148,7 +181,7 @@ class IdListSet {
   };
   void grow(FactId id) {
     if (id >= nodes_.size()) {
-      nodes_.resize(std::max<std::size_t>(id + 1, nodes_.size() * 2), Node{kNil, kNil, kNoList});
+      nodes_.resize(std::max<std::size_t>(id + 1, nodes_.size() * 2));
     }
   }
 

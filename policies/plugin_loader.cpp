@@ -40,6 +40,7 @@ class PluginPolicy final : public EvictionPolicy {
     d_->on_access(state_, &c, now);
   }
   void on_remove(FactId id) override { d_->on_remove(state_, id); }
+  bool needs_last_access() const override { return true; }  // the ABI promises it
   void on_evict(FactId id, const EvictionContext& ctx) override {
     if (d_->on_evict == nullptr) {
       d_->on_remove(state_, id);

@@ -19,7 +19,10 @@ struct CacheEntry {
   std::uint32_t tokens = 0;
   SimTime recompute_cost_ns = 0;  // encode time the executor's cost model gives for this fact
   SimTime created = 0;            // when the fact appeared (memory write or trace start)
-  SimTime last_access = 0;        // previous access on this tier (before the current one)
+  /// Previous access on this tier (before the current one). The tier fills it in for on_hit only
+  /// when the policy's needs_last_access() is true (it costs a memory access per hit);
+  /// otherwise it is what the caller set.
+  SimTime last_access = 0;
 };
 
 inline constexpr SimTime kNever = std::numeric_limits<SimTime>::max();
@@ -75,6 +78,8 @@ class EvictionPolicy {
   virtual void on_access(const CacheEntry& /*e*/, SimTime /*now*/) {}
   /// The run's view, given once before the first access (may be null). Default: ignored.
   virtual void attach(const RunView* /*view*/) {}
+  /// Whether on_hit needs CacheEntry::last_access from the tier. Default: no.
+  virtual bool needs_last_access() const { return false; }
 };
 
 /// @brief Admission: may a fact that is not resident enter the tier?

@@ -25,52 +25,32 @@ class S3Fifo final : public EvictionPolicy {
         ghost_target_(static_cast<std::uint64_t>(ghost_fraction * capacity_bytes)),
         threshold_(static_cast<std::uint8_t>(move_threshold)) {}
 
-  // A lookup that finds the id in G takes it out at once, so that the evictions made for its
-  // insertion cannot trim it from G first.
-  void on_access(const CacheEntry& e, SimTime) override { take_from_ghost(e.id); }
-
   void on_insert(const CacheEntry& e, SimTime) override {
-    grow_to(freq_, e.id);
     grow_to(bytes_, e.id);
-    grow_to(ghost_hit_, e.id);
-    take_from_ghost(e.id);
-    if (ghost_hit_[e.id] != 0) {
-      ghost_hit_[e.id] = 0;
-      bytes_[e.id] = e.bytes;
-      freq_[e.id] = 0;
-      q_.push_front(kMain, e.id);
-      main_bytes_ += e.bytes;
-      ++main_count_;
-    } else {
-      bytes_[e.id] = e.bytes;
-      freq_[e.id] = 0;
-      q_.push_front(kSmall, e.id);
-      small_bytes_ += e.bytes;
-    }
+    const bool ghost = q_.list_of(e.id) == kGhost || pending_ghost_ == e.id;
+    if (q_.list_of(e.id) == kGhost) unlink(e.id);
+    pending_ghost_ = kNoFact;
+    bytes_[e.id] = e.bytes;
+    link(ghost ? kMain : kSmall, e.id);
+    q_.set_mark(static_cast<std::uint32_t>(e.id), 0);
   }
 
   void on_hit(const CacheEntry& e, SimTime) override {
-    if (freq_[e.id] < 3) ++freq_[e.id];
+    const auto i = static_cast<std::uint32_t>(e.id);
+    const std::uint8_t count = q_.mark(i);
+    if (count < 3) q_.set_mark(i, count + 1);
   }
 
-  void on_remove(FactId id) override {
-    if (q_.list_of(id) == kSmall) {
-      small_bytes_ -= bytes_[id];
-    } else {
-      main_bytes_ -= bytes_[id];
-      --main_count_;
-    }
-    q_.erase(id);
-  }
+  void on_remove(FactId id) override { unlink(id); }
 
   std::optional<FactId> victim(const EvictionContext& ctx) const override {
     // S: facts hit often enough would move to M; the first other unpinned one is the victim.
-    std::uint64_t s_bytes = small_bytes_;
+    std::uint64_t s_bytes = bytes_of_[kSmall];
     std::size_t moved = 0;
     auto i = q_.back(kSmall);
-    for (; i != IdListSet::kNil && (s_bytes > small_target_ || main_count_ + moved == 0);
+    for (; i != kNil && (s_bytes > small_target_ || q_.size(kMain) + moved == 0);
          i = q_.next_toward_front(i)) {
-      if (freq_[i] >= threshold_) {
+      if (q_.mark(i) >= threshold_) {
         s_bytes -= bytes_[i];
         ++moved;
       } else if (!ctx.pinned(i)) {
@@ -80,89 +60,86 @@ class S3Fifo final : public EvictionPolicy {
     const auto s_stop = i;
     // M, in the order the hand meets it: M oldest to newest, then the facts moved from S
     // (count 0). The first unpinned fact with count 0 wins, else the smallest (count, position).
-    std::uint32_t best = IdListSet::kNil;
+    std::uint32_t best = kNil;
     std::uint8_t best_count = 0xff;
-    for (auto j = q_.back(kMain); j != IdListSet::kNil; j = q_.next_toward_front(j)) {
+    for (auto j = q_.back(kMain); j != kNil; j = q_.next_toward_front(j)) {
       if (ctx.pinned(j)) continue;
-      if (freq_[j] == 0) return j;
-      if (freq_[j] < best_count) best = j, best_count = freq_[j];
+      const std::uint8_t count = q_.mark(j);
+      if (count == 0) return j;
+      if (count < best_count) best = j, best_count = count;
     }
     if (moved > 0) {
       for (auto j = q_.back(kSmall); j != s_stop; j = q_.next_toward_front(j)) {
-        if (freq_[j] >= threshold_ && !ctx.pinned(j)) return j;
+        if (q_.mark(j) >= threshold_ && !ctx.pinned(j)) return j;
       }
     }
-    if (best != IdListSet::kNil) return best;
+    if (best != kNil) return best;
     // Only pinned facts in M: evict from what S has left, oldest first.
-    for (auto j = s_stop; j != IdListSet::kNil; j = q_.next_toward_front(j)) {
+    for (auto j = s_stop; j != kNil; j = q_.next_toward_front(j)) {
       if (!ctx.pinned(j)) return j;
     }
     return std::nullopt;
   }
 
-  void on_evict(FactId v, const EvictionContext&) override {
+  void on_evict(FactId v, const EvictionContext& ctx) override {
+    // The incoming fact leaves G now, before G is trimmed below; on_insert sends it to M.
+    if (ctx.incoming != nullptr && q_.list_of(ctx.incoming->id) == kGhost) {
+      unlink(ctx.incoming->id);
+      pending_ghost_ = ctx.incoming->id;
+    }
     // Replay S: the same moves as victim() computed, up to v if v is S's victim.
     for (auto i = q_.back(kSmall);
-         i != IdListSet::kNil && (small_bytes_ > small_target_ || main_count_ == 0);) {
+         i != kNil && (bytes_of_[kSmall] > small_target_ || q_.size(kMain) == 0);) {
       const auto next = q_.next_toward_front(i);
-      if (freq_[i] >= threshold_) {
-        q_.erase(i);
-        small_bytes_ -= bytes_[i];
-        freq_[i] = 0;
-        q_.push_front(kMain, i);
-        main_bytes_ += bytes_[i];
-        ++main_count_;
+      if (q_.mark(i) >= threshold_) {
+        unlink(i);
+        link(kMain, i);
+        q_.set_mark(i, 0);
       } else if (i == v) {
         break;
       }
       i = next;
     }
     if (q_.list_of(v) == kSmall) {
-      q_.erase(v);
-      small_bytes_ -= bytes_[v];
-      q_.push_front(kGhost, v);
-      ghost_bytes_ += bytes_[v];
-      while (ghost_bytes_ > ghost_target_ && !q_.empty(kGhost)) {
-        const auto g = q_.back(kGhost);
-        q_.erase(g);
-        ghost_bytes_ -= bytes_[g];
-      }
+      unlink(v);
+      link(kGhost, v);
+      while (bytes_of_[kGhost] > ghost_target_ && !q_.empty(kGhost)) unlink(q_.back(kGhost));
       return;
     }
     // M: f full turns, then the facts before v are passed once more.
-    const std::uint8_t f = freq_[v];
+    const std::uint8_t f = q_.mark(static_cast<std::uint32_t>(v));
     if (f > 0) {
-      for (auto j = q_.back(kMain); j != IdListSet::kNil; j = q_.next_toward_front(j)) {
-        freq_[j] = static_cast<std::uint8_t>(freq_[j] > f ? freq_[j] - f : 0);
+      for (auto j = q_.back(kMain); j != kNil; j = q_.next_toward_front(j)) {
+        const std::uint8_t count = q_.mark(j);
+        q_.set_mark(j, count > f ? count - f : 0);
       }
     }
     for (auto j = q_.back(kMain); j != v; j = q_.back(kMain)) {
-      if (freq_[j] > 0) --freq_[j];
+      const std::uint8_t count = q_.mark(j);
+      if (count > 0) q_.set_mark(j, count - 1);
       q_.move_to_front(kMain, j);
     }
-    q_.erase(v);
-    main_bytes_ -= bytes_[v];
-    --main_count_;
+    unlink(v);
   }
 
  private:
   enum : std::uint32_t { kSmall = 0, kMain = 1, kGhost = 2 };
-  void take_from_ghost(FactId id) {
-    if (q_.list_of(id) != kGhost) return;
+  static constexpr std::uint32_t kNil = IdListSet::kNil;
+  void link(std::uint32_t l, FactId id) {
+    q_.push_front(l, id);
+    bytes_of_[l] += bytes_[id];
+  }
+  void unlink(FactId id) {
+    bytes_of_[q_.list_of(id)] -= bytes_[id];
     q_.erase(id);
-    ghost_bytes_ -= bytes_[id];
-    grow_to(ghost_hit_, id);
-    ghost_hit_[id] = 1;
   }
 
   std::uint64_t small_target_, ghost_target_;
   std::uint8_t threshold_;
-  IdListSet q_{3};
-  std::vector<std::uint8_t> freq_;
-  std::vector<std::uint8_t> ghost_hit_;  // found in G by a lookup, not inserted yet
+  IdListSet q_{3};  // mark: hit count, 0..3
   std::vector<std::uint64_t> bytes_;
-  std::uint64_t small_bytes_ = 0, main_bytes_ = 0, ghost_bytes_ = 0;
-  std::size_t main_count_ = 0;
+  std::uint64_t bytes_of_[3] = {0, 0, 0};
+  FactId pending_ghost_ = kNoFact;  // taken from G by on_evict, inserted next
 };
 
 }  // namespace

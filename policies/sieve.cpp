@@ -11,12 +11,8 @@ namespace {
 
 class Sieve final : public EvictionPolicy {
  public:
-  void on_insert(const CacheEntry& e, SimTime) override {
-    grow_to(visited_, e.id);
-    visited_[e.id] = 0;
-    queue_.push_front(e.id);
-  }
-  void on_hit(const CacheEntry& e, SimTime) override { visited_[e.id] = 1; }
+  void on_insert(const CacheEntry& e, SimTime) override { queue_.push_front(e.id); }
+  void on_hit(const CacheEntry& e, SimTime) override { queue_.set_mark(e.id, 1); }
   void on_remove(FactId id) override {
     if (hand_ == id) hand_ = queue_.next_toward_front(hand_);
     queue_.erase(id);
@@ -24,10 +20,10 @@ class Sieve final : public EvictionPolicy {
 
   std::optional<FactId> victim(const EvictionContext& ctx) const override {
     if (queue_.empty()) return std::nullopt;
-    const std::uint32_t start = hand_ != IdList::kNil ? hand_ : queue_.back();
+    const std::uint32_t start = hand_ != kNil ? hand_ : queue_.back();
     std::uint32_t i = start;
     do {
-      if (visited_[i] == 0 && !ctx.pinned(i)) return i;
+      if (queue_.mark(i) == 0 && !ctx.pinned(i)) return i;
       i = step(i);
     } while (i != start);
     // Every unpinned fact was visited: after one turn all bits are clear.
@@ -39,13 +35,12 @@ class Sieve final : public EvictionPolicy {
   }
 
   void on_evict(FactId v, const EvictionContext&) override {
-    if (visited_[v] != 0) {  // the hand went round once: every bit cleared
-      for (auto i = queue_.back(); i != IdList::kNil; i = queue_.next_toward_front(i)) {
-        visited_[i] = 0;
-      }
+    if (queue_.mark(v) != 0) {  // the hand went round once: every bit cleared
+      for (auto i = queue_.back(); i != kNil; i = queue_.next_toward_front(i))
+        queue_.set_mark(i, 0);
     } else {
-      for (auto i = hand_ != IdList::kNil ? hand_ : queue_.back(); i != v; i = step(i)) {
-        visited_[i] = 0;
+      for (auto i = hand_ != kNil ? hand_ : queue_.back(); i != v; i = step(i)) {
+        queue_.set_mark(i, 0);
       }
     }
     hand_ = queue_.next_toward_front(static_cast<std::uint32_t>(v));
@@ -53,15 +48,15 @@ class Sieve final : public EvictionPolicy {
   }
 
  private:
+  static constexpr std::uint32_t kNil = MarkedIdList::kNil;
   // The hand's next position: toward the newest fact, then around to the oldest.
   std::uint32_t step(std::uint32_t i) const {
     const std::uint32_t n = queue_.next_toward_front(i);
-    return n != IdList::kNil ? n : queue_.back();
+    return n != kNil ? n : queue_.back();
   }
 
-  IdList queue_;                       // front: newest
-  std::uint32_t hand_ = IdList::kNil;  // kNil: at the oldest fact
-  std::vector<std::uint8_t> visited_;
+  MarkedIdList queue_;         // front: newest; mark: the visited bit
+  std::uint32_t hand_ = kNil;  // kNil: at the oldest fact
 };
 
 }  // namespace

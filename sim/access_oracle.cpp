@@ -42,6 +42,23 @@ AccessOracle::AccessOracle(const std::vector<std::vector<FactId>>& requests) {
   build(pairs, facts);
 }
 
+AccessOracle AccessOracle::from_csr(std::span<const std::uint64_t> offsets,
+                                    std::span<const FactId> facts) {
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
+  pairs.reserve(facts.size());
+  std::size_t fact_count = 0;
+  for (std::size_t i = 0; i + 1 < offsets.size(); ++i) {
+    for (auto j = offsets[i]; j < offsets[i + 1]; ++j) {
+      pairs.emplace_back(static_cast<std::uint32_t>(facts[j]), static_cast<std::uint32_t>(i));
+      fact_count = std::max<std::size_t>(fact_count, facts[j] + 1);
+    }
+  }
+  AccessOracle o;
+  o.requests_ = offsets.empty() ? 0 : offsets.size() - 1;
+  o.build(pairs, fact_count);
+  return o;
+}
+
 AccessOracle AccessOracle::from_trace(const std::string& path) {
   TraceReader reader(path);
   TraceRecord rec;

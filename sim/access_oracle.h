@@ -17,6 +17,9 @@ class AccessOracle {
  public:
   /// From the requests' facts (dense ids), in trace order: request i is position i.
   explicit AccessOracle(const std::vector<std::vector<FactId>>& requests);
+  /// From requests in CSR form: request i names facts[offsets[i] .. offsets[i + 1]).
+  static AccessOracle from_csr(std::span<const std::uint64_t> offsets,
+                               std::span<const FactId> facts);
   /// Reads the trace at `path` (InputError on a bad trace). Facts are the reader's dense ids
   /// (declaration order), as the simulator numbers them.
   static AccessOracle from_trace(const std::string& path);

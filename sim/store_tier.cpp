@@ -13,10 +13,15 @@ StoreTier::StoreTier(std::string name, std::uint64_t capacity_bytes,
       eviction_name_(std::move(eviction_name)),
       capacity_bytes_(capacity_bytes),
       eviction_(std::move(eviction)),
-      admission_(std::move(admission)) {}
+      admission_(std::move(admission)),
+      track_last_access_(eviction_->needs_last_access()) {}
 
 void StoreTier::grow(FactId id) {
-  if (id >= slots_.size()) slots_.resize(std::max<std::size_t>(id + 1, slots_.size() * 2));
+  if (id >= bytes_.size()) {
+    bytes_.resize(std::max<std::size_t>(id + 1, bytes_.size() * 2));
+    resident_bits_.resize((bytes_.size() + 63) / 64, 0);
+    if (track_last_access_) last_access_.resize(bytes_.size(), kNever);
+  }
 }
 
 bool StoreTier::lookup(const CacheEntry& e, SimTime now) {
@@ -27,11 +32,14 @@ bool StoreTier::lookup(const CacheEntry& e, SimTime now) {
   if (!resident(e.id)) return false;
   ++stats_.hits;
   stats_.hit_bytes += e.bytes;
-  Slot& slot = slots_[e.id];
+  if (!track_last_access_) {
+    eviction_->on_hit(e, now);
+    return true;
+  }
   CacheEntry hit = e;
-  hit.last_access = slot.last_access;
+  hit.last_access = last_access_[e.id];
   eviction_->on_hit(hit, now);
-  slot.last_access = now;
+  last_access_[e.id] = now;
   return true;
 }
 
@@ -79,7 +87,9 @@ bool StoreTier::force_insert(const CacheEntry& e, SimTime now, std::vector<FactI
     return false;
   }
   grow(e.id);
-  slots_[e.id] = Slot{e.bytes, now, true};
+  bytes_[e.id] = e.bytes;
+  if (track_last_access_) last_access_[e.id] = now;
+  resident_bits_[e.id >> 6] |= std::uint64_t{1} << (e.id & 63);
   used_bytes_ += e.bytes;
   ++resident_count_;
   ++stats_.inserts;
@@ -90,9 +100,8 @@ bool StoreTier::force_insert(const CacheEntry& e, SimTime now, std::vector<FactI
 }
 
 void StoreTier::drop(FactId id) {
-  Slot& slot = slots_[id];
-  slot.resident = false;
-  used_bytes_ -= slot.bytes;
+  resident_bits_[id >> 6] &= ~(std::uint64_t{1} << (id & 63));
+  used_bytes_ -= bytes_[id];
   --resident_count_;
 }
 

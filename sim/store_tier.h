@@ -40,7 +40,9 @@ class StoreTier {
     eviction_->attach(view);
   }
 
-  bool resident(FactId id) const { return id < slots_.size() && slots_[id].resident; }
+  bool resident(FactId id) const {
+    return (id >> 6) < resident_bits_.size() && (resident_bits_[id >> 6] >> (id & 63) & 1) != 0;
+  }
   /// One lookup: informs both policies; on a hit also on_hit and the access time.
   bool lookup(const CacheEntry& e, SimTime now);
   /// Admission, then evictions until the fact fits. Evicted ids are appended to `evicted`.
@@ -51,8 +53,11 @@ class StoreTier {
   /// Removes a resident fact (invalidated or moved elsewhere).
   void remove(FactId id);
 
-  /// Last access on this tier of a resident fact (its insertion time before any hit).
-  SimTime last_access(FactId id) const { return slots_[id].last_access; }
+  /// Last access on this tier of a resident fact (its insertion time before any hit), when the
+  /// eviction policy needs it (EvictionPolicy::needs_last_access); else kNever.
+  SimTime last_access(FactId id) const {
+    return id < last_access_.size() ? last_access_[id] : kNever;
+  }
   std::uint64_t used_bytes() const { return used_bytes_; }
   std::uint64_t capacity_bytes() const { return capacity_bytes_; }
   std::uint64_t resident_count() const { return resident_count_; }
@@ -71,12 +76,12 @@ class StoreTier {
   std::unique_ptr<EvictionPolicy> eviction_;
   std::unique_ptr<AdmissionPolicy> admission_;
   const RunView* view_ = nullptr;
-  struct Slot {  // one cache line holds everything a lookup touches
-    std::uint64_t bytes = 0;
-    SimTime last_access = 0;
-    bool resident = false;
-  };
-  std::vector<Slot> slots_;
+  // Residency is a bitmap (1M facts: 128 KiB, cache-resident), so a lookup touches no per-fact
+  // memory of the tier; bytes are read on eviction, last access only for policies that use it.
+  std::vector<std::uint64_t> resident_bits_;
+  std::vector<std::uint64_t> bytes_;
+  std::vector<SimTime> last_access_;
+  bool track_last_access_ = false;
   std::uint64_t used_bytes_ = 0;
   std::uint64_t resident_count_ = 0;
   TierStats stats_;

@@ -114,7 +114,8 @@ int run_mrc(const MrcOptions& o) {
   std::unique_ptr<AccessOracle> oracle;
   for (const auto& p : policies) {
     if (PolicyRegistry::find_eviction(p)->offline && !oracle) {
-      oracle = std::make_unique<AccessOracle>(trace.request_fact_lists());
+      oracle = std::make_unique<AccessOracle>(
+          AccessOracle::from_csr(trace.request_offsets, trace.request_facts));
     }
   }
 
