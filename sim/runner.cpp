@@ -53,6 +53,16 @@ json tier_json(const TierConfig& t) {
               {"admission", t.admission},     {"admission_params", aparams}};
 }
 
+json executor_json(const ExecutorConfig& e) {
+  json j{{"kind", e.kind}, {"profile", e.profile}};
+  if (e.kind == "remote") {
+    j["endpoints"] = e.endpoints;
+    j["connect_timeout_s"] = e.connect_timeout_s;
+    j["timeout_s"] = e.timeout_s;
+  }
+  return j;
+}
+
 json config_json(const RunConfig& c) {
   json trace{{"kind", c.trace.kind}};
   if (c.trace.kind == "file") trace["path"] = c.trace.path;
@@ -84,7 +94,7 @@ json config_json(const RunConfig& c) {
        {{"gpu_utilization", c.memory.gpu_utilization},
         {"activation_reserve_bytes", c.memory.activation_reserve_bytes},
         {"request_kv_bytes", c.request_kv_bytes()}}},
-      {"executor", {{"kind", c.executor.kind}, {"profile", c.executor.profile}}},
+      {"executor", executor_json(c.executor)},
       {"slo", {{"ttft_ms", c.slo.ttft_ms}, {"tpot_ms", c.slo.tpot_ms}}},
   };
 }
@@ -101,10 +111,8 @@ void write_file(const fs::path& path, const std::string& body) {
   if (!f) throw std::runtime_error("cannot write " + path.string());
 }
 
-}  // namespace
-
-std::string summary_json(const RunConfig& c, const RunSummary& s) {
-  json j{
+json summary_object(const RunConfig& c, const RunSummary& s) {
+  return json{
       {"version", kVersion},
       {"seed", c.seed},
       {"config", config_json(c)},
@@ -153,7 +161,30 @@ std::string summary_json(const RunConfig& c, const RunSummary& s) {
       {"trace", {{"facts", s.facts}, {"users", s.users}}},
       {"simulator", {{"wall_s", s.wall_s}, {"events_per_s", s.events_per_s}}},
   };
-  return j.dump(2) + "\n";
+}
+
+/// After an executor failure: the requests completed so far and a summary marked failed go to
+/// `<run>.partial/`, never to the run's folder. Returns what was kept, in words.
+std::string keep_partial(const RunConfig& run, Simulator& sim, const fs::path& tmp,
+                         const fs::path& partial, const std::string& error) {
+  try {
+    const RunSummary s = sim.partial_summary();
+    json j = summary_object(run, s);
+    j["status"] = "failed";
+    j["error"] = error;
+    write_file(tmp / "summary.json", j.dump(2) + "\n");
+    fs::remove_all(partial);
+    fs::rename(tmp, partial);
+    return std::to_string(s.requests) + " completed requests kept in " + partial.string() + "/";
+  } catch (const std::exception& e) {
+    return std::string("partial results could not be kept: ") + e.what();
+  }
+}
+
+}  // namespace
+
+std::string summary_json(const RunConfig& c, const RunSummary& s) {
+  return summary_object(c, s).dump(2) + "\n";
 }
 
 void validate_experiment(const ExperimentConfig& exp) {
@@ -190,8 +221,10 @@ std::vector<RunOutcome> run_experiment(const ExperimentConfig& exp, const Runner
     const std::string trace = materialize_trace(run, (base / ".traces").string());
     const fs::path dir = base / run.name;
     const fs::path tmp = base / (run.name + ".tmp");
+    const fs::path partial = base / (run.name + ".partial");
     fs::remove_all(tmp);
     fs::create_directories(tmp);
+    std::string failure, kept = "nothing ran";
     try {
       SimOutputs out;
       if (run.output.requests_csv) out.requests_csv = (tmp / "requests.csv").string();
@@ -202,15 +235,33 @@ std::vector<RunOutcome> run_experiment(const ExperimentConfig& exp, const Runner
           run, trace, [&run](int i) { return make_executor(run, i); },
           [&pricing](std::uint32_t t, std::uint32_t c) { return pricing.encode_cost_ns(t, c); },
           out);
-      RunOutcome o{run, sim.run(), dir.string()};
-      write_file(tmp / "summary.json", summary_json(run, o.summary));
-      fs::remove_all(dir);
-      fs::rename(tmp, dir);
-      outcomes.push_back(std::move(o));
+      RunSummary summary;
+      try {
+        summary = sim.run();
+      } catch (const ExecutorFailure& e) {
+        failure = e.what();
+        kept = keep_partial(run, sim, tmp, partial, failure);
+      }
+      if (failure.empty()) {
+        RunOutcome o{run, summary, dir.string()};
+        write_file(tmp / "summary.json", summary_json(run, o.summary));
+        fs::remove_all(dir);
+        fs::rename(tmp, dir);
+        fs::remove_all(partial);  // left by an earlier failed attempt
+        outcomes.push_back(std::move(o));
+      }
+    } catch (const ExecutorFailure& e) {
+      failure = e.what();  // no executor at all (connection or handshake refused)
     } catch (...) {
       std::error_code ec;
       fs::remove_all(tmp, ec);
       throw;
+    }
+    if (!failure.empty()) {
+      std::error_code ec;
+      fs::remove_all(tmp, ec);
+      throw ExecutorFailure("run " + exp.name + "/" + run.name + " failed: " + failure + " (" +
+                            kept + ")");
     }
   }
   return outcomes;

@@ -362,12 +362,22 @@ struct Simulator::Impl {
     if (pool.in_use() != 0) {
       throw std::logic_error(std::to_string(pool.in_use()) + " requests never completed");
     }
+    close_outputs();
+    return summarize();
+  }
+
+  void close_outputs() {
     metrics.close();
     if (timeline != nullptr) {
       std::fprintf(timeline, "\n]}\n");
       std::fclose(timeline);
       timeline = nullptr;
     }
+  }
+
+  RunSummary partial_summary() {
+    progress.finish();
+    close_outputs();
     return summarize();
   }
 
@@ -436,5 +446,7 @@ Simulator::Simulator(const RunConfig& cfg, std::string trace_path, ExecutorFacto
 Simulator::~Simulator() = default;
 
 RunSummary Simulator::run() { return impl_->run(); }
+
+RunSummary Simulator::partial_summary() { return impl_->partial_summary(); }
 
 }  // namespace inferscale

@@ -54,8 +54,12 @@ class Simulator {
   Simulator(const RunConfig& cfg, std::string trace_path, ExecutorFactory executors,
             EncodeCostFn encode_cost, SimOutputs outputs, NextAccessFn next_access = {});
   ~Simulator();
-  /// Runs the whole trace; throws InputError for bad trace data (nothing is kept then).
+  /// Runs the whole trace; throws InputError for bad trace data (nothing is kept then), and
+  /// ExecutorFailure when an executor fails (see partial_summary()).
   RunSummary run();
+  /// After run() threw ExecutorFailure: closes the outputs (requests.csv then holds the requests
+  /// completed so far) and summarizes what was measured.
+  RunSummary partial_summary();
 
  private:
   struct Impl;

@@ -49,8 +49,10 @@ bool FrameChannel::run_for(double timeout_s) {
   io_.run_for(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(capped)));
   if (io_.stopped()) return true;  // ran out of work: the operation completed
+  // Abort the operation (its handler runs now) but keep the socket: a server still answers a
+  // stalled client with an error frame.
   error_code ignored;
-  socket_.close(ignored);  // aborts the operation; its handler runs now
+  socket_.cancel(ignored);
   io_.run();
   return false;
 }

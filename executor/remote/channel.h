@@ -59,7 +59,7 @@ class FrameChannel {
 
  private:
   /// Runs the io_context until the pending operation completes or `timeout_s` passes; returns
-  /// false on timeout (the socket is then closed and the operation aborted).
+  /// false on timeout (the operation is then cancelled; the socket stays open).
   bool run_for(double timeout_s);
   /// Reads exactly `n` bytes; returns how many arrived before EOF (n when all did).
   std::size_t read_exact(std::uint8_t* data, std::size_t n, double timeout_s, const char* what);

@@ -311,8 +311,6 @@ const char* to_string(ErrorCode c) {
       return "busy";
     case ErrorCode::kTimeout:
       return "timeout";
-    case ErrorCode::kShutdown:
-      return "shutting down";
   }
   return "unknown error";
 }

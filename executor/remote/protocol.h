@@ -39,7 +39,6 @@ enum class ErrorCode : std::uint32_t {
   kExecutorFailed = 4,  // the server's executor threw
   kBusy = 5,            // too many sessions
   kTimeout = 6,         // the client stalled
-  kShutdown = 7,        // the server is stopping
 };
 
 const char* to_string(MessageType t);

@@ -25,6 +25,7 @@ namespace {
 
 struct Session {
   std::uint64_t id = 0;
+  std::string tag;  // "session <id> (<peer>)", for the log
   FrameChannel channel;
   std::thread thread;
   std::atomic<bool> done{false};
@@ -59,6 +60,7 @@ struct ExecutorServer::Impl {
   std::uint64_t next_id = 0;
   std::mutex log_mu;
   std::thread runner;
+  tcp::endpoint bound;  // kept: port() and address() stay valid after stop()
 
   void log(const std::string& line) {
     std::lock_guard<std::mutex> lock(log_mu);
@@ -116,15 +118,22 @@ struct ExecutorServer::Impl {
   }
 
   void serve(Session& s) {
-    const std::string tag = "session " + std::to_string(s.id) + " (" + s.channel.peer() + ")";
-    log(tag + ": connected");
-    std::uint64_t steps = 0;
-    const auto after = [&steps] { return " after " + std::to_string(steps) + " steps"; };
+    s.tag = "session " + std::to_string(s.id) + " (" + s.channel.peer() + ")";
+    log(s.tag + ": connected");
     ++active;
+    std::uint64_t steps = 0;
+    const std::string end = serve_until_end(s, steps);
+    s.channel.close();
+    --active;
+    // Logged once the session is over (tests wait for this line).
+    log(s.tag + ": " + end + " after " + std::to_string(steps) + " steps");
+  }
+
+  /// Serves a session's frames; returns how it ended, in words.
+  std::string serve_until_end(Session& s, std::uint64_t& steps) {
     try {
-      serve_frames(s, tag, steps);
+      serve_frames(s, steps);
     } catch (const SessionEnd& e) {
-      log(tag + ": closed (" + to_string(e.code) + "): " + e.message + after());
       if (!stopping) {
         try {
           send(s, MessageType::kError, e.sequence, [&e](std::vector<std::uint8_t>& out) {
@@ -135,22 +144,18 @@ struct ExecutorServer::Impl {
           // The client is gone or not reading: nothing more to tell it.
         }
       }
+      return std::string("closed (") + to_string(e.code) + "): " + e.message;
     } catch (const ChannelError& e) {
-      if (stopping) {
-        log(tag + ": closed: the server is stopping" + after());
-      } else if (e.kind() == ChannelError::kClosed) {
-        log(tag + ": client disconnected" + after());
-      } else {
-        log(tag + ": connection lost: " + e.what() + after());
-      }
+      if (stopping) return "closed: the server is stopping";
+      if (e.kind() == ChannelError::kClosed) return "client disconnected";
+      return std::string("connection lost: ") + e.what();
     } catch (const std::exception& e) {
-      log(tag + ": closed on an internal error: " + e.what() + after());
+      return std::string("closed on an internal error: ") + e.what();
     }
-    s.channel.close();
-    --active;
+    return "closed";
   }
 
-  void serve_frames(Session& s, const std::string& tag, std::uint64_t& steps) {
+  void serve_frames(Session& s, std::uint64_t& steps) {
     if (active > options.max_sessions) {
       throw SessionEnd{ErrorCode::kBusy,
                        "the server is busy (" + std::to_string(options.max_sessions) +
@@ -183,12 +188,11 @@ struct ExecutorServer::Impl {
     const Welcome welcome{executor->name(), "inferscale " INFERSCALE_VERSION};
     send(s, MessageType::kWelcome, h.sequence,
          [&welcome](std::vector<std::uint8_t>& out) { encode_welcome(welcome, out); });
-    log(tag + ": handshake ok (" + hello.client + "; " + identity.model.name + " on " +
+    log(s.tag + ": handshake ok (" + hello.client + "; " + identity.model.name + " on " +
         identity.gpu.name + ", pool " + gib(identity.pool_capacity_bytes) + "; executor " +
         executor->name() + ")");
 
     BatchPlan plan;
-    std::vector<std::uint8_t> frame;
     while (true) {
       h = read(s, payload, options.idle_timeout_s);
       if (h.type != static_cast<std::uint16_t>(MessageType::kExecute)) {
@@ -251,6 +255,7 @@ ExecutorServer::ExecutorServer(ServerOptions options, ExecutorIdentity identity,
   if (!ec) a.set_option(tcp::acceptor::reuse_address(true), ec);
   if (!ec) a.bind(endpoint, ec);
   if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
+  if (!ec) impl_->bound = a.local_endpoint(ec);
   if (ec) throw std::runtime_error("cannot listen on " + where + ": " + ec.message());
 }
 
@@ -259,15 +264,10 @@ ExecutorServer::~ExecutorServer() {
   wait();
 }
 
-std::uint16_t ExecutorServer::port() const {
-  error_code ec;
-  return impl_->acceptor.local_endpoint(ec).port();
-}
+std::uint16_t ExecutorServer::port() const { return impl_->bound.port(); }
 
 std::string ExecutorServer::address() const {
-  error_code ec;
-  const auto ep = impl_->acceptor.local_endpoint(ec);
-  return Endpoint{ep.address().to_string(), ep.port()}.text();
+  return Endpoint{impl_->bound.address().to_string(), impl_->bound.port()}.text();
 }
 
 void ExecutorServer::run() {

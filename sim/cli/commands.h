@@ -15,6 +15,7 @@ void add_trace_commands(CLI::App& app, Action& action);
 void add_policy_commands(CLI::App& app, Action& action);
 void add_policy_mrc_commands(CLI::App& app, Action& action);
 void add_run_commands(CLI::App& app, Action& action);
+void add_serve_commands(CLI::App& app, Action& action);
 
 /// A group of subcommands built only with an optional dependency (e.g. `bench`, with the
 /// libtorch executor) registers itself from its own file at start-up; main adds them all.

@@ -30,8 +30,14 @@ void add_run_commands(CLI::App& app, Action& action) {
       opts.only_runs = args->runs;
       opts.out_dir = args->out;
       opts.progress = !args->no_progress;
-      const auto outcomes = run_experiment(exp, opts);
-      print_comparison(outcomes, stdout);
+      try {
+        const auto outcomes = run_experiment(exp, opts);
+        print_comparison(outcomes, stdout);
+      } catch (const ExecutorFailure& e) {
+        // Not bad input: the executor went away (status 1); what was measured is kept.
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 1;
+      }
       return 0;
     };
   });

@@ -5,6 +5,7 @@
 #include <map>
 #include <filesystem>
 
+#include "executor/remote/protocol.h"
 #include "sim/config/yaml_view.h"
 
 namespace inferscale {
@@ -272,13 +273,21 @@ RunConfig parse_run(const YamlView& v, const std::string& experiment, const std:
   r.executor.where = v.where("executor");
   if (v.has("executor")) {
     const auto e = v.child("executor");
-    e.reject_unknown({"kind", "profile", "endpoints", "device"});
+    e.reject_unknown({"kind", "profile", "endpoints", "device", "connect_timeout_s", "timeout_s"});
     r.executor.kind = e.text("kind", "cost_model");
     r.executor.where = e.where("kind");
     r.executor.profile = e.text("profile", "");
     r.executor.device = e.choice("device", "cuda", {"cuda", "cpu"});
+    r.executor.connect_timeout_s = e.number("connect_timeout_s", 10, 0.001, 86400);
+    r.executor.timeout_s = e.number("timeout_s", 60, 0.001, 86400);
     if (e.is_sequence("endpoints")) {
-      for (const auto& n : e.node("endpoints")) r.executor.endpoints.push_back(n.Scalar());
+      for (const auto& n : e.node("endpoints")) {
+        const auto endpoint = remote::parse_endpoint(n.Scalar());
+        if (!endpoint || endpoint->port == 0) {
+          e.fail("endpoints", "'" + n.Scalar() + "' is not HOST:PORT (e.g. 127.0.0.1:7070)");
+        }
+        r.executor.endpoints.push_back(n.Scalar());
+      }
     }
     if (r.executor.kind == "calibrated" && r.executor.profile.empty()) {
       e.fail("kind", "executor kind 'calibrated' needs 'profile: <file>'");

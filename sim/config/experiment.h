@@ -77,6 +77,8 @@ struct ExecutorConfig {
   std::string kind = "cost_model";  // cost_model | calibrated | gpu | remote
   std::string profile;              // calibrated
   std::vector<std::string> endpoints;  // remote
+  double connect_timeout_s = 10;       // remote: TCP connect
+  double timeout_s = 60;               // remote: the handshake's answer and each step's result
   std::string device = "cuda";      // gpu
   std::string where;                // position of executor.kind, for errors
 };
