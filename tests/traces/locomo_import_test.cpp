@@ -128,7 +128,7 @@ TEST_CASE("importer: users, fact copies, questions and BM25 candidates") {
   CHECK(t.requests[5].qa.category == 5);
 }
 
-TEST_CASE("importer: session dates place memory writes; later facts are no candidates") {
+TEST_CASE("importer: session dates place memory writes, later facts are no candidates") {
   const auto d = two();
   LocomoImportOptions o;
   o.users = 3;
@@ -228,7 +228,7 @@ TEST_CASE("importer options are validated with the option's name") {
   CHECK(where(o) == "--k");
 }
 
-TEST_CASE("importer on LoCoMo: N=20 reproduces the 20 speakers; recall is sane") {
+TEST_CASE("importer on LoCoMo: N=20 reproduces the 20 speakers and recall is sane") {
   const char* env = std::getenv("INFERSCALE_LOCOMO");
   const std::string dir = env ? env : INFERSCALE_SOURCE_DIR "/../shared/data/locomo10";
   INFO("LoCoMo data not found at " << dir << " (set INFERSCALE_LOCOMO)");

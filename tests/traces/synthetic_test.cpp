@@ -44,7 +44,7 @@ SyntheticOptions small() {
 
 }  // namespace
 
-TEST_CASE("generator is deterministic: same seed, same bytes; other seed, other bytes") {
+TEST_CASE("generator is deterministic: same seed, same bytes, other seed, other bytes") {
   auto o = small();
   const auto a = slurp(generate(o, "syn_a.jsonl"));
   const auto b = slurp(generate(o, "syn_b.jsonl"));
