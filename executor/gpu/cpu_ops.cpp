@@ -25,6 +25,51 @@ DType kernel_dtype(at::ScalarType t) {
   }
 }
 
+at::Tensor math_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                          const AttentionBatch& b, double scale) {
+  // Pad every segment to [max_q, max_k], mask, and compute all segments at once.
+  const std::int64_t S = b.segments, mq = b.max_q, mk = b.max_k;
+  const std::int64_t H = q.size(1), D = q.size(2), KV = k.size(1);
+  std::vector<std::int64_t> qrow(S * mq, 0), krow(S * mk, 0);
+  std::vector<std::uint8_t> allowed(S * mq * mk, 0);
+  std::vector<std::int64_t> valid_rows;
+  for (std::int64_t s = 0; s < S; ++s) {
+    const std::int64_t q0 = b.host_cu_q[s], n = b.host_cu_q[s + 1] - q0;
+    const std::int64_t k0 = b.host_k_start[s], used = b.host_k_used[s];
+    for (std::int64_t i = 0; i < n; ++i) {
+      qrow[s * mq + i] = q0 + i;
+      valid_rows.push_back(s * mq + i);
+      for (std::int64_t j = 0; j <= used - n + i; ++j) allowed[(s * mq + i) * mk + j] = 1;
+    }
+    for (std::int64_t j = 0; j < used; ++j) krow[s * mk + j] = k0 + j;
+  }
+  const auto long_opts = at::TensorOptions().dtype(at::kLong);
+  const at::Tensor qi = at::from_blob(qrow.data(), {S * mq}, long_opts).to(q.device());
+  const at::Tensor ki = at::from_blob(krow.data(), {S * mk}, long_opts).to(q.device());
+  const at::Tensor mask =
+      at::from_blob(allowed.data(), {S, 1, mq, mk}, at::TensorOptions().dtype(at::kByte))
+          .to(q.device())
+          .to(at::kBool);
+  const at::Tensor qp = q.index_select(0, qi).view({S, mq, H, D}).transpose(1, 2).to(at::kFloat);
+  auto expand = [&](const at::Tensor& x) {  // [S*mk, KV, D] -> [S, H, mk, D], GQA groups
+    return x.index_select(0, ki)
+        .view({S, mk, KV, 1, D})
+        .expand({S, mk, KV, H / KV, D})
+        .reshape({S, mk, H, D})
+        .transpose(1, 2)
+        .to(at::kFloat);
+  };
+  const at::Tensor kp = expand(k), vp = expand(v);
+  at::Tensor scores = at::matmul(qp, kp.transpose(2, 3)).mul_(scale);
+  scores.masked_fill_(mask.logical_not(), -std::numeric_limits<float>::infinity());
+  // Padded query rows have no allowed key: give them a harmless row before the softmax.
+  scores = at::where(mask.any(-1, true), scores, at::zeros_like(scores));
+  const at::Tensor out = at::matmul(at::softmax(scores, -1), vp);  // [S, H, mq, D]
+  const at::Tensor rows =
+      at::from_blob(valid_rows.data(), {std::int64_t(valid_rows.size())}, long_opts).to(q.device());
+  return out.transpose(1, 2).reshape({S * mq, H, D}).index_select(0, rows).to(q.scalar_type());
+}
+
 namespace {
 
 class WallClock : public StepClock {
@@ -53,46 +98,7 @@ class CpuOps : public DeviceOps {
 
   at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                        const AttentionBatch& b, double scale) override {
-    // Pad every segment to [max_q, max_k], mask, and compute all segments at once.
-    const std::int64_t S = b.segments, mq = b.max_q, mk = b.max_k;
-    const std::int64_t H = q.size(1), D = q.size(2), KV = k.size(1);
-    std::vector<std::int64_t> qrow(S * mq, 0), krow(S * mk, 0);
-    std::vector<std::uint8_t> allowed(S * mq * mk, 0);
-    std::vector<std::int64_t> valid_rows;
-    for (std::int64_t s = 0; s < S; ++s) {
-      const std::int64_t q0 = b.host_cu_q[s], n = b.host_cu_q[s + 1] - q0;
-      const std::int64_t k0 = b.host_k_start[s], used = b.host_k_used[s];
-      for (std::int64_t i = 0; i < n; ++i) {
-        qrow[s * mq + i] = q0 + i;
-        valid_rows.push_back(s * mq + i);
-        for (std::int64_t j = 0; j <= used - n + i; ++j) allowed[(s * mq + i) * mk + j] = 1;
-      }
-      for (std::int64_t j = 0; j < used; ++j) krow[s * mk + j] = k0 + j;
-    }
-    const auto long_opts = at::TensorOptions().dtype(at::kLong);
-    const at::Tensor qi = at::from_blob(qrow.data(), {S * mq}, long_opts).clone();
-    const at::Tensor ki = at::from_blob(krow.data(), {S * mk}, long_opts).clone();
-    const at::Tensor mask =
-        at::from_blob(allowed.data(), {S, 1, mq, mk}, at::TensorOptions().dtype(at::kByte))
-            .to(at::kBool);
-    const at::Tensor qp = q.index_select(0, qi).view({S, mq, H, D}).transpose(1, 2).to(at::kFloat);
-    auto expand = [&](const at::Tensor& x) {  // [S*mk, KV, D] -> [S, H, mk, D], GQA groups
-      return x.index_select(0, ki)
-          .view({S, mk, KV, 1, D})
-          .expand({S, mk, KV, H / KV, D})
-          .reshape({S, mk, H, D})
-          .transpose(1, 2)
-          .to(at::kFloat);
-    };
-    const at::Tensor kp = expand(k), vp = expand(v);
-    at::Tensor scores = at::matmul(qp, kp.transpose(2, 3)).mul_(scale);
-    scores.masked_fill_(mask.logical_not(), -std::numeric_limits<float>::infinity());
-    // Padded query rows have no allowed key: give them a harmless row before the softmax.
-    scores = at::where(mask.any(-1, true), scores, at::zeros_like(scores));
-    const at::Tensor out = at::matmul(at::softmax(scores, -1), vp);  // [S, H, mq, D]
-    const at::Tensor rows =
-        at::from_blob(valid_rows.data(), {std::int64_t(valid_rows.size())}, long_opts).clone();
-    return out.transpose(1, 2).reshape({S * mq, H, D}).index_select(0, rows).to(q.scalar_type());
+    return math_attention(q, k, v, b, scale);
   }
 
   at::Tensor upload(const std::vector<std::int32_t>& host) override {

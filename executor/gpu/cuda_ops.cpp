@@ -3,6 +3,7 @@
 // Compiled only where libtorch has CUDA and the kernels are built (executor/gpu/CMakeLists.txt).
 #include <ATen/cuda/CUDAContext.h>
 
+#include <cstdio>
 #include <stdexcept>
 #include <tuple>
 
@@ -76,13 +77,23 @@ class CudaOps : public DeviceOps {
                        const AttentionBatch& b, double scale) override {
     // Varlen flash attention over the KV cache in place: cum_seq_k holds each segment's first
     // cache row and seqused_k its length, so no KV is copied per step. GQA is native.
+    if (!flash_ok_) return math_attention(q, k, v, b, scale);
     const compat::OptionalTensor cu_q = b.cu_q, cu_k = b.k_start, used_k = b.k_used;
-    auto out = at::_flash_attention_forward(q, k, v, cu_q, cu_k, b.max_q, b.max_k,
-                                            /*dropout_p=*/0.0, /*is_causal=*/true,
-                                            /*return_debug_mask=*/false, scale,
-                                            /*window_size_left=*/c10::nullopt,
-                                            /*window_size_right=*/c10::nullopt, used_k);
-    return std::get<0>(out);
+    try {
+      auto out = at::_flash_attention_forward(q, k, v, cu_q, cu_k, b.max_q, b.max_k,
+                                              /*dropout_p=*/0.0, /*is_causal=*/true,
+                                              /*return_debug_mask=*/false, scale,
+                                              /*window_size_left=*/c10::nullopt,
+                                              /*window_size_right=*/c10::nullopt, used_k);
+      return std::get<0>(out);
+    } catch (const c10::Error& e) {
+      // A libtorch without flash attention for this device or shape: say so once, then run
+      // the (slow) math path rather than fail.
+      std::fprintf(stderr, "warning: flash attention unavailable (%s); using math attention\n",
+                   e.what_without_backtrace());
+      flash_ok_ = false;
+      return math_attention(q, k, v, b, scale);
+    }
   }
 
   at::Tensor upload(const std::vector<std::int32_t>& host) override {
@@ -106,6 +117,7 @@ class CudaOps : public DeviceOps {
  private:
   at::Device device_;
   CudaClock clock_;
+  bool flash_ok_ = true;
 };
 
 }  // namespace

@@ -60,6 +60,11 @@ class DeviceOps {
   virtual std::string device_name() const = 0;
 };
 
+/// Causal GQA attention by plain batched math (segments padded and masked) on any device: the
+/// CPU path's attention, and the CUDA path's fallback where flash attention refuses.
+at::Tensor math_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                          const AttentionBatch& batch, double scale);
+
 /// The CPU implementation: kernels' references and batched math attention.
 std::unique_ptr<DeviceOps> make_cpu_ops();
 
