@@ -81,6 +81,7 @@ PrefixContextSource::PrefixContextSource(std::uint32_t vocab, const PromptSpec& 
     : SyntheticTokenSource(vocab), prompt_(prompt) {}
 
 std::vector<std::int32_t> PrefixContextSource::context(FactId fact, std::uint32_t n) {
+  if (n == 0) return {};  // encoded alone (w = 0)
   for (std::size_t i = 0; i < prompt_.facts.size(); ++i) {
     if (prompt_.facts[i].id != fact) continue;
     std::vector<std::int32_t> prefix = header(prompt_.header);
