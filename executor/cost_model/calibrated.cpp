@@ -1,0 +1,78 @@
+#include "executor/cost_model/calibrated.h"
+
+#include <cmath>
+
+namespace inferscale {
+
+namespace {
+
+std::string shape_text(const CalibrationProfile::Model& m) {
+  return "'" + m.name + "' (" + std::to_string(m.layers) + " layers, hidden " +
+         std::to_string(m.hidden) + ", heads " + std::to_string(m.heads) + "/" +
+         std::to_string(m.kv_heads) + ", head_dim " + std::to_string(m.head_dim) + ", ffn " +
+         std::to_string(m.ffn) + ", vocab " + std::to_string(m.vocab) + ", " +
+         std::to_string(m.dtype_bytes) + "-byte weights)";
+}
+
+SimTime round_ns(double ns) {
+  return static_cast<SimTime>(std::llround(ns));
+}
+
+}  // namespace
+
+CalibrationProfile::Model CalibrationProfile::model_of(const ModelConfig& m) {
+  return Model{m.name,     m.layers, m.hidden, m.heads,      m.kv_heads,
+               m.head_dim, m.ffn,    m.vocab,  m.dtype_bytes};
+}
+
+std::string profile_model_mismatch(const CalibrationProfile& profile, const ModelConfig& model) {
+  const auto run = CalibrationProfile::model_of(model);
+  const auto& p = profile.model;
+  const bool same = p.name == run.name && p.layers == run.layers && p.hidden == run.hidden &&
+                    p.heads == run.heads && p.kv_heads == run.kv_heads &&
+                    p.head_dim == run.head_dim && p.ffn == run.ffn && p.vocab == run.vocab &&
+                    p.dtype_bytes == run.dtype_bytes;
+  if (same) return "";
+  return "the profile was calibrated for model " + shape_text(p) + ", the run's model is " +
+         shape_text(run);
+}
+
+CalibratedCostModel::CalibratedCostModel(ModelConfig model, CalibrationProfile profile)
+    : counter_(std::move(model), CostRates{}), profile_(std::move(profile)) {}
+
+BatchResult CalibratedCostModel::price(const BatchPlan& plan) const {
+  return price(counter_.work(plan));
+}
+
+BatchResult CalibratedCostModel::price(const StepWork& w) const {
+  const FeatureVector f = calibration_features(w, counter_.model(), profile_.knee);
+  const FeatureVector& c = profile_.coefficients;
+  auto term = [&](CalibrationFeature i) { return f[i] * c[i]; };
+  const double forward_ns = term(kFeatureRoofline) + term(kFeatureLinear) +
+                            term(kFeatureAttention) + term(kFeatureKv) + term(kFeatureTokens);
+  const double encode_pass_ns = term(kFeatureEncodePass);
+  const double inject_ns = term(kFeatureInject);
+  const double load_ns = term(kFeaturePcie);
+  const double overhead_ns = term(kFeatureSequences) + term(kFeatureEncodes) + term(kFeatureStep);
+  // The forward pass is split over its phases by token count, as in the roofline cost model.
+  const double tokens = w.prefill_tokens + w.decode_tokens + w.encode_tokens;
+  auto share = [&](double t) { return tokens > 0 ? forward_ns * t / tokens : 0.0; };
+  BatchResult r;
+  r.phases.prefill_ns = round_ns(share(w.prefill_tokens));
+  r.phases.decode_ns = round_ns(share(w.decode_tokens));
+  r.phases.encode_ns = round_ns(share(w.encode_tokens) + encode_pass_ns);
+  r.phases.inject_ns = round_ns(inject_ns);
+  r.phases.load_ns = round_ns(load_ns);
+  r.phases.overhead_ns = round_ns(overhead_ns);
+  r.duration_ns = round_ns(forward_ns + encode_pass_ns + inject_ns + load_ns + overhead_ns);
+  return r;
+}
+
+SimTime CalibratedCostModel::encode_cost_ns(std::uint32_t tokens,
+                                            std::uint32_t context_tokens) const {
+  BatchPlan plan;
+  plan.encodes.push_back(FactEncode{0, 0, tokens, context_tokens, true});
+  return price(plan).duration_ns;
+}
+
+}  // namespace inferscale

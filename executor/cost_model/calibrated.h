@@ -1,0 +1,77 @@
+#pragma once
+// @brief The calibrated cost model: a profile's fitted coefficients (measured on one GPU with
+// one model) price a step from its roofline-shaped features; the executor that uses it.
+// Plain data here; the profile's YAML lives in sim/config/profile.h.
+
+#include <cstdint>
+#include <string>
+
+#include "executor/cost_model/calibration_fit.h"
+#include "executor/cost_model/cost_model.h"
+#include "executor/executor.h"
+#include "executor/model_config.h"
+
+namespace inferscale {
+
+/// A calibration profile: what was measured, where, and the fitted model.
+struct CalibrationProfile {
+  std::string features = kCalibrationFeatures;  // feature definitions version
+  /// The model's name and shape (a profile prices only this model).
+  struct Model {
+    std::string name;
+    std::uint32_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0, vocab = 0,
+                  dtype_bytes = 2;
+  } model;
+  std::string gpu;       // GPU preset name
+  std::string executor;  // what was profiled: gpu | cost_model
+  std::string machine;   // the device's name as the executor reports it
+  std::string date;      // UTC, ISO 8601
+  std::string command;   // the command that produced the profile
+  KneeRates knee;
+  FeatureVector coefficients{};
+  struct Grid {
+    std::string name;
+    std::string description;
+    std::string split = "every 5th point (index % 5 == 4) held out of the fit";
+    std::uint32_t points = 0, train = 0, held_out = 0, warmup = 0, repeats = 0;
+  } grid;
+  double train_mape_pct = 0;
+  double held_out_mape_pct = 0;
+  double held_out_max_ape_pct = 0;
+
+  /// The model's shape as recorded in a profile.
+  static Model model_of(const ModelConfig& m);
+};
+
+/// Empty when the profile was measured on this model; else both names and shapes, in words.
+std::string profile_model_mismatch(const CalibrationProfile& profile, const ModelConfig& model);
+
+/// @brief Prices steps with a profile's coefficients.
+class CalibratedCostModel {
+ public:
+  CalibratedCostModel(ModelConfig model, CalibrationProfile profile);
+  /// Step time in ns with its phase split.
+  BatchResult price(const BatchPlan& plan) const;
+  BatchResult price(const StepWork& w) const;
+  /// Time to encode one fact alone (its recompute cost for cost-aware policies).
+  SimTime encode_cost_ns(std::uint32_t tokens, std::uint32_t context_tokens) const;
+  const CalibrationProfile& profile() const { return profile_; }
+
+ private:
+  CostModel counter_;  // counts a plan's work (its rates are unused)
+  CalibrationProfile profile_;
+};
+
+/// @brief The calibrated executor: prices each plan with a profile; performs nothing.
+class CalibratedExecutor final : public Executor {
+ public:
+  explicit CalibratedExecutor(CalibratedCostModel model) : model_(std::move(model)) {}
+  BatchResult execute(const BatchPlan& plan) override { return model_.price(plan); }
+  std::string name() const override { return "calibrated"; }
+  const CalibratedCostModel& cost_model() const { return model_; }
+
+ private:
+  CalibratedCostModel model_;
+};
+
+}  // namespace inferscale

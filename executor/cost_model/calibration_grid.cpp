@@ -1,0 +1,482 @@
+#include "executor/cost_model/calibration_grid.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+namespace inferscale {
+
+namespace {
+
+// Step limits of the grid: a scheduler token budget (prefill + decode), KV of the decoders and
+// of continuation chunks, and one encode forward.
+constexpr std::uint64_t kMaxStepTokens = 8192;
+constexpr std::uint64_t kMaxDecodeKvTokens = 262144;
+constexpr std::uint64_t kMaxChunkKvTokens = 65536;
+constexpr std::uint64_t kMaxEncodeTokens = 16384;
+constexpr std::uint32_t kBlockTokens = 16;
+
+std::uint32_t decoder_prompt(const CalibrationShape& s, std::uint32_t chunks) {
+  return s.header_tokens + chunks * s.chunk_tokens + s.query_tokens;
+}
+
+/// One axis of a family of points: a field of the point and its values.
+struct Axis {
+  std::uint32_t CalibrationPoint::*field;
+  std::vector<std::uint32_t> values;
+};
+using P = CalibrationPoint;
+
+bool within_limits(const CalibrationPoint& p, const CalibrationShape& s) {
+  const std::uint64_t forward = std::uint64_t(p.prefill_batch) * p.prefill_tokens + p.decode_batch;
+  const std::uint64_t decode_kv =
+      std::uint64_t(p.decode_batch) * decoder_prompt(s, p.decode_chunks);
+  const std::uint64_t chunk_kv = std::uint64_t(p.prefill_batch) * p.prefill_chunks * s.chunk_tokens;
+  const std::uint64_t encode = std::uint64_t(p.encodes) * (p.encode_tokens + p.encode_context);
+  return forward <= kMaxStepTokens && decode_kv <= kMaxDecodeKvTokens &&
+         chunk_kv <= kMaxChunkKvTokens && encode <= kMaxEncodeTokens;
+}
+
+/// Every combination of the axes' values (the first axis varies slowest) within the limits.
+void add_family(std::vector<CalibrationPoint>& out, const CalibrationShape& s,
+                const std::vector<Axis>& axes, std::size_t axis = 0, CalibrationPoint p = {}) {
+  if (axis == axes.size()) {
+    if (within_limits(p, s)) out.push_back(p);
+    return;
+  }
+  for (std::uint32_t v : axes[axis].values) {
+    p.*axes[axis].field = v;
+    add_family(out, s, axes, axis + 1, p);
+  }
+}
+
+CalibrationGrid small_grid() {
+  CalibrationGrid g;
+  g.name = "small";
+  auto& s = g.shape;
+  auto& v = g.points;
+  add_family(
+      v, s,
+      {{&P::prefill_batch, {1, 8, 64}}, {&P::prefill_tokens, {16, 256, 2048}}, {&P::k, {0, 50}}});
+  add_family(v, s,
+             {{&P::prefill_batch, {1, 8}},
+              {&P::prefill_tokens, {64, 1024}},
+              {&P::prefill_chunks, {4, 16}}});
+  add_family(v, s, {{&P::decode_batch, {1, 16, 128}}, {&P::decode_chunks, {0, 4, 16}}});
+  add_family(v, s,
+             {{&P::decode_batch, {16, 128}},
+              {&P::decode_chunks, {4}},
+              {&P::prefill_batch, {1, 4}},
+              {&P::prefill_tokens, {256}},
+              {&P::k, {0, 50}}});
+  add_family(v, s,
+             {{&P::encodes, {1, 16}}, {&P::encode_tokens, {24}}, {&P::encode_context, {0, 512}}});
+  add_family(v, s,
+             {{&P::decode_batch, {32}},
+              {&P::decode_chunks, {4}},
+              {&P::encodes, {8}},
+              {&P::encode_tokens, {24}},
+              {&P::encode_context, {0, 128}}});
+  add_family(v, s, {{&P::loads, {1, 32}}, {&P::move_tokens, {24, 256}}});
+  add_family(v, s, {{&P::offloads, {1, 32}}, {&P::move_tokens, {24, 256}}});
+  add_family(v, s,
+             {{&P::decode_batch, {32}},
+              {&P::decode_chunks, {4}},
+              {&P::loads, {16}},
+              {&P::move_tokens, {24}}});
+  return g;
+}
+
+CalibrationGrid full_grid() {
+  CalibrationGrid g;
+  g.name = "full";
+  auto& s = g.shape;
+  auto& v = g.points;
+  // Prefill alone (first chunks): batch x tokens x k.
+  add_family(v, s,
+             {{&P::prefill_batch, {1, 2, 4, 8, 16, 32, 64}},
+              {&P::prefill_tokens, {16, 64, 256, 1024, 4096}},
+              {&P::k, {0, 10, 50}}});
+  // Continuation chunks after present context.
+  add_family(v, s,
+             {{&P::prefill_batch, {1, 4, 16}},
+              {&P::prefill_tokens, {64, 512, 2048}},
+              {&P::prefill_chunks, {2, 8, 16}}});
+  // Decode alone: batch x context.
+  add_family(v, s,
+             {{&P::decode_batch, {1, 2, 4, 8, 16, 32, 64, 128, 256}},
+              {&P::decode_chunks, {0, 1, 4, 8, 16}}});
+  // Continuous batching: decodes with new prefills.
+  add_family(v, s,
+             {{&P::decode_batch, {8, 64, 128}},
+              {&P::decode_chunks, {1, 8}},
+              {&P::prefill_batch, {1, 4}},
+              {&P::prefill_tokens, {64, 512}},
+              {&P::k, {0, 50}}});
+  // Fact encodes (CWE context), alone and beside decodes and prefills.
+  add_family(v, s,
+             {{&P::encodes, {1, 4, 16, 64}},
+              {&P::encode_tokens, {16, 48}},
+              {&P::encode_context, {0, 128, 512}}});
+  add_family(v, s,
+             {{&P::decode_batch, {16, 64}},
+              {&P::decode_chunks, {4}},
+              {&P::encodes, {4, 16}},
+              {&P::encode_tokens, {24}},
+              {&P::encode_context, {0, 128}}});
+  add_family(v, s,
+             {{&P::prefill_batch, {4}},
+              {&P::prefill_tokens, {256}},
+              {&P::k, {10}},
+              {&P::encodes, {4, 16}},
+              {&P::encode_tokens, {24}},
+              {&P::encode_context, {0, 128}}});
+  // Host tier: loads and offloads, alone and beside decodes and prefills.
+  add_family(v, s, {{&P::loads, {1, 8, 32, 128}}, {&P::move_tokens, {24, 256}}});
+  add_family(v, s, {{&P::offloads, {1, 8, 32, 128}}, {&P::move_tokens, {24, 256}}});
+  add_family(v, s,
+             {{&P::decode_batch, {64}},
+              {&P::decode_chunks, {4}},
+              {&P::loads, {8, 64}},
+              {&P::move_tokens, {24}}});
+  add_family(v, s,
+             {{&P::prefill_batch, {4}},
+              {&P::prefill_tokens, {256}},
+              {&P::k, {10}},
+              {&P::loads, {8, 64}},
+              {&P::move_tokens, {24}}});
+  return g;
+}
+
+/// "lo-hi" (or "v") of a field over the points where `when` holds.
+template <class When>
+std::string span(const CalibrationGrid& g, std::uint32_t CalibrationPoint::*field, When when) {
+  std::uint32_t lo = ~0u, hi = 0;
+  for (const auto& p : g.points) {
+    if (!when(p)) continue;
+    lo = std::min(lo, p.*field);
+    hi = std::max(hi, p.*field);
+  }
+  if (lo > hi) return "none";
+  return lo == hi ? std::to_string(lo) : std::to_string(lo) + "-" + std::to_string(hi);
+}
+
+std::string describe(const CalibrationGrid& g) {
+  const auto& s = g.shape;
+  auto first = [](const P& p) { return p.prefill_batch > 0 && p.prefill_chunks == 0; };
+  auto cont = [](const P& p) { return p.prefill_batch > 0 && p.prefill_chunks > 0; };
+  auto dec = [](const P& p) { return p.decode_batch > 0; };
+  auto enc = [](const P& p) { return p.encodes > 0; };
+  auto move = [](const P& p) { return p.loads + p.offloads > 0; };
+  std::uint32_t ctx_lo = ~0u, ctx_hi = 0;
+  for (const auto& p : g.points) {
+    if (!dec(p)) continue;
+    ctx_lo = std::min(ctx_lo, decoder_prompt(s, p.decode_chunks));
+    ctx_hi = std::max(ctx_hi, decoder_prompt(s, p.decode_chunks));
+  }
+  return std::to_string(g.points.size()) + " points. Prefill batch " +
+         span(g, &P::prefill_batch, first) + " x " + span(g, &P::prefill_tokens, first) +
+         " tokens x k " + span(g, &P::k, first) + " facts of " + std::to_string(s.fact_tokens) +
+         " tokens; continuation chunks of " + span(g, &P::prefill_tokens, cont) + " tokens after " +
+         span(g, &P::prefill_chunks, cont) + " pieces of " + std::to_string(s.chunk_tokens) +
+         " context tokens; decode batch " + span(g, &P::decode_batch, dec) + " x context " +
+         std::to_string(ctx_lo) + "-" + std::to_string(ctx_hi) +
+         ", alone and with prefills, encodes and loads; encodes " + span(g, &P::encodes, enc) +
+         " x " + span(g, &P::encode_tokens, enc) + " tokens after " +
+         span(g, &P::encode_context, enc) + " context tokens; host loads and offloads of " +
+         span(g, &P::loads, move) + " / " + span(g, &P::offloads, move) + " facts of " +
+         span(g, &P::move_tokens, move) + " tokens; header " + std::to_string(s.header_tokens) +
+         " tokens cached; at most " + std::to_string(kMaxStepTokens) + " forward tokens and " +
+         std::to_string(kMaxDecodeKvTokens) + " decoder KV tokens a step";
+}
+
+std::uint64_t blocks_of(std::uint32_t tokens) {
+  return (tokens + kBlockTokens - 1) / kBlockTokens;
+}
+
+}  // namespace
+
+std::string CalibrationPoint::label(const CalibrationShape& s) const {
+  std::string out;
+  auto part = [&out](const std::string& p) { out += (out.empty() ? "" : " + ") + p; };
+  if (decode_batch > 0) {
+    part("decode " + std::to_string(decode_batch) + "@" +
+         std::to_string(decoder_prompt(s, decode_chunks)));
+  }
+  if (prefill_batch > 0) {
+    std::string p =
+        "prefill " + std::to_string(prefill_batch) + "x" + std::to_string(prefill_tokens);
+    if (prefill_chunks > 0) p += " after " + std::to_string(prefill_chunks * s.chunk_tokens);
+    if (k > 0) p += " k" + std::to_string(k);
+    part(p);
+  }
+  if (encodes > 0) {
+    part("encode " + std::to_string(encodes) + "x" + std::to_string(encode_tokens) + " w" +
+         std::to_string(encode_context));
+  }
+  if (loads > 0) part("load " + std::to_string(loads) + "x" + std::to_string(move_tokens));
+  if (offloads > 0) part("offload " + std::to_string(offloads) + "x" + std::to_string(move_tokens));
+  return out.empty() ? "empty" : out;
+}
+
+std::vector<std::string> calibration_grid_names() {
+  return {"small", "full"};
+}
+
+CalibrationGrid make_calibration_grid(const std::string& name) {
+  CalibrationGrid g;
+  if (name == "small") {
+    g = small_grid();
+  } else if (name == "full") {
+    g = full_grid();
+  } else {
+    throw std::invalid_argument("unknown calibration grid '" + name + "' (small, full)");
+  }
+  g.description = describe(g);
+  return g;
+}
+
+CalibrationPlanner::CalibrationPlanner(ModelConfig model, CalibrationShape shape)
+    : model_(std::move(model)), shape_(shape) {}
+
+CalibrationPlanner::Prompt CalibrationPlanner::prompt(std::uint32_t k_facts, std::uint32_t chunks,
+                                                      std::uint32_t computed,
+                                                      std::uint32_t variant) {
+  if (k_facts > shape_.bank_facts || chunks > shape_.bank_chunks) {
+    throw std::invalid_argument("calibration prompt: more facts or context pieces than the bank");
+  }
+  Prompt p;
+  p.request = next_request_++;
+  for (std::uint32_t j = 0; j < chunks; ++j) {
+    p.facts.emplace_back(calibration_bank_chunk((variant + j) % shape_.bank_chunks),
+                         shape_.chunk_tokens);
+  }
+  // Distinct facts per request; requests of a step start at different bank offsets.
+  for (std::uint32_t j = 0; j < k_facts; ++j) {
+    p.facts.emplace_back(calibration_bank_fact((variant * 7 + j) % shape_.bank_facts),
+                         shape_.fact_tokens);
+  }
+  p.computed = computed;
+  p.prompt_tokens =
+      shape_.header_tokens + chunks * shape_.chunk_tokens + k_facts * shape_.fact_tokens + computed;
+  return p;
+}
+
+void CalibrationPlanner::add_prefill(BatchPlan& plan, const Prompt& p, bool first_chunk,
+                                     std::uint32_t computed_now, bool last_chunk) const {
+  PrefillItem item;
+  item.request = p.request;
+  item.header_tokens = shape_.header_tokens;
+  item.query_tokens = p.computed;
+  // Every chunk carries the prompt's facts (an executor composes the layout from them); only
+  // the first chunk injects.
+  item.facts_begin = std::uint32_t(plan.prompt_facts.size());
+  std::uint32_t position = shape_.header_tokens;
+  for (const auto& [fact, tokens] : p.facts) {
+    plan.prompt_facts.push_back(PromptFact{fact, tokens, position, true, false});
+    position += tokens;
+  }
+  item.facts_end = std::uint32_t(plan.prompt_facts.size());
+  item.prompt_tokens = p.prompt_tokens;
+  item.computed_total = p.computed;
+  item.computed_done = first_chunk ? 0 : p.computed - computed_now;
+  item.computed_now = computed_now;
+  item.present_tokens = p.prompt_tokens - p.computed + item.computed_done;
+  item.header_cached = true;
+  item.first_chunk = first_chunk;
+  item.last_chunk = last_chunk;
+  plan.prefills.push_back(item);
+}
+
+std::vector<CalibrationStep> CalibrationPlanner::preamble() {
+  CalibrationStep s;
+  for (std::uint32_t i = 0; i < shape_.bank_facts; ++i) {
+    s.plan.encodes.push_back(FactEncode{calibration_bank_fact(i), 0, shape_.fact_tokens, 0, true});
+  }
+  for (std::uint32_t i = 0; i < shape_.bank_chunks; ++i) {
+    s.plan.encodes.push_back(
+        FactEncode{calibration_bank_chunk(i), 0, shape_.chunk_tokens, 0, true});
+  }
+  return {s};
+}
+
+std::vector<CalibrationStep> CalibrationPlanner::postamble() {
+  CalibrationStep s;
+  for (std::uint32_t i = 0; i < shape_.bank_facts; ++i) {
+    s.plan.evictions.push_back(calibration_bank_fact(i));
+  }
+  for (std::uint32_t i = 0; i < shape_.bank_chunks; ++i) {
+    s.plan.evictions.push_back(calibration_bank_chunk(i));
+  }
+  return {s};
+}
+
+std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& pt,
+                                                       std::uint32_t measured) {
+  std::vector<CalibrationStep> out;
+  const std::uint64_t kv = model_.kv_bytes_per_token();
+
+  // Decoders: prefilled (context injected, query computed) before the measured steps.
+  std::vector<Prompt> decoders;
+  if (pt.decode_batch > 0) {
+    CalibrationStep setup;
+    for (std::uint32_t i = 0; i < pt.decode_batch; ++i) {
+      decoders.push_back(prompt(0, pt.decode_chunks, shape_.query_tokens, i));
+      add_prefill(setup.plan, decoders.back(), true, shape_.query_tokens, true);
+    }
+    out.push_back(std::move(setup));
+  }
+  // Facts to move: loads come from the host tier (encoded, offloaded, evicted first);
+  // offloads copy facts resident in the pool.
+  std::vector<FactId> load_facts, offload_facts;
+  if (pt.loads + pt.offloads > 0) {
+    CalibrationStep encode;
+    for (std::uint32_t i = 0; i < pt.loads + pt.offloads; ++i) {
+      const FactId f = fresh_fact();
+      (i < pt.loads ? load_facts : offload_facts).push_back(f);
+      encode.plan.encodes.push_back(FactEncode{f, 0, pt.move_tokens, 0, true});
+    }
+    out.push_back(std::move(encode));
+    if (!load_facts.empty()) {
+      CalibrationStep park;
+      for (FactId f : load_facts) {
+        park.plan.offloads.push_back(FactLoad{f, pt.move_tokens, pt.move_tokens * kv});
+        park.plan.evictions.push_back(f);
+      }
+      out.push_back(std::move(park));
+    }
+  }
+
+  for (std::uint32_t rep = 0; rep < measured; ++rep) {
+    std::vector<Prompt> prefills;
+    if (pt.prefill_batch > 0 && pt.prefill_chunks > 0) {
+      // The context arrives (injected) in an unmeasured first chunk that computes nothing.
+      CalibrationStep context;
+      for (std::uint32_t i = 0; i < pt.prefill_batch; ++i) {
+        prefills.push_back(prompt(0, pt.prefill_chunks, pt.prefill_tokens, i));
+        add_prefill(context.plan, prefills.back(), true, 0, false);
+      }
+      out.push_back(std::move(context));
+    }
+    CalibrationStep m;
+    m.measured = true;
+    for (const Prompt& d : decoders) {
+      m.plan.decodes.push_back(DecodeItem{d.request, d.prompt_tokens + rep});
+    }
+    if (pt.prefill_batch > 0) {
+      if (pt.prefill_chunks > 0) {
+        for (const Prompt& p : prefills) add_prefill(m.plan, p, false, p.computed, true);
+      } else {
+        for (std::uint32_t i = 0; i < pt.prefill_batch; ++i) {
+          prefills.push_back(prompt(pt.k, 0, pt.prefill_tokens, rep * pt.prefill_batch + i));
+          add_prefill(m.plan, prefills.back(), true, pt.prefill_tokens, true);
+        }
+      }
+      for (const Prompt& p : prefills) m.plan.released.push_back(p.request);
+    }
+    std::vector<FactId> encoded;
+    for (std::uint32_t i = 0; i < pt.encodes; ++i) {
+      encoded.push_back(fresh_fact());
+      m.plan.encodes.push_back(
+          FactEncode{encoded.back(), 0, pt.encode_tokens, pt.encode_context, true});
+    }
+    for (FactId f : load_facts) {
+      m.plan.loads.push_back(FactLoad{f, pt.move_tokens, pt.move_tokens * kv});
+    }
+    for (FactId f : offload_facts) {
+      m.plan.offloads.push_back(FactLoad{f, pt.move_tokens, pt.move_tokens * kv});
+    }
+    if (rep + 1 == measured) {
+      for (const Prompt& d : decoders) m.plan.released.push_back(d.request);
+    }
+    out.push_back(std::move(m));
+    if (!encoded.empty() || !load_facts.empty()) {
+      CalibrationStep evict;
+      evict.plan.evictions = encoded;
+      evict.plan.evictions.insert(evict.plan.evictions.end(), load_facts.begin(), load_facts.end());
+      out.push_back(std::move(evict));
+    }
+  }
+  if (measured == 0 && !decoders.empty()) {
+    CalibrationStep release;
+    for (const Prompt& d : decoders) release.plan.released.push_back(d.request);
+    out.push_back(std::move(release));
+  }
+  if (!load_facts.empty() || !offload_facts.empty()) {
+    CalibrationStep drop;
+    drop.plan.evictions = offload_facts;
+    drop.plan.host_evictions = load_facts;
+    drop.plan.host_evictions.insert(drop.plan.host_evictions.end(), offload_facts.begin(),
+                                    offload_facts.end());
+    out.push_back(std::move(drop));
+  }
+  return out;
+}
+
+CalibrationNeeds calibration_needs(const CalibrationGrid& grid, const ModelConfig& model,
+                                   std::uint32_t measured) {
+  CalibrationNeeds n;
+  CalibrationPlanner planner(model, grid.shape);
+  std::map<RequestId, std::uint32_t> live;  // request -> prompt tokens
+  std::map<FactId, std::uint64_t> pool;     // fact -> blocks
+  std::set<FactId> host;
+  std::uint64_t live_tokens = 0, pool_blocks = 0;
+  std::map<RequestId, std::uint32_t> decoded;
+  auto walk = [&](const std::vector<CalibrationStep>& steps) {
+    for (const CalibrationStep& s : steps) {
+      const BatchPlan& p = s.plan;
+      ++n.steps;
+      if (s.measured) ++n.measured_steps;
+      for (const FactLoad& o : p.offloads) {
+        host.insert(o.fact);
+      }
+      for (FactId f : p.evictions) {
+        if (auto it = pool.find(f); it != pool.end()) {
+          pool_blocks -= it->second;
+          pool.erase(it);
+        }
+      }
+      for (const FactLoad& l : p.loads) {
+        pool_blocks += blocks_of(l.tokens) * (pool.count(l.fact) ? 0 : 1);
+        pool[l.fact] = blocks_of(l.tokens);
+      }
+      n.host_facts = std::max<std::uint64_t>(n.host_facts, host.size());
+      for (FactId f : p.host_evictions) host.erase(f);
+      std::uint64_t scratch = 0;
+      for (const FactEncode& e : p.encodes) {
+        if (!pool.count(e.fact)) pool_blocks += blocks_of(e.tokens);
+        pool[e.fact] = blocks_of(e.tokens);
+        scratch += e.tokens + e.context_tokens;
+        n.max_position = std::max(n.max_position, e.tokens + e.context_tokens);
+      }
+      n.pool_blocks = std::max(n.pool_blocks, pool_blocks);
+      for (const PrefillItem& i : p.prefills) {
+        if (i.first_chunk) {
+          live[i.request] = i.prompt_tokens;
+          live_tokens += i.prompt_tokens;
+        }
+        n.max_position = std::max(n.max_position, i.prompt_tokens);
+      }
+      for (const DecodeItem& d : p.decodes) {
+        const std::uint32_t steps_done = ++decoded[d.request];
+        n.decode_steps = std::max(n.decode_steps, steps_done);
+        n.max_position = std::max(n.max_position, d.context_tokens + 1);
+      }
+      n.cache_tokens = std::max(n.cache_tokens, live_tokens + scratch);
+      n.requests = std::max<std::uint64_t>(n.requests, live.size());
+      for (RequestId r : p.released) {
+        if (auto it = live.find(r); it != live.end()) {
+          live_tokens -= it->second;
+          live.erase(it);
+        }
+      }
+    }
+  };
+  walk(planner.preamble());
+  for (const CalibrationPoint& pt : grid.points) walk(planner.steps(pt, measured));
+  walk(planner.postamble());
+  return n;
+}
+
+}  // namespace inferscale

@@ -1,0 +1,44 @@
+#pragma once
+// @brief Profiles an executor over a calibration grid: each point's steps run in order, the
+// timed ones after the warm-up are kept, and a point's time is their median.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "executor/cost_model/calibration_fit.h"
+#include "executor/cost_model/calibration_grid.h"
+#include "executor/executor.h"
+
+namespace inferscale {
+
+struct ProfileOptions {
+  std::uint32_t warmup = 2;   // timed steps of each point discarded first
+  std::uint32_t repeats = 5;  // timed steps kept (median)
+};
+
+/// One grid point measured.
+struct PointMeasurement {
+  std::size_t point = 0;   // index in the grid
+  StepWork work;           // mean over the kept steps (decode contexts grow by one a step)
+  double duration_ns = 0;  // median of the kept steps
+  std::vector<double> samples_ns;
+  bool held_out = false;
+};
+
+/// Runs the grid on `executor` (preamble, every point, postamble). `log` gets one line per point.
+std::vector<PointMeasurement> profile_executor(Executor& executor, const CalibrationGrid& grid,
+                                               const ModelConfig& model,
+                                               const ProfileOptions& options,
+                                               const std::function<void(const std::string&)>& log);
+
+/// The measurements as fit samples (work, median time, held-out flag).
+std::vector<FitSample> fit_samples(const std::vector<PointMeasurement>& measurements);
+
+/// One CSV row per point: index, label, split, measured and predicted ns, error, features.
+std::string calibration_points_csv(const CalibrationGrid& grid,
+                                   const std::vector<PointMeasurement>& measurements,
+                                   const CalibrationFit& fit, const ModelConfig& model);
+
+}  // namespace inferscale

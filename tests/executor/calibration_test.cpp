@@ -1,0 +1,324 @@
+// Calibration: the grid's step sequences are valid for a stateful executor, NNLS, the fit
+// recovers known coefficients, profiling the roofline cost model and fitting predicts held-out
+// points, and the calibrated model prices steps as its profile says.
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "executor/cost_model/calibrated.h"
+#include "executor/cost_model/calibration_profiler.h"
+#include "tests/catch.h"
+
+using namespace inferscale;
+
+namespace {
+
+ModelConfig llama_8b() {
+  ModelConfig m;
+  m.name = "llama-3.1-8b";
+  m.layers = 32;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 8;
+  m.head_dim = 128;
+  m.ffn = 14336;
+  m.vocab = 128256;
+  return m;
+}
+
+GpuConfig h200() {
+  GpuConfig g;
+  g.name = "h200";
+  g.memory_bytes = 141000000000ull;
+  g.bf16_tflops = 989;
+  g.hbm_gbps = 4800;
+  g.pcie_gbps = 64;
+  g.step_overhead_us = 500;
+  g.mfu = 0.65;
+  g.mbu = 0.85;
+  return g;
+}
+
+/// Deterministic noise in [-amplitude, amplitude] from an index (no global RNG state).
+double noise(std::size_t i, double amplitude) {
+  std::uint64_t x = 0x9e3779b97f4a7c15ull * (i + 1);
+  x ^= x >> 31;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 29;
+  return amplitude * (2.0 * double(x % 1000001) / 1000000.0 - 1.0);
+}
+
+/// Every grid point's work, as the profiler would count it (median step of each point).
+std::vector<StepWork> grid_work(const CalibrationGrid& grid, const ModelConfig& m) {
+  const CostModel counter(m, CostRates{});
+  CalibrationPlanner planner(m, grid.shape);
+  planner.preamble();
+  std::vector<StepWork> out;
+  for (const auto& pt : grid.points) {
+    for (const auto& s : planner.steps(pt, 1)) {
+      if (s.measured) out.push_back(counter.work(s.plan));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("calibration grid: step sequences are valid for a stateful executor") {
+  const ModelConfig m = llama_8b();
+  for (const std::string& name : calibration_grid_names()) {
+    INFO(name);
+    const CalibrationGrid grid = make_calibration_grid(name);
+    REQUIRE(grid.points.size() >= 40);
+    CalibrationPlanner planner(m, grid.shape);
+    std::set<FactId> pool, host;
+    std::map<RequestId, bool> running;  // request -> prefilled (last chunk done)
+    std::size_t measured = 0;
+    auto walk = [&](const std::vector<CalibrationStep>& steps) {
+      for (const CalibrationStep& s : steps) {
+        const BatchPlan& p = s.plan;
+        measured += s.measured;
+        for (const auto& o : p.offloads) {
+          CHECK(pool.count(o.fact) == 1);
+          CHECK(o.bytes == o.tokens * m.kv_bytes_per_token());
+          host.insert(o.fact);
+        }
+        for (FactId f : p.evictions) CHECK(pool.erase(f) == 1);
+        for (const auto& l : p.loads) {
+          CHECK(host.count(l.fact) == 1);  // never a load the host tier cannot serve
+          pool.insert(l.fact);
+        }
+        for (FactId f : p.host_evictions) CHECK(host.erase(f) == 1);
+        for (const auto& e : p.encodes) CHECK(pool.insert(e.fact).second);
+        for (const auto& item : p.prefills) {
+          std::uint32_t position = item.header_tokens;
+          for (auto i = item.facts_begin; i < item.facts_end; ++i) {
+            const PromptFact& f = p.prompt_facts[i];
+            CHECK(pool.count(f.fact) == 1);  // injected facts are resident
+            CHECK(f.position == position);   // contiguous composed positions
+            position += f.tokens;
+          }
+          CHECK(position + item.query_tokens == item.prompt_tokens);
+          CHECK(item.computed_done + item.computed_now <= item.computed_total);
+          CHECK(item.present_tokens ==
+                item.prompt_tokens - item.computed_total + item.computed_done);
+          if (item.first_chunk) {
+            CHECK(running.count(item.request) == 0);
+            running[item.request] = false;
+          } else {
+            CHECK(running.count(item.request) == 1);
+          }
+          if (item.last_chunk) running[item.request] = true;
+        }
+        for (const auto& d : p.decodes) {
+          REQUIRE(running.count(d.request) == 1);
+          CHECK(running[d.request]);  // decodes only after the prefill finished
+        }
+        for (RequestId r : p.released) CHECK(running.erase(r) == 1);
+      }
+    };
+    walk(planner.preamble());
+    for (const auto& pt : grid.points) walk(planner.steps(pt, 3));
+    walk(planner.postamble());
+    CHECK(measured == 3 * grid.points.size());
+    CHECK(running.empty());  // every request released
+    CHECK(pool.empty());     // every fact freed
+    CHECK(host.empty());
+
+    // Deterministic, and the needs walk agrees with what the steps hold.
+    const auto n1 = calibration_needs(grid, m, 3), n2 = calibration_needs(grid, m, 3);
+    CHECK(n1.cache_tokens == n2.cache_tokens);
+    CHECK(n1.measured_steps == 3 * grid.points.size());
+    CHECK(n1.decode_steps == 3);
+    CHECK(n1.max_position >= grid.shape.header_tokens + 16 * grid.shape.chunk_tokens);
+  }
+}
+
+TEST_CASE("calibration grid: every axis of the issue is exercised") {
+  const CalibrationGrid grid = make_calibration_grid("full");
+  std::set<std::uint32_t> batches, tokens, ks, decode_batches, chunks;
+  bool encodes = false, loads = false, offloads = false, mixed = false, continuation = false;
+  for (const auto& p : grid.points) {
+    if (p.prefill_batch) batches.insert(p.prefill_batch);
+    if (p.prefill_batch) tokens.insert(p.prefill_tokens);
+    if (p.prefill_batch && !p.prefill_chunks) ks.insert(p.k);
+    if (p.decode_batch) decode_batches.insert(p.decode_batch);
+    if (p.decode_batch) chunks.insert(p.decode_chunks);
+    encodes |= p.encodes > 0 && p.encode_context > 0;
+    loads |= p.loads > 0;
+    offloads |= p.offloads > 0;
+    mixed |= p.decode_batch > 0 && p.prefill_batch > 0;
+    continuation |= p.prefill_chunks > 0;
+  }
+  CHECK(batches.size() >= 5);
+  CHECK(tokens.size() >= 5);
+  CHECK(ks.size() >= 3);
+  CHECK(decode_batches.size() >= 8);
+  CHECK(chunks.size() >= 4);
+  CHECK((encodes && loads && offloads && mixed && continuation));
+  CHECK_THROWS_AS(make_calibration_grid("huge"), std::invalid_argument);
+}
+
+TEST_CASE("nonnegative least squares: exact solutions, active constraints, KKT") {
+  // A known non-negative solution is recovered.
+  Eigen::MatrixXd a(6, 3);
+  a << 1, 0, 2, 0, 1, 1, 1, 1, 0, 2, 0, 1, 0, 3, 1, 1, 2, 2;
+  const Eigen::Vector3d x_true(0.5, 2.0, 1.5);
+  const Eigen::VectorXd x = nonnegative_least_squares(a, a * x_true);
+  CHECK((x - x_true).norm() < 1e-9);
+
+  // Unconstrained least squares would make a coefficient negative: NNLS pins it at zero and the
+  // gradient conditions hold (zero gradient on positive coefficients, non-negative elsewhere).
+  Eigen::MatrixXd c(4, 2);
+  c << 1, 1, 1, 2, 1, 3, 1, 4;
+  const Eigen::Vector4d b(4, 3, 2, 1);  // decreasing: the slope would be negative
+  const Eigen::VectorXd y = nonnegative_least_squares(c, b);
+  const Eigen::VectorXd unconstrained = c.colPivHouseholderQr().solve(b);
+  CHECK(unconstrained(1) < 0);
+  CHECK(y(1) == 0);
+  CHECK(y(0) == Approx(2.5).epsilon(1e-9));
+  const Eigen::VectorXd grad = c.transpose() * (c * y - b);
+  CHECK(std::abs(grad(0)) < 1e-9);
+  CHECK(grad(1) >= -1e-9);
+
+  // An all-zero column gets zero.
+  Eigen::MatrixXd z = Eigen::MatrixXd::Zero(3, 2);
+  z.col(0) << 1, 2, 3;
+  const Eigen::VectorXd w = nonnegative_least_squares(z, Eigen::Vector3d(2, 4, 6));
+  CHECK(w(0) == Approx(2.0));
+  CHECK(w(1) == 0);
+}
+
+TEST_CASE("calibration fit recovers known coefficients from noisy synthetic times") {
+  const ModelConfig m = llama_8b();
+  const CalibrationGrid grid = make_calibration_grid("full");
+  const std::vector<StepWork> work = grid_work(grid, m);
+  const KneeRates datasheet = KneeRates::datasheet(h200());
+  KneeRates truth_knee = datasheet;
+  truth_knee.gemm_flops_per_s *= 0.62;
+  FeatureVector truth{};
+  truth[kFeatureRoofline] = 0.4;
+  truth[kFeatureLinear] = 1.3;
+  truth[kFeatureAttention] = 2.0;
+  truth[kFeatureKv] = 1.2;
+  truth[kFeatureInject] = 1.6;
+  truth[kFeaturePcie] = 1.25;
+  truth[kFeatureEncodePass] = 1.0;
+  truth[kFeatureTokens] = 40;       // ns per token
+  truth[kFeatureSequences] = 6000;  // ns per sequence
+  truth[kFeatureEncodes] = 20000;   // ns per encode
+  truth[kFeatureStep] = 1500000;    // ns per step
+  std::vector<FitSample> samples;
+  for (std::size_t i = 0; i < work.size(); ++i) {
+    const double t = calibrated_ns(calibration_features(work[i], m, truth_knee), truth);
+    samples.push_back({work[i], t * (1.0 + noise(i, 0.01)), calibration_held_out(i)});
+  }
+  const CalibrationFit fit = fit_calibration(samples, m, datasheet);
+  CHECK(fit.train + fit.held_out == samples.size());
+  CHECK(fit.held_out == samples.size() / 5);
+  CHECK(fit.held_out_mape_pct < 1.0);  // the noise is +-1 %
+  CHECK(fit.train_mape_pct < 1.0);
+  CHECK(fit.knee.gemm_flops_per_s / truth_knee.gemm_flops_per_s == Approx(1.0).epsilon(0.05));
+  // The terms that carry most of the time come back within a few percent.
+  for (auto f :
+       {kFeatureRoofline, kFeatureLinear, kFeatureKv, kFeatureInject, kFeaturePcie, kFeatureStep}) {
+    INFO(calibration_feature_names()[f]);
+    CHECK(fit.coefficients[f] / truth[f] == Approx(1.0).epsilon(0.06));
+  }
+  for (double c : fit.coefficients) CHECK(c >= 0);
+}
+
+TEST_CASE("calibration fit rejects samples without training points or time") {
+  const ModelConfig m = llama_8b();
+  const KneeRates k = KneeRates::datasheet(h200());
+  StepWork w;
+  w.decode_tokens = 1;
+  CHECK_THROWS_AS(fit_calibration({{w, 1e6, true}}, m, k), std::invalid_argument);
+  CHECK_THROWS_AS(fit_calibration({{w, 0.0, false}}, m, k), std::invalid_argument);
+}
+
+TEST_CASE("profiling the roofline cost model and fitting predicts held-out points") {
+  const ModelConfig m = llama_8b();
+  const GpuConfig gpu = h200();
+  CostModelExecutor executor(CostModel(m, CostRates::from_gpu(gpu)));
+  for (const std::string& name : calibration_grid_names()) {
+    INFO(name);
+    const CalibrationGrid grid = make_calibration_grid(name);
+    std::size_t lines = 0;
+    const auto measured = profile_executor(executor, grid, m, ProfileOptions{1, 3},
+                                           [&](const std::string&) { ++lines; });
+    CHECK(lines == grid.points.size());
+    REQUIRE(measured.size() == grid.points.size());
+    for (const auto& p : measured) {
+      CHECK(p.samples_ns.size() == 3);
+      CHECK(p.duration_ns > 0);
+    }
+    const CalibrationFit fit = fit_calibration(fit_samples(measured), m, KneeRates::datasheet(gpu));
+    INFO("train " << fit.train_mape_pct << " % held out " << fit.held_out_mape_pct << " %");
+    CHECK(fit.held_out_mape_pct < 1.0);  // the issue asks for 5 % on hardware
+    CHECK(fit.train_mape_pct < 1.0);
+    // The cost model's own terms come back: its overheads and its PCIe and HBM efficiencies.
+    const auto& c = fit.coefficients;
+    CHECK(c[kFeatureStep] == Approx(gpu.step_overhead_us * 1e3).epsilon(0.02));
+    CHECK(c[kFeatureSequences] == Approx(gpu.per_seq_overhead_us * 1e3).epsilon(0.05));
+    CHECK(c[kFeaturePcie] == Approx(1.0 / gpu.pcie_efficiency).epsilon(0.02));
+    CHECK(c[kFeatureInject] == Approx(1.0 / gpu.mbu).epsilon(0.03));
+    CHECK(c[kFeatureRoofline] == Approx(1.0 / gpu.mbu).epsilon(0.03));
+    const std::string csv = calibration_points_csv(grid, measured, fit, m);
+    CHECK(std::count(csv.begin(), csv.end(), '\n') == std::ptrdiff_t(grid.points.size() + 1));
+  }
+}
+
+TEST_CASE("calibrated cost model prices a plan as the sum of its profile's terms") {
+  const ModelConfig m = llama_8b();
+  CalibrationProfile p;
+  p.model = CalibrationProfile::model_of(m);
+  p.knee = KneeRates::datasheet(h200());
+  for (std::size_t i = 0; i < kFeatureCount; ++i) p.coefficients[i] = 1.0 + 0.1 * double(i);
+  p.coefficients[kFeatureStep] = 250000;
+  const CalibratedCostModel model(m, p);
+
+  const CalibrationGrid grid = make_calibration_grid("small");
+  CalibrationPlanner planner(m, grid.shape);
+  planner.preamble();
+  const CostModel counter(m, CostRates{});
+  std::size_t priced = 0;
+  for (const auto& pt : grid.points) {
+    for (const auto& s : planner.steps(pt, 1)) {
+      if (!s.measured) continue;
+      const BatchResult r = model.price(s.plan);
+      const double expected =
+          calibrated_ns(calibration_features(counter.work(s.plan), m, p.knee), p.coefficients);
+      CHECK(double(r.duration_ns) == Approx(expected).margin(1.0));
+      const auto& ph = r.phases;
+      const SimTime sum =
+          ph.prefill_ns + ph.decode_ns + ph.encode_ns + ph.inject_ns + ph.load_ns + ph.overhead_ns;
+      CHECK(std::abs(sum - r.duration_ns) <= 3);  // each phase rounded on its own
+      CHECK(ph.overhead_ns >= 250000);
+      ++priced;
+    }
+  }
+  CHECK(priced == grid.points.size());
+  BatchPlan idle;
+  idle.released = {1, 2};
+  CHECK(model.price(idle).duration_ns == 0);
+  CHECK(model.encode_cost_ns(24, 128) > model.encode_cost_ns(24, 0));
+
+  CalibratedExecutor ex(model);
+  CHECK(ex.name() == "calibrated");
+}
+
+TEST_CASE("a profile names the model it was calibrated for") {
+  const ModelConfig m = llama_8b();
+  CalibrationProfile p;
+  p.model = CalibrationProfile::model_of(m);
+  CHECK(profile_model_mismatch(p, m).empty());
+  ModelConfig other = m;
+  other.name = "mistral-7b";
+  const std::string why = profile_model_mismatch(p, other);
+  CHECK(why.find("'llama-3.1-8b'") != std::string::npos);
+  CHECK(why.find("'mistral-7b'") != std::string::npos);
+  ModelConfig wider = m;
+  wider.ffn = 16384;  // same name, different shape
+  CHECK(profile_model_mismatch(p, wider).find("ffn 16384") != std::string::npos);
+}
