@@ -6,6 +6,7 @@
 # (default: ./device-out); a short summary table is printed last.
 #
 #   scripts/device/gpu_executor.sh            # everything, within BUDGET_S seconds (default 500)
+#   SKIP_BENCH=1 scripts/device/gpu_executor.sh   # build and tests only
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/device-out}
@@ -61,7 +62,8 @@ step executor_tests 90 "$OUT/executor_tests.log" "$BUILD/tests/executor/executor
 step kernel_tests 60 "$OUT/kernel_tests.log" "$BUILD/tests/kernels/kernels_gpu_tests" \
   --durations yes
 
-step bench 200 "$OUT/bench.log" "$BENCH_BIN" bench executor --model llama-3.1-8b --device cuda \
+[ -n "${SKIP_BENCH:-}" ] && STATUS[bench]="skipped (SKIP_BENCH)" ||
+  step bench 200 "$OUT/bench.log" "$BENCH_BIN" bench executor --model llama-3.1-8b --device cuda \
   --header 64 --fact 24 --query 24 --output 50 --batch 1,16,64 --k 0,10,25,50 \
   --out "$OUT/executor_h200.json"
 
