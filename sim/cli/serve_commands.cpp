@@ -72,6 +72,7 @@ RunConfig served_config(const ServeArgs& a) {
     throw InputError("--executor", "cannot serve executor kind '" + a.executor +
                                        "' in this build (available: " + list + ")");
   }
+  check_executor(r);  // e.g. a calibrated executor's profile: fail now, not at the first client
   return r;
 }
 

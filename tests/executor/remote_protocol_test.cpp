@@ -242,7 +242,7 @@ TEST_CASE("handshake messages round-trip every identity field") {
   CHECK(e.message == "model mismatch: x");
 }
 
-TEST_CASE("frame headers: sealed frames decode; bad magic, version, type and size are named") {
+TEST_CASE("frame headers: sealed frames decode, and bad magic, version, type and size are named") {
   std::vector<std::uint8_t> frame;
   start_frame(frame);
   encode_plan(BatchPlan{}, frame);

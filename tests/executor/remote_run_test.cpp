@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <future>
 #include <nlohmann/json.hpp>
 
@@ -25,9 +26,10 @@ struct StepGate {
   std::uint64_t steps = 0, hold_at = 0;
   bool held = false, released = false;
 
-  void wait_held() {
+  /// False only if the step is never reached (a minute is a hang guard).
+  bool wait_held() {
     std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [this] { return held; });
+    return cv.wait_for(lock, std::chrono::minutes(1), [this] { return held; });
   }
   void release() {
     std::lock_guard<std::mutex> lock(mu);
@@ -117,9 +119,9 @@ TEST_CASE("runs through remote servers give byte-identical requests.csv to the i
   CHECK(local[0].summary.loads > 0);  // the plans carried loads, offloads and encodes
   CHECK(local[0].summary.encodes > 0);
   // Replica i went to endpoints[i % 2]: one session on each kv_inject server.
-  a.log->wait_for("client disconnected");
-  b.log->wait_for("client disconnected");
-  c.log->wait_for("client disconnected", 2);
+  CHECK(a.log->wait_for("client disconnected"));
+  CHECK(b.log->wait_for("client disconnected"));
+  CHECK(c.log->wait_for("client disconnected", 2));
   CHECK(a.log->count("handshake ok") == 1);
   CHECK(b.log->count("handshake ok") == 1);
   CHECK(c.log->count("handshake ok") == 2);
@@ -142,9 +144,9 @@ TEST_CASE("a server stopped mid-run fails the run and keeps the completed reques
   TestServer s(executor_identity(run), gated(run, gate));
   const std::string yaml = base + remote_executor({s.endpoint()}) + "runs:\n  - name: r\n";
   auto pending = std::async(std::launch::async, [&] { return failed_run(dir, yaml); });
-  gate->wait_held();  // step 400 is running on the server
-  s.server->stop();   // from this thread: listener and sessions close
-  gate->release();    // the step returns; its session ends without replying
+  REQUIRE(gate->wait_held());  // step 400 is running on the server
+  s.server->stop();            // from this thread: listener and sessions close
+  gate->release();             // the step returns; its session ends without replying
   const std::string message = pending.get();
 
   INFO(message);
@@ -165,7 +167,7 @@ TEST_CASE("a server stopped mid-run fails the run and keeps the completed reques
   CHECK(summary["status"] == "failed");
   CHECK(message.find(summary["error"].get<std::string>()) != std::string::npos);
   CHECK(summary["requests"] == rows.size());
-  s.log->wait_for("closed: the server is stopping");
+  CHECK(s.log->wait_for("closed: the server is stopping"));
 
   // A later successful attempt of the same run removes the stale partial results.
   TestServer again(executor_identity(run), cost_model_factory(run));
@@ -239,16 +241,25 @@ TEST_CASE("CLI: killing the serve-executor process mid-run exits 1 with one line
   const std::string model = source_path("tests/sim/data/tiny_model.yaml");
   const std::string bin = std::string(INFERSCALE_BINARY_DIR) + "/inferscale";
 
-  // The server, its pid first, then its log (stderr) on the same pipe.
+  // The server's pid, and its log (stderr) on the same pipe, the two in either order.
   FILE* server = popen(("sh -c '" + bin + " serve-executor --listen 127.0.0.1:0 --model " + model +
                         " --gpu " + gpu + " --pool-capacity 24KiB 2>&1 & echo pid $!; wait'")
                            .c_str(),
                        "r");
   REQUIRE(server != nullptr);
   char line[1024];
-  REQUIRE(std::fgets(line, sizeof(line), server) != nullptr);
-  const pid_t pid = static_cast<pid_t>(std::atol(line + 4));
-  REQUIRE(pid > 0);
+  pid_t pid = 0;
+  std::string endpoint;
+  while ((pid == 0 || endpoint.empty()) && std::fgets(line, sizeof(line), server) != nullptr) {
+    const std::string l = line;
+    if (starts_with(l, "pid ")) pid = static_cast<pid_t>(std::atol(line + 4));
+    const auto at = l.find("listening on 127.0.0.1:");
+    if (at != std::string::npos) {
+      const auto begin = at + std::strlen("listening on ");
+      endpoint = l.substr(begin, l.find(' ', begin) - begin);
+    }
+  }
+  REQUIRE(pid > 1);
   struct Killer {  // never leave the server behind, whatever fails below
     pid_t pid;
     bool done = false;
@@ -256,11 +267,7 @@ TEST_CASE("CLI: killing the serve-executor process mid-run exits 1 with one line
       if (!done) ::kill(pid, SIGKILL);
     }
   } killer{pid};
-  REQUIRE(std::fgets(line, sizeof(line), server) != nullptr);
-  const std::string listening = line;
-  REQUIRE(listening.find("listening on 127.0.0.1:") != std::string::npos);
-  const std::string endpoint = listening.substr(
-      listening.find("127.0.0.1:"), listening.find(" (") - listening.find("127.0.0.1:"));
+  REQUIRE(!endpoint.empty());
 
   const std::string yaml =
       write_text(dir / "exp.yaml",

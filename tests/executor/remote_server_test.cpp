@@ -97,11 +97,11 @@ TEST_CASE("a cost-model server on loopback prices plans exactly like the in-proc
   const RunConfig run = tiny_run(kRemoteStress);
   TestServer s(executor_identity(run), cost_model_factory(run));
   check_serves(s.endpoint(), run, 1);
-  s.log->wait_for("client disconnected after 5 steps");
+  CHECK(s.log->wait_for("client disconnected after 5 steps"));
   CHECK(s.log->count("handshake ok") == 1);
 }
 
-TEST_CASE("malformed frames get an error reply or a close; the server serves on") {
+TEST_CASE("malformed frames get an error reply or a close, and the server serves on") {
   const RunConfig run = tiny_run(kRemoteStress);
   TestServer s(executor_identity(run), cost_model_factory(run));
   const std::string ep = s.endpoint();
@@ -180,16 +180,16 @@ TEST_CASE("malformed frames get an error reply or a close; the server serves on"
       RemoteExecutor gone(RemoteOptions{ep}, executor_identity(run));
       gone.execute(sample_plan(3));
     }
-    s.log->wait_for("client disconnected after 1 steps");
+    CHECK(s.log->wait_for("client disconnected after 1 steps"));
   }
   check_serves(ep, run, 10);  // a new proper client
   CHECK(early.execute(sample_plan(2)).duration_ns > 0);
 }
 
-TEST_CASE("a stalled client is timed out; a server over its session limit says busy") {
+TEST_CASE("a stalled client is timed out, and a server over its session limit says busy") {
   const RunConfig run = tiny_run(kRemoteStress);
   ServerOptions options;
-  options.frame_timeout_s = 0.2;
+  options.frame_timeout_s = 1;
   options.max_sessions = 1;
   TestServer s(executor_identity(run), cost_model_factory(run), options);
   {
@@ -197,11 +197,11 @@ TEST_CASE("a stalled client is timed out; a server over its session limit says b
     auto bytes = header(kMagic, kProtocolVersion, MessageType::kHello, 0);
     bytes.resize(5);
     const std::string reply = send_raw(s.endpoint(), bytes);
-    CHECK(reply.rfind("timeout: nothing received within 0.2 s while waiting for the rest of a "
+    CHECK(reply.rfind("timeout: nothing received within 1 s while waiting for the rest of a "
                       "frame header",
                       0) == 0);
   }
-  s.log->wait_for("closed (timeout)");
+  CHECK(s.log->wait_for("closed (timeout)"));
   RemoteExecutor first(RemoteOptions{s.endpoint()}, executor_identity(run));
   const std::string busy =
       failure([&] { RemoteExecutor second(RemoteOptions{s.endpoint()}, executor_identity(run)); });
@@ -237,7 +237,8 @@ TEST_CASE("the handshake refuses a mismatched experiment with the server's messa
           RemoteExecutor r(RemoteOptions{s.endpoint()}, executor_identity(other));
         }).find("dtype mismatch: server tiny with 2-byte values, client 4-byte values") !=
         std::string::npos);
-  s.log->wait_for("closed (mismatch)", 3);  // each refusal ended its session on the server too
+  CHECK(
+      s.log->wait_for("closed (mismatch)", 3));  // each refusal ended its session on the server too
   check_serves(s.endpoint(), run, 20);
 }
 

@@ -2,6 +2,7 @@
 // Helpers for the remote executor tests: an in-process server on an ephemeral loopback port,
 // its log, small experiments and plans.
 
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -28,11 +29,12 @@ class LogLines {
     lines_.push_back(line);
     cv_.notify_all();
   }
-  /// Blocks until `count` lines contain `text` (the server logs each session's end before the
-  /// session is gone, so this waits on an event, not on time).
-  void wait_for(const std::string& text, std::size_t count = 1) {
+  /// Blocks until `count` lines contain `text` (the server logs each session's end once the
+  /// session is over, so this waits on an event). False only if that never happens (a minute
+  /// is a hang guard, not a timing expectation).
+  bool wait_for(const std::string& text, std::size_t count = 1) {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return count_locked(text) >= count; });
+    return cv_.wait_for(lock, std::chrono::minutes(1), [&] { return count_locked(text) >= count; });
   }
   std::size_t count(const std::string& text) {
     std::lock_guard<std::mutex> lock(mu_);
