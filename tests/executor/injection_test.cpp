@@ -74,7 +74,7 @@ TEST_CASE("(a) injected facts with exact CWE context reproduce a native prefill"
   }
 }
 
-TEST_CASE("(d) V is bit-identical after injection; K is the pool's K rotated once") {
+TEST_CASE("(d) V is bit-identical after injection and K is the pool's K rotated once") {
   const PromptSpec p = three_fact_prompt();
   GpuExecutor ex(cpu_options());
   inject_logits(ex, p, false);

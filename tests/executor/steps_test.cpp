@@ -39,7 +39,7 @@ void encode_all(GpuExecutor& ex, const PromptSpec& p) {
 
 }  // namespace
 
-TEST_CASE("chunked text prefill equals one chunk; decode continues greedily") {
+TEST_CASE("chunked text prefill equals one chunk and decode continues greedily") {
   PromptSpec p;
   p.facts = {{11, 6, false}, {12, 9, false}};
   GpuExecutor one(cpu_options()), chunked(cpu_options());
@@ -126,7 +126,7 @@ TEST_CASE("one step batches prefills of different lengths with decodes") {
   CHECK(ex.last_stats().computed_tokens == a.computed_total() - 3 + 1);
 }
 
-TEST_CASE("not-admitted facts go to the request only; offloaded facts come back intact") {
+TEST_CASE("not-admitted facts go to the request only and offloaded facts come back intact") {
   PromptSpec p;
   p.facts = {{41, 5}, {42, 7}};
   p.header_cached = true;

@@ -116,7 +116,7 @@ TEST_CASE("llama3 scaling keeps short wavelengths and slows long ones") {
   CHECK(blended);
 }
 
-TEST_CASE("rotate then un-rotate is the identity; a delta shift equals a direct rotation") {
+TEST_CASE("rotate then un-rotate is the identity, and a delta shift equals a direct rotation") {
   const int heads = 3;
   for (RopeStyle style : {RopeStyle::kNeox, RopeStyle::kGptj}) {
     for (int d : {16, 64, 128}) {
