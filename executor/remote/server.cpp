@@ -264,7 +264,9 @@ ExecutorServer::~ExecutorServer() {
   wait();
 }
 
-std::uint16_t ExecutorServer::port() const { return impl_->bound.port(); }
+std::uint16_t ExecutorServer::port() const {
+  return impl_->bound.port();
+}
 
 std::string ExecutorServer::address() const {
   return Endpoint{impl_->bound.address().to_string(), impl_->bound.port()}.text();
