@@ -130,19 +130,26 @@ ReplayResult replay_cache(const ReplayTrace& trace, const AccessOracle* oracle,
   tier.set_view(&view);
 
   std::vector<FactId> misses;
+  ReplayResult result;
   for (std::size_t i = 0; i < trace.request_count(); ++i) {
     const auto facts = trace.facts_of(i);
     const SimTime now = trace.request_time[i];
     view.begin(static_cast<std::int64_t>(i), trace.request_user[i], now, facts);
     misses.clear();
     for (FactId f : facts) {
-      if (!tier.lookup(entries[f], now)) misses.push_back(f);
+      const double cost = double(entries[f].recompute_cost_ns);
+      result.lookup_cost_ns += cost;
+      if (!tier.lookup(entries[f], now)) {
+        misses.push_back(f);
+        result.miss_cost_ns += cost;
+      }
       view.pin(f);
     }
     for (FactId f : misses) tier.insert(entries[f], now, nullptr);
     view.end(facts);
   }
-  return ReplayResult{tier.stats()};
+  result.stats = tier.stats();
+  return result;
 }
 
 }  // namespace inferscale

@@ -56,6 +56,10 @@ struct ReplayOptions {
 
 struct ReplayResult {
   TierStats stats;
+  double lookup_cost_ns = 0;  // recompute cost of every fact looked up
+  double miss_cost_ns = 0;    // recompute cost of the misses
+  /// Share of the recompute cost that missed (what cost-aware policies minimise).
+  double cost_miss_ratio() const { return lookup_cost_ns > 0 ? miss_cost_ns / lookup_cost_ns : 0; }
   double object_miss_ratio() const {
     return stats.lookups ? 1.0 - double(stats.hits) / double(stats.lookups) : 0.0;
   }
