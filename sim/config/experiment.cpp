@@ -132,7 +132,7 @@ T preset_or_inline(const YamlView& top, const char* key, const char* folder, con
   return parse(YamlView({{load_yaml_file(path), path}}, ""));
 }
 
-/// `eviction: lru` or `eviction: {name: lfu, aging_accesses: 1000}`.
+/// `eviction: lru` or `eviction: {name: lfu, aging_period: 10}`.
 void parse_policy(const YamlView& tier, const char* key, const std::string& fallback,
                   std::string& name, Params& params) {
   params = Params(tier.where(key));
