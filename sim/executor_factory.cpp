@@ -1,18 +1,67 @@
 #include "sim/executor_factory.h"
 
+#include <algorithm>
+
+#include "executor/cost_model/calibrated.h"
 #include "executor/cost_model/cost_model.h"
 #include "executor/remote/client.h"
+#include "sim/config/profile.h"
 #include "traces/error.h"
 
 namespace inferscale {
 
-std::vector<std::string> available_executor_kinds() { return {"cost_model", "remote"}; }
+namespace {
+
+struct OptionalKind {
+  std::string name;
+  ExecutorMaker make;
+  ExecutorCheck check;
+};
+
+std::vector<OptionalKind>& optional_kinds() {
+  static std::vector<OptionalKind> kinds;
+  return kinds;
+}
+
+const OptionalKind* find_optional(const std::string& name) {
+  for (const auto& k : optional_kinds()) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool register_executor_kind(const std::string& name, ExecutorMaker make, ExecutorCheck check) {
+  optional_kinds().push_back(OptionalKind{name, std::move(make), std::move(check)});
+  return true;
+}
+
+std::vector<std::string> available_executor_kinds() {
+  std::vector<std::string> kinds{"cost_model", "calibrated", "remote"};
+  for (const auto& k : optional_kinds()) kinds.push_back(k.name);
+  return kinds;
+}
+
+CalibrationProfile calibrated_profile(const RunConfig& run) {
+  CalibrationProfile p = load_profile(run.executor.profile, run.executor.where);
+  const std::string path = profile_path(run.executor.profile);
+  check_profile_model(p, path, run.model, run.executor.where);
+  if (p.gpu != run.gpu.name) {
+    throw InputError(run.executor.where, "profile " + path + " was calibrated on GPU '" + p.gpu +
+                                             "', the run's GPU is '" + run.gpu.name + "'");
+  }
+  return p;
+}
 
 void check_executor(const RunConfig& run) {
   const auto kinds = available_executor_kinds();
-  for (const auto& k : kinds) {
-    if (k == run.executor.kind) return;
+  const bool known = std::find(kinds.begin(), kinds.end(), run.executor.kind) != kinds.end();
+  if (known && run.executor.kind == "calibrated") calibrated_profile(run);  // readable, same model
+  if (const OptionalKind* k = find_optional(run.executor.kind); k != nullptr && k->check) {
+    k->check(run);
   }
+  if (known) return;
   std::string list;
   for (const auto& k : kinds) list += (list.empty() ? "" : ", ") + k;
   throw InputError(run.executor.where, "executor kind '" + run.executor.kind +
@@ -29,8 +78,18 @@ remote::ExecutorIdentity executor_identity(const RunConfig& run) {
   return id;
 }
 
+std::function<SimTime(std::uint32_t, std::uint32_t)> encode_pricing(const RunConfig& run) {
+  if (run.executor.kind == "calibrated") {
+    auto model = std::make_shared<CalibratedCostModel>(run.model, calibrated_profile(run));
+    return [model](std::uint32_t t, std::uint32_t c) { return model->encode_cost_ns(t, c); };
+  }
+  auto model = std::make_shared<CostModel>(run.model, CostRates::from_gpu(run.gpu));
+  return [model](std::uint32_t t, std::uint32_t c) { return model->encode_cost_ns(t, c); };
+}
+
 std::unique_ptr<Executor> make_executor(const RunConfig& run, int replica) {
   check_executor(run);
+  if (const OptionalKind* k = find_optional(run.executor.kind)) return k->make(run, replica);
   if (run.executor.kind == "remote") {
     const auto& endpoints = run.executor.endpoints;
     remote::RemoteOptions options;
@@ -38,6 +97,10 @@ std::unique_ptr<Executor> make_executor(const RunConfig& run, int replica) {
     options.connect_timeout_s = run.executor.connect_timeout_s;
     options.timeout_s = run.executor.timeout_s;
     return std::make_unique<remote::RemoteExecutor>(options, executor_identity(run));
+  }
+  if (run.executor.kind == "calibrated") {
+    return std::make_unique<CalibratedExecutor>(
+        CalibratedCostModel(run.model, calibrated_profile(run)));
   }
   return std::make_unique<CostModelExecutor>(CostModel(run.model, CostRates::from_gpu(run.gpu)));
 }

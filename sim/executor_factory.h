@@ -1,10 +1,13 @@
 #pragma once
 // @brief Builds the executor a run asks for (executor.kind) for each replica.
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "executor/cost_model/calibrated.h"
 #include "executor/executor.h"
 #include "executor/remote/protocol.h"
 #include "sim/config/experiment.h"
@@ -13,8 +16,22 @@ namespace inferscale {
 
 /// Executor kinds this build offers.
 std::vector<std::string> available_executor_kinds();
-/// InputError at executor.kind when the kind is unknown or unavailable in this build.
+
+/// Makes replica i's executor of an optional kind (e.g. `gpu`, in builds with libtorch).
+using ExecutorMaker = std::function<std::unique_ptr<Executor>(const RunConfig& run, int replica)>;
+/// Checks a run for that kind before anything runs (InputError).
+using ExecutorCheck = std::function<void(const RunConfig& run)>;
+/// Registers an optional kind from the file that implements it (linked into the program).
+bool register_executor_kind(const std::string& name, ExecutorMaker make, ExecutorCheck check);
+/// InputError at executor.kind when the kind is unknown or unavailable in this build, or when a
+/// `calibrated` run's profile is unreadable or was calibrated for another model or GPU.
 void check_executor(const RunConfig& run);
+/// A `calibrated` run's profile, checked against the run's model and GPU (InputError).
+CalibrationProfile calibrated_profile(const RunConfig& run);
+/// A fact's encode (recompute) cost in ns, priced as the run prices steps: by its profile for
+/// `calibrated`, else by the roofline cost model.
+std::function<SimTime(std::uint32_t tokens, std::uint32_t context_tokens)> encode_pricing(
+    const RunConfig& run);
 /// Replica i of a `remote` run uses endpoints[i % endpoints]; its connection fails with
 /// ExecutorFailure.
 std::unique_ptr<Executor> make_executor(const RunConfig& run, int replica);

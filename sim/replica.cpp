@@ -65,7 +65,8 @@ CacheEntry Replica::entry(FactId global, FactId local, SimTime) const {
   e.id = local;
   e.user = f.user;
   e.tokens = f.tokens;
-  e.bytes = std::uint64_t(f.tokens) * kv_bytes_per_token_;
+  // The pool stores KV in 16-token blocks: a fact occupies whole blocks.
+  e.bytes = blocks_for(f.tokens) * kBlockTokens * kv_bytes_per_token_;
   e.recompute_cost_ns = f.recompute_cost_ns;
   e.created = f.created;
   e.last_access = kNever;
@@ -110,7 +111,28 @@ void Replica::warm_insert(FactId global) {
   const FactId local = local_id(global);
   if (gpu_->resident(local)) return;
   evicted_.clear();
-  gpu_->insert(entry(global, local, 0), 0, &evicted_);
+  if (gpu_->insert(entry(global, local, 0), 0, &evicted_)) warm_.push_back(global);
+}
+
+void Replica::preload() {
+  if (!kv_inject_) return;
+  plan_.clear();
+  std::uint32_t tokens = 0;
+  for (const FactId g : warm_) {
+    if (!gpu_->resident(local_id(g))) continue;  // evicted by a later warm insert
+    const FactInfo& f = facts_[g];
+    if (tokens + f.tokens > cfg_.scheduler.max_batch_tokens && !plan_.encodes.empty()) {
+      executor_.execute(plan_);
+      plan_.clear();
+      tokens = 0;
+    }
+    plan_.encodes.push_back(FactEncode{g, f.user, f.tokens, 0, true, kNoRequest, 0});
+    tokens += f.tokens;
+  }
+  if (!plan_.encodes.empty()) executor_.execute(plan_);
+  plan_.clear();
+  warm_.clear();
+  warm_.shrink_to_fit();
 }
 
 bool Replica::has_work() const {
@@ -166,7 +188,7 @@ bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission) {
 /// no unpinned room).
 void Replica::promote_from_host(Request& r, RequestFact& f, SimTime now) {
   const FactInfo& info = facts_[f.global];
-  const std::uint64_t bytes = std::uint64_t(info.tokens) * kv_bytes_per_token_;
+  const std::uint64_t bytes = blocks_for(info.tokens) * kBlockTokens * kv_bytes_per_token_;
   if (insert_gpu(f.global, now, false)) {
     plan_.loads.push_back(FactLoad{f.global, info.tokens, bytes, kNoRequest, 0});
     pin(r, f);

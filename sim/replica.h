@@ -54,6 +54,10 @@ class Replica final : public RunView {
   void memory_write(FactId global, SimTime now);
   /// Memory that exists at trace start: resident at t=0 if the store admits it (free of cost).
   void warm_insert(FactId global);
+  /// Sends the warm facts still resident to the executor as encodes (without their CWE context),
+  /// before the clock starts, so a real executor holds the KV the store says it holds. Their
+  /// time is not counted.
+  void preload();
 
   bool busy() const { return busy_; }
   bool has_work() const;
@@ -149,6 +153,7 @@ class Replica final : public RunView {
   std::vector<StepItem> items_;
   std::vector<FactId> evicted_;
   std::vector<FactId> step_pins_;  // facts placed in this step, pinned until it ends
+  std::vector<FactId> warm_;       // warm-inserted globals, until preload()
   bool preempted_this_step_ = false;
   std::int64_t position_ = 0;  // trace position of the request being admitted
   std::uint32_t step_tokens_ = 0;

@@ -148,6 +148,14 @@ struct Simulator::Impl {
 
   void push(SimTime t, EventKind kind, std::uint64_t arg) { heap.push(Event{t, kind, seq++, arg}); }
 
+  /// Before the first request or event: real executors receive the warm store's facts.
+  bool preloaded = false;
+  void preload() {
+    if (preloaded) return;
+    preloaded = true;
+    for (auto& r : replicas) r->preload();
+  }
+
   void kick(int rep, SimTime now) {
     if (replicas[rep]->busy() || kick_pending[rep]) return;
     kick_pending[rep] = 1;
@@ -277,6 +285,10 @@ struct Simulator::Impl {
       const SimTime trace_t = have ? rec.time() : kInfinity;
       const SimTime event_t = heap.empty() ? kInfinity : heap.top().time;
       if (trace_t == kInfinity && event_t == kInfinity) break;
+      if (!preloaded && (!have || trace_t > 0 ||
+                         (rec.kind != RecordKind::kFact && rec.kind != RecordKind::kHeader))) {
+        preload();
+      }
       if (trace_t <= event_t) {
         now = trace_t;
         switch (rec.kind) {
@@ -332,6 +344,7 @@ struct Simulator::Impl {
       }
       have = reader.next(rec);
     }
+    preload();
     const std::uint32_t c = reader.header().concurrency;
     for (std::uint32_t i = 0; i < c; ++i) activate_next_user(0);
     std::uint64_t tick = 0;

@@ -1,0 +1,31 @@
+#pragma once
+// @brief The GPU executor for hardware-in-the-loop runs, behind a torch-free header: the
+// simulator builds one per replica, replica i on CUDA device i.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "executor/executor.h"
+#include "executor/model_config.h"
+
+namespace inferscale {
+
+struct HilExecutorOptions {
+  ModelConfig model;
+  std::string device = "cuda";        // cuda | cpu (tests)
+  int device_index = 0;               // CUDA device of this replica
+  std::uint64_t pool_bytes = 0;       // the GPU store's capacity
+  std::uint32_t kv_cache_tokens = 0;  // request KV rows
+  std::uint32_t max_batch_tokens = 8192;
+  std::uint32_t decode_reserve_tokens = 64;
+  bool rope_delta = false;            // serving.rope: delta
+  std::uint64_t seed = 0;
+};
+
+/// A GpuExecutor bound to its device: every step runs with that device current.
+std::unique_ptr<Executor> make_hil_executor(const HilExecutorOptions& options);
+/// CUDA devices visible to libtorch (0 without CUDA).
+int hil_cuda_devices();
+
+}  // namespace inferscale

@@ -1,0 +1,48 @@
+// executor kind `gpu`: hardware-in-the-loop. Every step the scheduler plans runs on the real GPU
+// executor (replica i on CUDA device i) and the virtual clock advances by its measured time.
+// Linked into the programs only in builds with the libtorch executor (see sim/CMakeLists.txt).
+#include "executor/gpu/hil_executor.h"
+#include "sim/executor_factory.h"
+#include "traces/error.h"
+
+namespace inferscale {
+
+namespace {
+
+HilExecutorOptions hil_options(const RunConfig& run, int replica) {
+  HilExecutorOptions o;
+  o.model = run.model;
+  o.device = run.executor.device;
+  o.device_index = replica;
+  o.pool_bytes = run.serving.mode == ServingMode::kKvInject ? run.store.gpu.capacity_bytes : 0;
+  // The simulator pages request KV in blocks; the executor keeps each request contiguous, so it
+  // gets 10 % more rows than the simulator's blocks to absorb fragmentation.
+  const std::uint64_t sim_tokens =
+      run.request_kv_bytes() / run.model.kv_bytes_per_token() / kBlockTokens * kBlockTokens;
+  o.kv_cache_tokens = static_cast<std::uint32_t>(
+      std::min<std::uint64_t>(sim_tokens + sim_tokens / 10, 0x7fffffffu));
+  o.max_batch_tokens = run.scheduler.max_batch_tokens;
+  o.rope_delta = run.serving.rope == RopeMode::kDelta;
+  o.seed = run.seed;
+  return o;
+}
+
+void check_gpu(const RunConfig& run) {
+  if (run.executor.device != "cuda") return;
+  const int gpus = hil_cuda_devices();
+  if (gpus < static_cast<int>(run.replicas)) {
+    throw InputError(run.executor.where,
+                     "executor kind 'gpu' runs one replica per GPU: " +
+                         std::to_string(run.replicas) + " replicas, " + std::to_string(gpus) +
+                         " CUDA device(s) here (use executor.device: cpu for a CPU run)");
+  }
+}
+
+const bool kRegistered = register_executor_kind(
+    "gpu",
+    [](const RunConfig& run, int replica) { return make_hil_executor(hil_options(run, replica)); },
+    check_gpu);
+
+}  // namespace
+
+}  // namespace inferscale
