@@ -43,9 +43,9 @@ class CostAware final : public EvictionPolicy {
 
 INFERSCALE_REGISTER_EVICTION(
     cost_aware, "lowest recompute cost per byte first, decayed by the time since last access",
-    {ParamInfo{"half_life_ms", "60000", "time without access that halves a fact's value"}},
+    {ParamInfo{"half_life_ms", "1000", "time without access that halves a fact's value"}},
     [](const PolicyArgs& a) {
-      return std::make_unique<CostAware>(a.params.number("half_life_ms", 60000, 1e-6, 1e12) *
+      return std::make_unique<CostAware>(a.params.number("half_life_ms", 1000, 1e-6, 1e12) *
                                          double(kNsPerMs));
     });
 

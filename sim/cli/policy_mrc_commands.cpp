@@ -72,12 +72,29 @@ Capacity parse_capacity(const std::string& s, std::uint64_t total_bytes) {
 struct MrcOptions {
   std::string trace, out, name, policies = "all", capacities = "1%,2%,5%,10%,20%,50%";
   std::string admission = "always";
+  std::vector<std::string> params;  // POLICY.KEY=VALUE
   std::uint64_t kv_bytes_per_token = 131072;
   std::uint32_t cwe_window = 0;
   double encode_us_per_token = 27, encode_fixed_us = 0;
   std::uint64_t seed = 1;
   unsigned threads = 2;
 };
+
+/// The --param values (POLICY.KEY=VALUE) of one policy; a malformed one is an InputError.
+Params params_of(const std::vector<std::string>& all, const std::string& policy) {
+  Params p("--param " + policy);
+  for (const auto& item : all) {
+    const auto dot = item.find('.'), eq = item.find('=');
+    if (dot == std::string::npos || eq == std::string::npos || eq < dot || dot == 0 ||
+        eq == dot + 1) {
+      throw InputError("--param '" + item + "'", "expected POLICY.KEY=VALUE");
+    }
+    if (item.substr(0, dot) != policy) continue;
+    const std::string key = item.substr(dot + 1, eq - dot - 1);
+    p.set(key, item.substr(eq + 1), "--param " + policy + "." + key);
+  }
+  return p;
+}
 
 struct Row {
   std::string policy;
@@ -131,6 +148,7 @@ int run_mrc(const MrcOptions& o) {
       try {
         ReplayOptions r;
         r.eviction = rows[i].policy;
+        r.eviction_params = params_of(o.params, rows[i].policy);
         r.admission = o.admission;
         r.capacity_bytes = rows[i].capacity.bytes;
         r.kv_bytes_per_token = o.kv_bytes_per_token;
@@ -194,6 +212,9 @@ void add_policy_mrc_commands(CLI::App& app, Action& action) {
                   "Comma-separated capacities: N% of all facts' KV bytes, or bytes (64MiB, 2GiB)")
       ->capture_default_str();
   mrc->add_option("--admission", o->admission, "Admission policy")->capture_default_str();
+  mrc->add_option(
+      "--param", o->params,
+      "A policy parameter, POLICY.KEY=VALUE (repeatable), e.g. s3fifo.small_fraction=0.2");
   mrc->add_option("--kv-bytes-per-token", o->kv_bytes_per_token,
                   "KV bytes per token (131072: Llama-3.1-8B in bf16)")
       ->capture_default_str();
