@@ -110,27 +110,55 @@ void Replica::warm_insert(FactId global) {
   if (!kv_inject_) return;
   const FactId local = local_id(global);
   if (gpu_->resident(local)) return;
+  warm_.push_back(global);
   evicted_.clear();
-  if (gpu_->insert(entry(global, local, 0), 0, &evicted_)) warm_.push_back(global);
+  const bool placed = gpu_->insert(entry(global, local, 0), 0, &evicted_);
+  if (!host_) return;
+  // What the GPU tier does not keep goes to the host tier, as it would have over time.
+  std::vector<FactId> dropped;
+  for (const FactId v : evicted_) {
+    if (!host_->resident(v)) host_->insert(entry(global_of_[v], v, 0), 0, &dropped);
+  }
+  if (!placed && !host_->resident(local)) host_->insert(entry(global, local, 0), 0, &dropped);
 }
 
 void Replica::preload() {
   if (!kv_inject_) return;
-  plan_.clear();
-  std::uint32_t tokens = 0;
-  for (const FactId g : warm_) {
-    if (!gpu_->resident(local_id(g))) continue;  // evicted by a later warm insert
-    const FactInfo& f = facts_[g];
-    if (tokens + f.tokens > cfg_.scheduler.max_batch_tokens && !plan_.encodes.empty()) {
-      executor_.execute(plan_);
-      plan_.clear();
-      tokens = 0;
+  // Encodes in forwards of at most max_batch_tokens; `then` runs after each forward (offloads).
+  auto flush = [&](bool offload) {
+    if (plan_.encodes.empty()) return;
+    executor_.execute(plan_);
+    if (offload) {
+      BatchPlan move;
+      for (const auto& e : plan_.encodes) {
+        const std::uint64_t bytes = blocks_for(e.tokens) * kBlockTokens * kv_bytes_per_token_;
+        move.offloads.push_back(FactLoad{e.fact, e.tokens, bytes, kNoRequest, 0});
+        move.evictions.push_back(e.fact);
+      }
+      executor_.execute(move);
     }
-    plan_.encodes.push_back(FactEncode{g, f.user, f.tokens, 0, true, kNoRequest, 0});
-    tokens += f.tokens;
-  }
-  if (!plan_.encodes.empty()) executor_.execute(plan_);
+    plan_.clear();
+  };
+  auto send = [&](bool host_only) {
+    std::uint32_t tokens = 0;
+    for (const FactId g : warm_) {
+      const FactId l = local_id(g);
+      const bool on_gpu = gpu_->resident(l);
+      const bool on_host = host_ && host_->resident(l);
+      if (host_only ? (on_gpu || !on_host) : !on_gpu) continue;
+      const FactInfo& f = facts_[g];
+      if (tokens + f.tokens > cfg_.scheduler.max_batch_tokens) {
+        flush(host_only);
+        tokens = 0;
+      }
+      plan_.encodes.push_back(FactEncode{g, f.user, f.tokens, 0, true, kNoRequest, 0});
+      tokens += f.tokens;
+    }
+    flush(host_only);
+  };
   plan_.clear();
+  send(true);   // host tier first, through the (still empty) GPU pool
+  send(false);  // then what the GPU tier holds
   warm_.clear();
   warm_.shrink_to_fit();
 }

@@ -71,7 +71,8 @@ SyntheticOptions synthetic_options(const YamlView& v, std::uint64_t seed) {
 LocomoImportOptions locomo_options(const YamlView& v, std::uint64_t seed, std::string& data) {
   v.reject_unknown({"data", "users", "questions_per_user", "k", "tokens_per_word",
                     "output_tokens", "max_context_turns", "categories", "history_span_s",
-                    "start_s", "arrival", "rate", "concurrency", "think_time_s", "seed", "text"});
+                    "start_s", "arrival", "rate", "concurrency", "think_time_s", "seed", "text",
+                    "initial_memory"});
   LocomoImportOptions o;
   data = v.text("data", "../shared/data/locomo10");
   o.users = static_cast<std::uint64_t>(v.integer("users", std::int64_t(o.users), 1, 1 << 30));
@@ -92,6 +93,7 @@ LocomoImportOptions locomo_options(const YamlView& v, std::uint64_t seed, std::s
   read_arrival(v, o.arrival);
   o.seed = static_cast<std::uint64_t>(v.integer("seed", std::int64_t(seed), 0, INT64_MAX));
   o.text = v.boolean("text", false);
+  o.initial_memory = v.boolean("initial_memory", false);
   try {
     validate_locomo_options(o);
   } catch (const InputError& e) {

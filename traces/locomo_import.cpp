@@ -98,7 +98,7 @@ LocomoImportResult import_locomo(const LocomoData& data, const LocomoImportOptio
     const double date_span = static_cast<double>(conv.last_date_min - conv.first_date_min);
     for (std::uint32_t j = 0; j < facts.size(); ++j) {
       SimTime t = 0;
-      if (date_span > 0) {
+      if (date_span > 0 && !o.initial_memory) {
         const double frac =
             static_cast<double>(facts[j].date_min - conv.first_date_min) / date_span;
         t = static_cast<SimTime>(
@@ -200,7 +200,7 @@ LocomoImportResult import_locomo(const LocomoData& data, const LocomoImportOptio
            ++back) {
         f.context_tokens.push_back(tt[fact.anchor_turn - back]);
       }
-      out.write_fact(f, true);
+      out.write_fact(f, !o.initial_memory);
       ++result.facts;
       continue;
     }

@@ -26,6 +26,9 @@ struct LocomoImportOptions {
   double start_s = -1;        // first request time; < 0: history_span_s
   ArrivalOptions arrival;
   bool text = true;  // write fact and question text
+  // Facts as `fact` records at t=0 (memory built before the trace: precomputed, as in the
+  // published design) instead of memory writes at the sessions' dates.
+  bool initial_memory = false;
 };
 
 struct LocomoImportResult {

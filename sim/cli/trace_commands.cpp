@@ -96,6 +96,9 @@ void add_import_locomo(CLI::App* trace, Action& action) {
       cmd->add_option("--start-s", *start_s, "first request time (default: --history-span-s)");
   cmd->add_option("--seed", o->seed, "seed of every random choice")->capture_default_str();
   cmd->add_flag("--no-text", *no_text, "leave fact and question text out of the trace");
+  cmd->add_flag("--initial-memory", o->initial_memory,
+                "facts as `fact` records at t=0 (memory that exists before the trace) instead "
+                "of memory writes at the sessions' dates");
   o->arrival.rate_per_s = 10;
   add_arrival_options(cmd, *c, o->arrival);
   cmd->callback([&action, o, c, data, categories, start_s, start_opt, no_text] {
