@@ -168,6 +168,18 @@ bool TraceReader::next(TraceRecord& out) {
     ++line_no_;
     bytes_read_ += line_.size() + 1;
     if (line_.empty() || line_.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (seen_record_ || line_.rfind("{\"type\":\"header\"", 0) != 0) {
+      if (line_.rfind("{\"type\":\"request\"", 0) == 0 && fast_request(out)) {
+        seen_record_ = true;
+        return true;
+      }
+      if ((line_.rfind("{\"type\":\"fact\"", 0) == 0 ||
+           line_.rfind("{\"type\":\"memory_write\"", 0) == 0) &&
+          fast_fact(out)) {
+        seen_record_ = true;
+        return true;
+      }
+    }
     if (!json_.parse(line_)) fail(json_.error_column(), json_.error());
     const auto& root = json_.root();
     if (root.type != JsonLine::Type::kObject) {

@@ -55,6 +55,10 @@ class TraceReader {
   void parse_header(TraceRecord& out);
   void parse_fact(TraceRecord& out, bool memory_write);
   void parse_request(TraceRecord& out);
+  // Fast paths for the compact lines TraceWriter emits (traces/reader_fast.cpp); false: use the
+  // general parser, which reports any error.
+  bool fast_fact(TraceRecord& out);
+  bool fast_request(TraceRecord& out);
 
   std::string path_;
   std::ifstream in_;
@@ -67,6 +71,7 @@ class TraceReader {
   SimTime last_time_ = 0;
   FactIndex facts_;
   std::vector<std::uint32_t> dense_facts_;
+  std::vector<std::int64_t> fast_ints_;
 };
 
 }  // namespace inferscale

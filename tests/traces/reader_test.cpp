@@ -156,3 +156,63 @@ TEST_CASE("an unclosed writer leaves nothing behind") {
   CHECK_FALSE(std::filesystem::exists(p));
   CHECK_FALSE(std::filesystem::exists(p + ".tmp"));
 }
+
+TEST_CASE("the compact fast path and the general parser read the same records") {
+  // The writer's compact lines take the fast path; the same lines with a space after '{' take
+  // the general parser. Every field must come out the same.
+  const auto compact = temp_path("fast_compact.jsonl");
+  {
+    TraceWriter w(compact);
+    for (FactId id = 0; id < 40; ++id) {
+      FactRecord f{id * 3 + 1, id % 4, static_cast<std::uint32_t>(5 + id), 0, id % 2 ? "t" : "",
+                   id % 3 ? "D1:2" : "", static_cast<std::int32_t>(id % 5) - 1, {}};
+      if (id % 2) f.context_tokens = {3, 4, static_cast<std::uint32_t>(id)};
+      w.write_fact(f, false);
+    }
+    FactRecord mw{500, 1, 9, 10, "", "", -1, {}};
+    w.write_fact(mw, true);
+    for (RequestId id = 0; id < 30; ++id) {
+      RequestRecord q;
+      q.id = id;
+      q.user = id % 4;
+      q.time = 20 + static_cast<SimTime>(id);
+      q.query_tokens = 7;
+      q.output_tokens = 3;
+      for (FactId f = q.user; f < 40; f += 4) q.facts.push_back(f * 3 + 1);
+      if (id % 5 == 0) q.text = "why?";
+      w.write(q);
+    }
+    w.close();
+  }
+  std::ifstream in(compact);
+  const auto spaced = temp_path("fast_spaced.jsonl");
+  std::ofstream out(spaced);
+  for (std::string line; std::getline(in, line);) out << "{ " << line.substr(1) << "\n";
+  out.close();
+  TraceReader a(compact), b(spaced);
+  TraceRecord ra, rb;
+  std::size_t n = 0;
+  while (a.next(ra)) {
+    REQUIRE(b.next(rb));
+    ++n;
+    REQUIRE(ra.kind == rb.kind);
+    if (ra.kind == RecordKind::kRequest) {
+      CHECK(ra.request.id == rb.request.id);
+      CHECK(ra.request.time == rb.request.time);
+      CHECK(ra.request.facts == rb.request.facts);
+      CHECK(ra.request.text == rb.request.text);
+      CHECK(a.request_fact_indices() == b.request_fact_indices());
+    } else {
+      CHECK(ra.fact.id == rb.fact.id);
+      CHECK(ra.fact.user == rb.fact.user);
+      CHECK(ra.fact.tokens == rb.fact.tokens);
+      CHECK(ra.fact.time == rb.fact.time);
+      CHECK(ra.fact.text == rb.fact.text);
+      CHECK(ra.fact.source == rb.fact.source);
+      CHECK(ra.fact.session == rb.fact.session);
+      CHECK(ra.fact.context_tokens == rb.fact.context_tokens);
+    }
+  }
+  CHECK_FALSE(b.next(rb));
+  CHECK(n == 71);
+}

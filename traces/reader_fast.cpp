@@ -1,0 +1,212 @@
+// The reader's fast path: fact and request lines in the compact form TraceWriter emits (any key
+// order; no whitespace, escapes or nested objects) are parsed in one pass without building a
+// JSON tree. Anything else, and any line that would be an error, goes to the general parser,
+// which accepts the same records and reports the precise error; so the fast path changes speed,
+// never results.
+#include <charconv>
+#include <limits>
+
+#include "traces/reader.h"
+
+namespace inferscale {
+
+namespace {
+
+constexpr std::int64_t kMaxId = std::numeric_limits<std::int64_t>::max();
+constexpr std::int64_t kMaxTokens = 1 << 24;
+
+/// A cursor over one line; every method returns false on anything it does not expect.
+struct Cursor {
+  const char* p;
+  const char* end;
+
+  bool eat(char c) {
+    if (p == end || *p != c) return false;
+    ++p;
+    return true;
+  }
+  bool key(std::string_view& k) {
+    if (!eat('"')) return false;
+    const char* b = p;
+    while (p != end && *p != '"' && *p != '\\') ++p;
+    if (p == end || *p != '"') return false;
+    k = std::string_view(b, static_cast<std::size_t>(p - b));
+    ++p;
+    return eat(':');
+  }
+  bool integer(std::int64_t& v, std::int64_t lo, std::int64_t hi) {
+    auto [q, ec] = std::from_chars(p, end, v);
+    if (ec != std::errc() || q == p) return false;
+    if (q != end && (*q == '.' || *q == 'e' || *q == 'E')) return false;
+    p = q;
+    return v >= lo && v <= hi;
+  }
+  /// A plain string: no escapes, no control characters.
+  bool string(std::string_view& s) {
+    if (!eat('"')) return false;
+    const char* b = p;
+    while (p != end && *p != '"' && *p != '\\' && static_cast<unsigned char>(*p) >= 0x20) ++p;
+    if (p == end || *p != '"') return false;
+    s = std::string_view(b, static_cast<std::size_t>(p - b));
+    ++p;
+    return true;
+  }
+  template <class F>
+  bool int_array(std::int64_t lo, std::int64_t hi, F&& each) {
+    if (!eat('[')) return false;
+    if (eat(']')) return true;
+    while (true) {
+      std::int64_t v = 0;
+      if (!integer(v, lo, hi)) return false;
+      each(v);
+      if (eat(']')) return true;
+      if (!eat(',')) return false;
+    }
+  }
+  /// After a value: ',' (more) or '}' (done, at end of line).
+  bool next(bool& done) {
+    if (eat(',')) return true;
+    if (eat('}')) {
+      done = p == end;
+      return done;
+    }
+    return false;
+  }
+};
+
+}  // namespace
+
+bool TraceReader::fast_fact(TraceRecord& out) {
+  Cursor c{line_.data(), line_.data() + line_.size()};
+  FactRecord& r = out.fact;
+  bool memory_write = false;
+  bool has_id = false, has_user = false, has_tokens = false, has_time = false, has_type = false;
+  bool has_text = false, has_source = false, has_session = false, has_ctx = false;
+  std::int64_t id = 0, user = 0, tokens = 0, time = last_time_, session = -1;
+  std::string_view text, source;
+  fast_ints_.clear();
+  if (!c.eat('{')) return false;
+  for (bool done = false; !done;) {
+    std::string_view k;
+    if (!c.key(k)) return false;
+    bool ok = false;
+    if (k == "type" && !has_type) {
+      std::string_view t;
+      ok = c.string(t) && (t == "fact" || t == "memory_write");
+      memory_write = t == "memory_write";
+      has_type = true;
+    } else if (k == "id" && !has_id) {
+      ok = c.integer(id, 0, kMaxId);
+      has_id = true;
+    } else if (k == "user" && !has_user) {
+      ok = c.integer(user, 0, kMaxId);
+      has_user = true;
+    } else if (k == "tokens" && !has_tokens) {
+      ok = c.integer(tokens, 1, kMaxTokens);
+      has_tokens = true;
+    } else if (k == "time" && !has_time) {
+      ok = c.integer(time, 0, kMaxId);
+      has_time = true;
+    } else if (k == "session" && !has_session) {
+      ok = c.integer(session, 0, 1 << 30);
+      has_session = true;
+    } else if (k == "text" && !has_text) {
+      ok = c.string(text);
+      has_text = true;
+    } else if (k == "source" && !has_source) {
+      ok = c.string(source);
+      has_source = true;
+    } else if (k == "context_tokens" && !has_ctx) {
+      ok = c.int_array(0, kMaxTokens, [&](std::int64_t v) { fast_ints_.push_back(v); });
+      has_ctx = true;
+    }
+    if (!ok || !c.next(done)) return false;
+  }
+  if (!has_type || !has_id || !has_user || !has_tokens || (memory_write && !has_time)) {
+    return false;
+  }
+  if (time < last_time_) return false;
+  if (facts_.find(static_cast<FactId>(id)) != FactIndex::kAbsent) return false;
+  facts_.add(static_cast<FactId>(id), static_cast<UserId>(user));
+  last_time_ = time;
+  r.id = static_cast<FactId>(id);
+  r.user = static_cast<UserId>(user);
+  r.tokens = static_cast<std::uint32_t>(tokens);
+  r.time = time;
+  r.text.assign(text);
+  r.source.assign(source);
+  r.session = static_cast<std::int32_t>(session);
+  r.context_tokens.assign(fast_ints_.begin(), fast_ints_.end());
+  out.kind = memory_write ? RecordKind::kMemoryWrite : RecordKind::kFact;
+  return true;
+}
+
+bool TraceReader::fast_request(TraceRecord& out) {
+  Cursor c{line_.data(), line_.data() + line_.size()};
+  RequestRecord& r = out.request;
+  bool has_type = false, has_id = false, has_user = false, has_time = false, has_query = false,
+       has_output = false, has_facts = false, has_text = false;
+  std::int64_t id = 0, user = 0, time = 0, query = 0, output = 0;
+  std::string_view text;
+  fast_ints_.clear();
+  if (!c.eat('{')) return false;
+  for (bool done = false; !done;) {
+    std::string_view k;
+    if (!c.key(k)) return false;
+    bool ok = false;
+    if (k == "type" && !has_type) {
+      std::string_view t;
+      ok = c.string(t) && t == "request";
+      has_type = true;
+    } else if (k == "id" && !has_id) {
+      ok = c.integer(id, 0, kMaxId);
+      has_id = true;
+    } else if (k == "user" && !has_user) {
+      ok = c.integer(user, 0, kMaxId);
+      has_user = true;
+    } else if (k == "time" && !has_time) {
+      ok = c.integer(time, 0, kMaxId);
+      has_time = true;
+    } else if (k == "query_tokens" && !has_query) {
+      ok = c.integer(query, 1, kMaxTokens);
+      has_query = true;
+    } else if (k == "output_tokens" && !has_output) {
+      ok = c.integer(output, 1, kMaxTokens);
+      has_output = true;
+    } else if (k == "facts" && !has_facts) {
+      ok = c.int_array(0, kMaxId, [&](std::int64_t v) { fast_ints_.push_back(v); });
+      has_facts = true;
+    } else if (k == "text" && !has_text) {
+      ok = c.string(text);
+      has_text = true;
+    }
+    if (!ok || !c.next(done)) return false;
+  }
+  if (!has_type || !has_id || !has_user || !has_time || !has_query || !has_output || !has_facts) {
+    return false;
+  }
+  if (time < last_time_) return false;
+  dense_facts_.clear();
+  for (const std::int64_t f : fast_ints_) {
+    const auto dense = facts_.find(static_cast<FactId>(f));
+    if (dense == FactIndex::kAbsent || facts_.owner(dense) != static_cast<UserId>(user)) {
+      return false;
+    }
+    dense_facts_.push_back(dense);
+  }
+  last_time_ = time;
+  r.id = static_cast<RequestId>(id);
+  r.user = static_cast<UserId>(user);
+  r.time = time;
+  r.query_tokens = static_cast<std::uint32_t>(query);
+  r.output_tokens = static_cast<std::uint32_t>(output);
+  r.facts.assign(fast_ints_.begin(), fast_ints_.end());
+  r.text.assign(text);
+  r.qa.category = 0;
+  r.qa.answer.clear();
+  r.qa.evidence.clear();
+  out.kind = RecordKind::kRequest;
+  return true;
+}
+
+}  // namespace inferscale
