@@ -15,12 +15,10 @@ HilExecutorOptions hil_options(const RunConfig& run, int replica) {
   o.device = run.executor.device;
   o.device_index = replica;
   o.pool_bytes = run.serving.mode == ServingMode::kKvInject ? run.store.gpu.capacity_bytes : 0;
-  // The simulator pages request KV in blocks; the executor keeps each request contiguous, so it
-  // gets 10 % more rows than the simulator's blocks to absorb fragmentation.
+  // As many request-KV rows as the simulator's memory model has tokens of request KV.
   const std::uint64_t sim_tokens =
       run.request_kv_bytes() / run.model.kv_bytes_per_token() / kBlockTokens * kBlockTokens;
-  o.kv_cache_tokens = static_cast<std::uint32_t>(
-      std::min<std::uint64_t>(sim_tokens + sim_tokens / 10, 0x7fffffffu));
+  o.kv_cache_tokens = static_cast<std::uint32_t>(std::min<std::uint64_t>(sim_tokens, 0x7fffffffu));
   o.max_batch_tokens = run.scheduler.max_batch_tokens;
   o.rope_delta = run.serving.rope == RopeMode::kDelta;
   o.seed = run.seed;

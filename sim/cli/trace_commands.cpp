@@ -115,9 +115,11 @@ void add_import_locomo(CLI::App* trace, Action& action) {
       w.close();
       std::fprintf(
           report_stream(c->out),
-          "wrote %s: %zu conversations, %llu users, %llu memory writes, %llu requests\n",
-          c->out.c_str(), locomo.conversations.size(), static_cast<unsigned long long>(r.users),
-          static_cast<unsigned long long>(r.facts), static_cast<unsigned long long>(r.requests));
+          "wrote %s: %zu conversations, %llu users, %llu %s, %llu requests\n", c->out.c_str(),
+          locomo.conversations.size(), static_cast<unsigned long long>(r.users),
+          static_cast<unsigned long long>(r.facts),
+          o->initial_memory ? "facts at t=0" : "memory writes",
+          static_cast<unsigned long long>(r.requests));
       if (r.users_without_questions > 0) {
         std::fprintf(report_stream(c->out), "note: %llu users have no question to ask\n",
                      static_cast<unsigned long long>(r.users_without_questions));
