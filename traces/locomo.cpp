@@ -134,7 +134,8 @@ class Loader {
           fail(tp + ".dia_id", "expected a dia_id like \"D1:3\", got \"" + dia + "\"");
         }
         turn.id = keys[0];
-        turn.words = 1 + count_words(string_at(member(t, tp, "text"), tp + ".text"));
+        turn.text = string_at(member(t, tp, "text"), tp + ".text");
+        turn.words = 1 + count_words(turn.text);
         c.turns.push_back(turn);
       }
     }

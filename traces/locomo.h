@@ -16,6 +16,7 @@ struct LocomoTurn {
   DiaKey id = 0;
   int speaker = 0;          // 0 = speaker_a, 1 = speaker_b
   std::uint32_t words = 0;  // words of "Speaker: text" (the name counts as one word)
+  std::string text;         // the turn's text (context of Context-Window Encoding)
 };
 
 struct LocomoFact {

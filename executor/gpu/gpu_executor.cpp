@@ -281,6 +281,13 @@ std::pair<at::Tensor, at::Tensor> GpuExecutor::request_kv(RequestId request,
   return {cache_.k.narrow(1, start, n).to(at::kCPU), cache_.v.narrow(1, start, n).to(at::kCPU)};
 }
 
+at::Tensor GpuExecutor::request_keys(RequestId request, std::uint32_t layer,
+                                     std::uint32_t n) const {
+  const auto it = requests_.find(request);
+  if (it == requests_.end()) throw std::invalid_argument("request_keys: request not running");
+  return cache_.k.select(0, layer).narrow(0, it->second.region_start, n);
+}
+
 at::Tensor GpuExecutor::prefill_logits(const std::vector<std::int32_t>& tokens) {
   c10::InferenceMode guard;
   const std::int32_t start = alloc_rows(std::int32_t(tokens.size()));

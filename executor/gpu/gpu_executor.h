@@ -71,6 +71,9 @@ class GpuExecutor : public Executor {
   const at::Tensor& last_logits() const { return last_logits_; }
   /// K and V of a running request's composed positions [0, n): [layers, n, kv_heads, head_dim].
   std::pair<at::Tensor, at::Tensor> request_kv(RequestId request, std::uint32_t n) const;
+  /// One layer's keys of a running request's positions [0, n), on the device (a view of the
+  /// cache, valid until the request is released): [n, kv_heads, head_dim].
+  at::Tensor request_keys(RequestId request, std::uint32_t layer, std::uint32_t n) const;
   /// Logits [vocab] (fp32, CPU) of the last token after a native prefill of `tokens` at
   /// positions 0.. in a scratch range of the cache (nothing is kept).
   at::Tensor prefill_logits(const std::vector<std::int32_t>& tokens);
