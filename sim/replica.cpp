@@ -394,8 +394,7 @@ bool Replica::admit(std::uint32_t ri, SimTime now, std::uint32_t& budget) {
   Request& r = pool_[ri];
   const auto& s = cfg_.serving;
   position_ = r.trace_position;
-  std::uint64_t facts_tokens = 0;
-  for (const FactId g : r.facts) facts_tokens += facts_[g].tokens;
+  const std::uint64_t facts_tokens = r.fact_tokens;
   const std::uint64_t own = std::uint64_t(s.header_cache ? 0 : s.header_tokens) + facts_tokens +
                             s.footer_tokens + r.query_tokens + r.generated;
   // Blocks for the prompt and the first output token.
