@@ -230,11 +230,8 @@ std::vector<RunOutcome> run_experiment(const ExperimentConfig& exp, const Runner
       if (run.output.requests_csv) out.requests_csv = (tmp / "requests.csv").string();
       if (run.output.timeline) out.timeline_json = (tmp / "timeline.json").string();
       out.progress = opts.progress;
-      CostModel pricing(run.model, CostRates::from_gpu(run.gpu));
       Simulator sim(
-          run, trace, [&run](int i) { return make_executor(run, i); },
-          [&pricing](std::uint32_t t, std::uint32_t c) { return pricing.encode_cost_ns(t, c); },
-          out);
+          run, trace, [&run](int i) { return make_executor(run, i); }, encode_pricing(run), out);
       RunSummary summary;
       try {
         summary = sim.run();

@@ -80,7 +80,8 @@ class CalibrationPlanner {
  public:
   CalibrationPlanner(ModelConfig model, CalibrationShape shape);
 
-  /// Encodes the bank of facts and context pieces that prompts inject.
+  /// Encodes the bank of facts and context pieces that prompts inject, then warms up (the
+  /// header is cached by the first prefill).
   std::vector<CalibrationStep> preamble();
   /// The point's steps with `measured` timed steps (warm-up included), then its clean-up.
   std::vector<CalibrationStep> steps(const CalibrationPoint& point, std::uint32_t measured);
@@ -125,6 +126,17 @@ struct CalibrationNeeds {
   std::uint32_t decode_steps = 0;  // most decode steps of one request
   std::uint64_t steps = 0;         // steps in all (measured or not)
   std::uint64_t measured_steps = 0;
+
+  /// Rows a request reserves past its prompt for its output.
+  std::uint32_t decode_reserve_tokens() const { return decode_steps + 8; }
+  /// KV cache rows for a stateful executor: prompts, decode reserves and encode scratch live at
+  /// once, plus half again for the allocator's fragmentation.
+  std::uint64_t cache_rows() const {
+    const std::uint64_t rows = cache_tokens + requests * decode_reserve_tokens();
+    return rows + rows / 2 + 4096;
+  }
+  /// Rotary table rows: every position a step reaches.
+  std::uint32_t positions() const { return max_position + decode_reserve_tokens() + 64; }
 };
 CalibrationNeeds calibration_needs(const CalibrationGrid& grid, const ModelConfig& model,
                                    std::uint32_t measured);

@@ -79,7 +79,10 @@ std::string calibration_points_csv(const CalibrationGrid& grid,
                                    const CalibrationFit& fit, const ModelConfig& model) {
   std::string out = "point,label,split,measured_ns,predicted_ns,error_pct";
   for (const char* name : calibration_feature_names()) out += std::string(",") + name;
-  out += "\n";
+  // The step's work as counted (a refit with other features needs no new measurement).
+  out +=
+      ",gemm_flops,attention_flops,hbm_bytes,inject_bytes,pcie_bytes,sequences,encodes,"
+      "prefill_tokens,decode_tokens,encode_tokens,samples_ns\n";
   for (std::size_t i = 0; i < measurements.size(); ++i) {
     const PointMeasurement& m = measurements[i];
     const FeatureVector f = calibration_features(m.work, model, fit.knee);
@@ -93,7 +96,18 @@ std::string calibration_points_csv(const CalibrationGrid& grid,
       std::snprintf(buf, sizeof buf, ",%.6g", v);
       out += buf;
     }
-    out += "\n";
+    const StepWork& w = m.work;
+    for (double v : {w.gemm_flops, w.attention_flops, w.hbm_bytes, w.inject_bytes, w.pcie_bytes,
+                     w.sequences, w.encodes, w.prefill_tokens, w.decode_tokens, w.encode_tokens}) {
+      std::snprintf(buf, sizeof buf, ",%.17g", v);
+      out += buf;
+    }
+    std::string samples;
+    for (double v : m.samples_ns) {
+      std::snprintf(buf, sizeof buf, "%s%.0f", samples.empty() ? "" : " ", v);
+      samples += buf;
+    }
+    out += "," + samples + "\n";
   }
   return out;
 }

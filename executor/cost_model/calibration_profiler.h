@@ -36,7 +36,8 @@ std::vector<PointMeasurement> profile_executor(Executor& executor, const Calibra
 /// The measurements as fit samples (work, median time, held-out flag).
 std::vector<FitSample> fit_samples(const std::vector<PointMeasurement>& measurements);
 
-/// One CSV row per point: index, label, split, measured and predicted ns, error, features.
+/// One CSV row per point: index, label, split, measured and predicted ns, error, features, the
+/// step's work as counted, and the timed samples (space separated).
 std::string calibration_points_csv(const CalibrationGrid& grid,
                                    const std::vector<PointMeasurement>& measurements,
                                    const CalibrationFit& fit, const ModelConfig& model);

@@ -1,0 +1,217 @@
+// `inferscale calibrate`: profiles an executor over the calibration grid, fits the calibrated
+// cost model, and writes the profile (configs/profiles/<gpu>-<model>.yaml). Registers itself.
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+
+#include "executor/cost_model/calibration_profiler.h"
+#include "sim/cli/calibrate.h"
+#include "sim/cli/commands.h"
+#include "sim/config/experiment.h"
+#include "sim/config/profile.h"
+#include "traces/error.h"
+
+namespace inferscale::cli {
+
+namespace {
+
+std::map<std::string, CalibrationExecutorFactory>& factories() {
+  static std::map<std::string, CalibrationExecutorFactory> f;  // function-local: init order
+  return f;
+}
+
+struct CalibrateArgs {
+  std::string executor;
+  std::string model = "llama-3.1-8b";
+  std::string gpu = "h200";
+  std::string out;
+  std::string grid = "full";
+  std::uint32_t repeats = 5;
+  std::uint32_t warmup = 2;
+  std::string device = "cuda";
+  std::uint64_t seed = 0;
+  std::string points;  // optional CSV of every point
+};
+
+std::string utc_now() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string command_line(const CalibrateArgs& a) {
+  std::string c = "inferscale calibrate --executor " + a.executor + " --model " + a.model +
+                  " --gpu " + a.gpu + " --grid " + a.grid + " --repeats " +
+                  std::to_string(a.repeats) + " --warmup " + std::to_string(a.warmup);
+  if (a.executor != "cost_model") c += " --device " + a.device;
+  if (!a.points.empty()) c += " --points " + a.points;
+  return c + " --out " + a.out;
+}
+
+void write_text(const std::string& path, const std::string& text, const std::string& where) {
+  const std::filesystem::path p(path);
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << text;
+    if (!f.flush()) throw InputError(where, "cannot write " + path);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+/// Executor time of the whole grid as the datasheet roofline prices it (a forecast).
+double forecast_s(const CalibrationGrid& grid, const ModelConfig& model, const GpuConfig& gpu,
+                  std::uint32_t timed) {
+  const CostModel roofline(model, CostRates::from_gpu(gpu));
+  CalibrationPlanner planner(model, grid.shape);
+  double ns = 0;
+  for (const auto& s : planner.preamble())
+    ns += double(roofline.price(roofline.work(s.plan)).duration_ns);
+  for (const auto& pt : grid.points) {
+    for (const auto& s : planner.steps(pt, timed)) {
+      ns += double(roofline.price(roofline.work(s.plan)).duration_ns);
+    }
+  }
+  return ns / 1e9;
+}
+
+int run_calibrate(const CalibrateArgs& a) {
+  const ModelConfig model = load_model(a.model, "--model");
+  const GpuConfig gpu = load_gpu(a.gpu, "--gpu");
+  if (a.repeats < 1 || a.repeats > 50) throw InputError("--repeats", "expected 1 to 50");
+  if (a.warmup > 10) throw InputError("--warmup", "expected 0 to 10");
+  CalibrationGrid grid;
+  try {
+    grid = make_calibration_grid(a.grid);
+  } catch (const std::invalid_argument& e) {
+    throw InputError("--grid", e.what());
+  }
+  const std::uint32_t timed = a.warmup + a.repeats;
+  CalibrationTarget target{model, gpu, calibration_needs(grid, model, timed), a.device, a.seed};
+
+  ProfiledExecutor profiled;
+  if (a.executor == "cost_model") {
+    profiled.executor =
+        std::make_unique<CostModelExecutor>(CostModel(model, CostRates::from_gpu(gpu)));
+    profiled.machine = "roofline cost model of " + gpu.name + " (no hardware)";
+  } else if (auto it = factories().find(a.executor); it != factories().end()) {
+    if (a.device != "cuda" && a.device != "cpu") {
+      throw InputError("--device", "expected cuda or cpu, got '" + a.device + "'");
+    }
+    std::fprintf(stderr, "building the %s executor for %s on %s\n", a.executor.c_str(),
+                 model.name.c_str(), a.device.c_str());
+    profiled = it->second(target);
+  } else {
+    std::string list;
+    for (const auto& n : calibration_executor_names()) list += (list.empty() ? "" : ", ") + n;
+    throw InputError(
+        "--executor",
+        "executor '" + a.executor + "' cannot be profiled by this build (available: " + list + ")");
+  }
+  std::fprintf(stderr,
+               "calibrating %s on %s: grid %s, %zu points x (%u warm-up + %u timed) steps, "
+               "%llu steps in all; the %s roofline forecasts %.0f s of executor time\n",
+               model.name.c_str(), profiled.machine.c_str(), grid.name.c_str(), grid.points.size(),
+               a.warmup, a.repeats, static_cast<unsigned long long>(target.needs.steps),
+               gpu.name.c_str(), forecast_s(grid, model, gpu, timed));
+
+  const auto start = std::chrono::steady_clock::now();
+  const auto measured =
+      profile_executor(*profiled.executor, grid, model, ProfileOptions{a.warmup, a.repeats},
+                       [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const CalibrationFit fit =
+      fit_calibration(fit_samples(measured), model, KneeRates::datasheet(gpu));
+
+  CalibrationProfile p;
+  p.model = CalibrationProfile::model_of(model);
+  p.gpu = gpu.name;
+  p.executor = a.executor;
+  p.machine = profiled.machine;
+  p.date = utc_now();
+  p.command = command_line(a);
+  p.knee = fit.knee;
+  p.coefficients = fit.coefficients;
+  p.grid.name = grid.name;
+  p.grid.description = grid.description;
+  p.grid.points = static_cast<std::uint32_t>(grid.points.size());
+  p.grid.train = static_cast<std::uint32_t>(fit.train);
+  p.grid.held_out = static_cast<std::uint32_t>(fit.held_out);
+  p.grid.warmup = a.warmup;
+  p.grid.repeats = a.repeats;
+  p.train_mape_pct = fit.train_mape_pct;
+  p.held_out_mape_pct = fit.held_out_mape_pct;
+  p.held_out_max_ape_pct = fit.held_out_max_ape_pct;
+  write_profile(a.out, p);
+  if (!a.points.empty()) {
+    write_text(a.points, calibration_points_csv(grid, measured, fit, model), "--points");
+  }
+
+  const auto& names = calibration_feature_names();
+  std::printf("knee: F %.1f TFLOP/s, B %.0f GB/s, P %.1f GB/s\ncoefficients:",
+              fit.knee.gemm_flops_per_s / 1e12, fit.knee.hbm_bytes_per_s / 1e9,
+              fit.knee.pcie_bytes_per_s / 1e9);
+  for (std::size_t i = 0; i < kFeatureCount; ++i) {
+    std::printf(" %s=%.4g", names[i], fit.coefficients[i]);
+  }
+  std::printf(
+      "\nbatch time MAPE: train %.2f %% (%zu points), held out %.2f %% (%zu points, "
+      "worst %.2f %%)\n",
+      fit.train_mape_pct, fit.train, fit.held_out_mape_pct, fit.held_out, fit.held_out_max_ape_pct);
+  std::printf("profiled in %.1f s; wrote %s%s%s\n", wall_s, a.out.c_str(),
+              a.points.empty() ? "" : " and ", a.points.c_str());
+  return 0;
+}
+
+void add_calibrate_commands(CLI::App& app, Action& action) {
+  auto* cmd = app.add_subcommand(
+      "calibrate",
+      "Profile an executor over a grid of steps and fit the calibrated cost model's profile");
+  auto args = std::make_shared<CalibrateArgs>();
+  std::string kinds;
+  for (const auto& n : calibration_executor_names()) kinds += (kinds.empty() ? "" : " | ") + n;
+  cmd->add_option("--executor", args->executor, "what to profile: " + kinds)->required();
+  cmd->add_option("--model", args->model, "model preset or .yaml")->capture_default_str();
+  cmd->add_option("--gpu", args->gpu, "GPU preset or .yaml (datasheet rates: the knee's start)")
+      ->capture_default_str();
+  cmd->add_option("--out", args->out,
+                  "the profile to write, e.g. configs/profiles/h200-llama-3.1-8b.yaml")
+      ->required();
+  cmd->add_option("--grid", args->grid, "small | full")->capture_default_str();
+  cmd->add_option("--repeats", args->repeats, "timed steps per point (median)")
+      ->capture_default_str();
+  cmd->add_option("--warmup", args->warmup, "untimed steps per point first")->capture_default_str();
+  cmd->add_option("--device", args->device, "cuda | cpu (gpu executor)")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "seed of the random weights (gpu executor)")
+      ->capture_default_str();
+  cmd->add_option("--points", args->points,
+                  "also write every point (CSV: measured, predicted, "
+                  "features)");
+  cmd->callback([&action, args] { action = [args] { return run_calibrate(*args); }; });
+}
+
+[[maybe_unused]] const bool kRegistered = register_command_group(&add_calibrate_commands);
+
+}  // namespace
+
+bool register_calibration_executor(const std::string& name, CalibrationExecutorFactory factory) {
+  factories()[name] = factory;
+  return true;
+}
+
+std::vector<std::string> calibration_executor_names() {
+  std::vector<std::string> names{"cost_model"};
+  for (const auto& [name, factory] : factories()) names.push_back(name);
+  return names;
+}
+
+}  // namespace inferscale::cli

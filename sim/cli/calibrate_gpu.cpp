@@ -1,0 +1,41 @@
+// `inferscale calibrate --executor gpu`: the libtorch executor, sized for the grid. Compiled only
+// where the GPU executor is built (sim/CMakeLists.txt); registers itself.
+#include "executor/gpu/gpu_executor.h"
+#include "sim/cli/calibrate.h"
+#include "traces/error.h"
+
+namespace inferscale::cli {
+
+namespace {
+
+ProfiledExecutor make_gpu_executor(const CalibrationTarget& t) {
+  if (t.device == "cuda" && !cuda_ops_available()) {
+    throw InputError("--device",
+                     "no CUDA device here (or this build has no CUDA kernels); "
+                     "--device cpu runs the same steps on the CPU");
+  }
+  const CalibrationNeeds& n = t.needs;
+  GpuExecutorOptions o;
+  o.model = t.model;
+  o.device = t.device;
+  o.dtype = t.device == "cuda" ? DType::kBF16 : DType::kF32;
+  o.seed = t.seed;
+  const std::uint64_t block = FactPool::block_bytes(t.model, std::uint32_t(dtype_bytes(o.dtype)));
+  o.pool_bytes = (n.pool_blocks + 64) * block;
+  o.reserved_pool_tokens = 1024;  // the header
+  o.decode_reserve_tokens = n.decode_reserve_tokens();
+  o.kv_cache_tokens = std::uint32_t(n.cache_rows());
+  o.rope_positions = std::int32_t(n.positions());
+  o.max_batch_tokens = 16384;
+  auto executor = std::make_unique<GpuExecutor>(o);
+  ProfiledExecutor p;
+  p.machine = executor->ops().device_name();
+  p.executor = std::move(executor);
+  return p;
+}
+
+[[maybe_unused]] const bool kRegistered = register_calibration_executor("gpu", &make_gpu_executor);
+
+}  // namespace
+
+}  // namespace inferscale::cli
