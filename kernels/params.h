@@ -97,4 +97,45 @@ struct SiluMulParams {
   DType dtype = DType::kF32;
 };
 
+/// How the split-KV attention kernel divides its work (see kernels/split_kv_plan.h). A block has
+/// four warps: `warps_m` of them take 16 packed query rows each, and the 4 / warps_m warps that
+/// share rows take one slice each of every 64-key tile, so a block covers 16 * warps_m rows.
+/// Each (segment, kv head, row tile) has `splits` blocks, split s taking keys
+/// [s * chunk, (s + 1) * chunk); every warp slice's softmax partial is one of `partials()`.
+struct SplitKvPlan {
+  std::int32_t warps_m = 4;    // 1, 2 or 4
+  std::int32_t row_tiles = 1;  // tiles of 16 * warps_m packed rows (max_q * heads / kv_heads)
+  std::int32_t splits = 1;     // key ranges per (segment, kv head, row tile)
+  std::int32_t chunk = 64;     // keys per split, a multiple of 64
+  constexpr std::int32_t partials() const { return splits * (4 / warps_m); }
+  /// One partial: the kernel normalizes and writes `out` itself (no workspace, no combine).
+  constexpr bool direct() const { return partials() == 1; }
+};
+
+/// Causal grouped-query attention of query segments over their rows of one layer's KV cache.
+/// Segment s has n = cu_q[s + 1] - cu_q[s] query tokens (rows cu_q[s] .. of q) and the keys and
+/// values of cache rows k_start[s] .. k_start[s] + k_used[s] - 1 (k_used[s] >= n); its query i
+/// attends keys 0 .. k_used[s] - n + i (causal, aligned to the end). Head h reads KV head
+/// h / (heads / kv_heads). out = softmax(scale * q k^T) v, accumulated in fp32, rounded once.
+/// The kernel packs the heads / kv_heads query heads of a KV head into one row tile (GQA), so
+/// each KV tile is read once per group, and splits the keys (flash-decoding) by `plan`.
+struct SplitKvAttentionParams {
+  const void* q = nullptr;                // [tokens, heads, head_dim] at q_token/head_stride
+  const void* k = nullptr;                // [cache_rows, kv_heads, head_dim] at kv_row/head_stride
+  const void* v = nullptr;                // same layout and strides as k
+  void* out = nullptr;                    // [tokens, heads, head_dim] at out_token/head_stride
+  const std::int32_t* cu_q = nullptr;     // [segments + 1], cu_q[segments] = tokens
+  const std::int32_t* k_start = nullptr;  // [segments] first cache row of each segment's keys
+  const std::int32_t* k_used = nullptr;   // [segments] keys of each segment
+  float* workspace = nullptr;  // split_kv_workspace_floats(...) fp32; unused when plan.direct()
+  std::int64_t q_token_stride = 0, q_head_stride = 0;
+  std::int64_t kv_row_stride = 0, kv_head_stride = 0;
+  std::int64_t out_token_stride = 0, out_head_stride = 0;
+  std::int32_t segments = 0, tokens = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  std::int32_t max_q = 0, max_k = 0;  // the largest n and k_used over segments
+  float scale = 1.0f;
+  DType dtype = DType::kBF16;
+  SplitKvPlan plan;  // the kernel's division of work; the reference ignores it
+};
+
 }  // namespace inferscale

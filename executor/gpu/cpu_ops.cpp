@@ -9,6 +9,7 @@
 #include "kernels/reference/kv_append.h"
 #include "kernels/reference/rms_norm.h"
 #include "kernels/reference/silu_mul.h"
+#include "kernels/reference/split_kv_attention.h"
 
 namespace inferscale {
 
@@ -23,6 +24,40 @@ DType kernel_dtype(at::ScalarType t) {
     default:
       throw std::invalid_argument("kernel_dtype: unsupported tensor dtype");
   }
+}
+
+bool split_kv_wanted(const SplitKvPolicy& policy, const AttentionBatch& b) {
+  return policy.enabled && b.segments > 0 && b.max_q <= policy.max_query_tokens &&
+         b.max_k >= policy.min_context_tokens;
+}
+
+SplitKvAttentionParams split_kv_params(const at::Tensor& q, const at::Tensor& k,
+                                       const at::Tensor& v, const at::Tensor& out,
+                                       const AttentionBatch& b, double scale) {
+  if (k.strides() != v.strides() || q.stride(2) != 1 || k.stride(2) != 1 || out.stride(2) != 1) {
+    throw std::invalid_argument("split_kv_params: k and v must share strides, head_dim contiguous");
+  }
+  SplitKvAttentionParams p;
+  p.q = q.data_ptr();
+  p.k = k.data_ptr();
+  p.v = v.data_ptr();
+  p.out = out.data_ptr();
+  p.q_token_stride = q.stride(0);
+  p.q_head_stride = q.stride(1);
+  p.kv_row_stride = k.stride(0);
+  p.kv_head_stride = k.stride(1);
+  p.out_token_stride = out.stride(0);
+  p.out_head_stride = out.stride(1);
+  p.segments = b.segments;
+  p.tokens = std::int32_t(q.size(0));
+  p.heads = std::int32_t(q.size(1));
+  p.kv_heads = std::int32_t(k.size(1));
+  p.head_dim = std::int32_t(q.size(2));
+  p.max_q = b.max_q;
+  p.max_k = b.max_k;
+  p.scale = float(scale);
+  p.dtype = kernel_dtype(q.scalar_type());
+  return p;
 }
 
 at::Tensor math_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
@@ -98,7 +133,19 @@ class CpuOps : public DeviceOps {
 
   at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                        const AttentionBatch& b, double scale) override {
-    return math_attention(q, k, v, b, scale);
+    if (!split_kv_wanted(split_kv_, b)) {
+      ++counts_.math;
+      return math_attention(q, k, v, b, scale);
+    }
+    // The split-KV reference: what the kernel computes on CUDA, without the splitting.
+    ++counts_.split_kv;
+    at::Tensor out = at::empty_like(q);
+    SplitKvAttentionParams p = split_kv_params(q, k, v, out, b, scale);
+    p.cu_q = b.host_cu_q.data();
+    p.k_start = b.host_k_start.data();
+    p.k_used = b.host_k_used.data();
+    split_kv_attention_reference(p);
+    return out;
   }
 
   at::Tensor upload(const std::vector<std::int32_t>& host) override {

@@ -1,10 +1,12 @@
-// CUDA implementation of DeviceOps: the kernels of kernels/ on torch's current stream, varlen
-// flash attention (PyTorch 2.x), pinned asynchronous uploads and CUDA-event step timing.
+// CUDA implementation of DeviceOps: the kernels of kernels/ on torch's current stream,
+// attention by the split-KV kernel for short queries over long contexts and by varlen flash
+// attention (PyTorch 2.x) elsewhere, pinned asynchronous uploads and CUDA-event step timing.
 // Compiled only where libtorch has CUDA and the kernels are built (executor/gpu/CMakeLists.txt).
 #include <ATen/cuda/CUDAContext.h>
 
 #include <cstdio>
 #include <stdexcept>
+#include <string>
 #include <tuple>
 
 #include "executor/gpu/device_ops.h"
@@ -14,6 +16,8 @@
 #include "kernels/kv_append.cuh"
 #include "kernels/rms_norm.cuh"
 #include "kernels/silu_mul.cuh"
+#include "kernels/split_kv_attention.cuh"
+#include "kernels/split_kv_plan.h"
 
 namespace inferscale {
 
@@ -58,7 +62,9 @@ class CudaClock : public StepClock {
 
 class CudaOps : public DeviceOps {
  public:
-  CudaOps() : device_(at::kCUDA, at::cuda::current_device()) {}
+  CudaOps()
+      : device_(at::kCUDA, at::cuda::current_device()),
+        sm_count_(at::cuda::getCurrentDeviceProperties()->multiProcessorCount) {}
 
   void kv_append(const KvAppendParams& p) override {
     INFERSCALE_CUDA_CHECK(kv_append_launch(p, current_stream()));
@@ -75,9 +81,16 @@ class CudaOps : public DeviceOps {
 
   at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                        const AttentionBatch& b, double scale) override {
+    if (split_kv_wanted(split_kv_, b)) {
+      at::Tensor out = split_kv_attention(q, k, v, b, scale);
+      if (out.defined()) return out;
+    }
     // Varlen flash attention over the KV cache in place: cum_seq_k holds each segment's first
     // cache row and seqused_k its length, so no KV is copied per step. GQA is native.
-    if (!flash_ok_) return math_attention(q, k, v, b, scale);
+    if (!flash_ok_) {
+      ++counts_.math;
+      return math_attention(q, k, v, b, scale);
+    }
     const compat::OptionalTensor cu_q = b.cu_q, cu_k = b.k_start, used_k = b.k_used;
     try {
       auto out = at::_flash_attention_forward(q, k, v, cu_q, cu_k, b.max_q, b.max_k,
@@ -85,6 +98,7 @@ class CudaOps : public DeviceOps {
                                               /*return_debug_mask=*/false, scale,
                                               /*window_size_left=*/c10::nullopt,
                                               /*window_size_right=*/c10::nullopt, used_k);
+      ++counts_.flash;
       return std::get<0>(out);
     } catch (const c10::Error& e) {
       // A libtorch without flash attention for this device or shape: say so once, then run
@@ -92,8 +106,49 @@ class CudaOps : public DeviceOps {
       std::fprintf(stderr, "warning: flash attention unavailable (%s); using math attention\n",
                    e.what_without_backtrace());
       flash_ok_ = false;
+      ++counts_.math;
       return math_attention(q, k, v, b, scale);
     }
+  }
+
+  /// The split-KV kernel on the KV cache in place, with an fp32 workspace for its partials from
+  /// the caching allocator (stream-ordered reuse). Undefined where the kernel does not take
+  /// these parameters (dtype, head_dim, alignment): said once, then the caller's path runs.
+  at::Tensor split_kv_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                const AttentionBatch& b, double scale) {
+    if (!split_kv_ok_) return at::Tensor();
+    at::Tensor out = at::empty_like(q);
+    SplitKvAttentionParams p = split_kv_params(q, k, v, out, b, scale);
+    p.cu_q = b.cu_q.data_ptr<std::int32_t>();
+    p.k_start = b.k_start.data_ptr<std::int32_t>();
+    p.k_used = b.k_used.data_ptr<std::int32_t>();
+    p.plan = split_kv_plan({p.segments, p.max_q, p.max_k, p.heads, p.kv_heads}, sm_count_);
+    const std::int64_t floats = split_kv_workspace_floats(p.plan, p.tokens, p.heads, p.head_dim);
+    at::Tensor workspace;
+    if (floats > 0) {
+      workspace = at::empty({floats}, q.options().dtype(at::kFloat));
+      p.workspace = workspace.data_ptr<float>();
+    }
+    const std::string why = split_kv_attention_check(p);
+    if (!why.empty()) {
+      std::fprintf(stderr,
+                   "warning: split-KV attention does not take this model (%s); using "
+                   "flash attention\n",
+                   why.c_str());
+      split_kv_ok_ = false;
+      return at::Tensor();
+    }
+    const cudaError_t err = split_kv_attention_launch(p, current_stream());
+    if (err == cudaErrorNotSupported) {  // a build without sm_80+ device code for the kernel
+      std::fprintf(stderr,
+                   "warning: split-KV attention not built for this GPU; using flash "
+                   "attention\n");
+      split_kv_ok_ = false;
+      return at::Tensor();
+    }
+    INFERSCALE_CUDA_CHECK(err);
+    ++counts_.split_kv;
+    return out;
   }
 
   at::Tensor upload(const std::vector<std::int32_t>& host) override {
@@ -116,8 +171,10 @@ class CudaOps : public DeviceOps {
 
  private:
   at::Device device_;
+  std::int32_t sm_count_;
   CudaClock clock_;
   bool flash_ok_ = true;
+  bool split_kv_ok_ = true;
 };
 
 }  // namespace

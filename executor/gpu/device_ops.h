@@ -25,6 +25,25 @@ struct AttentionBatch {
   std::vector<std::int32_t> host_cu_q, host_k_start, host_k_used;  // the same, on the host
 };
 
+/// When a forward's attention runs split-KV (kernels/split_kv_attention.cu on CUDA, its reference
+/// on the CPU) instead of varlen flash (CUDA) or batched math (CPU): every segment at most
+/// `max_query_tokens` long and some segment's context at least `min_context_tokens`, where
+/// splitting the keys fills the GPU that one block per query tile and head cannot.
+struct SplitKvPolicy {
+  bool enabled = true;                    // the A/B switch
+  std::int32_t max_query_tokens = 64;     // longest segment (queries)
+  std::int32_t min_context_tokens = 256;  // longest context (keys)
+};
+
+/// Whether `policy` sends an attention batch to split-KV (shape only; the CUDA ops also need
+/// the kernel to accept dtype, head_dim and alignment).
+bool split_kv_wanted(const SplitKvPolicy& policy, const AttentionBatch& batch);
+
+/// Attention calls by implementation, since the ops were made.
+struct AttentionCounts {
+  std::uint64_t split_kv = 0, flash = 0, math = 0;
+};
+
 /// @brief Ordered marks on the compute stream; elapsed times are read after synchronize().
 class StepClock {
  public:
@@ -58,7 +77,23 @@ class DeviceOps {
   virtual StepClock& clock() = 0;
   virtual at::Device device() const = 0;
   virtual std::string device_name() const = 0;
+
+  /// Which attention implementation attention() picks (GpuExecutorOptions::split_kv).
+  void set_split_kv(const SplitKvPolicy& policy) { split_kv_ = policy; }
+  const SplitKvPolicy& split_kv() const { return split_kv_; }
+  const AttentionCounts& attention_counts() const { return counts_; }
+
+ protected:
+  SplitKvPolicy split_kv_;
+  AttentionCounts counts_;
 };
+
+/// Split-KV parameters of one attention call: tensors, strides and shape; the caller sets the
+/// index arrays (device or host), the plan and the workspace. q [tokens, heads, head_dim] and
+/// out like it, k and v [cache_rows, kv_heads, head_dim].
+SplitKvAttentionParams split_kv_params(const at::Tensor& q, const at::Tensor& k,
+                                       const at::Tensor& v, const at::Tensor& out,
+                                       const AttentionBatch& batch, double scale);
 
 /// Causal GQA attention by plain batched math (segments padded and masked) on any device: the
 /// CPU path's attention, and the CUDA path's fallback where flash attention refuses.

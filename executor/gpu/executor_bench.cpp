@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "executor/gpu/torch_compat.h"
+#include "traces/error.h"
 
 namespace inferscale {
 
@@ -35,6 +37,27 @@ struct Config {
   std::uint32_t batch, k;
 };
 
+/// The attention implementation a step's forwards ran: one name, "mixed" or "none".
+std::string attention_kind(const AttentionCounts& c) {
+  const int kinds = int(c.split_kv > 0) + int(c.flash > 0) + int(c.math > 0);
+  if (kinds == 0) return "none";
+  if (kinds > 1) return "mixed";
+  return c.split_kv > 0 ? "split_kv" : (c.flash > 0 ? "flash" : "math");
+}
+
+/// options.split_kv with INFERSCALE_SPLIT_KV (on|off) applied.
+SplitKvPolicy split_kv_setting(const SplitKvPolicy& policy) {
+  SplitKvPolicy p = policy;
+  const char* env = std::getenv("INFERSCALE_SPLIT_KV");
+  if (env == nullptr || *env == '\0') return p;
+  const std::string v = env;
+  if (v != "on" && v != "off") {
+    throw InputError("INFERSCALE_SPLIT_KV", "expected on or off, got '" + v + "'");
+  }
+  p.enabled = v == "on";
+  return p;
+}
+
 }  // namespace
 
 nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
@@ -50,6 +73,7 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
   eo.dtype = o.dtype;
   eo.rope = o.rope;
   eo.seed = o.seed;
+  eo.split_kv = split_kv_setting(o.split_kv);
   const std::uint64_t block = FactPool::block_bytes(m, std::uint32_t(dtype_bytes(o.dtype)));
   const std::uint64_t blocks_per_fact = (o.fact + kBlockTokens - 1) / kBlockTokens;
   eo.pool_bytes =
@@ -100,6 +124,7 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
     std::vector<double> ttft, tpot, inject_ns;
     std::uint64_t injected = 0, computed = 0;
     double flops = 0;
+    AttentionCounts ttft_calls, decode_calls;
     for (std::uint32_t rep = 0; rep < o.warmup + o.reps; ++rep) {
       BatchPlan plan;
       std::vector<RequestId> ids;
@@ -134,6 +159,7 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
       const BatchResult first = ex.execute(plan);
       injected = ex.last_stats().injected_tokens;
       computed = ex.last_stats().computed_tokens;
+      ttft_calls = ex.last_stats().attention;
       const bool measured = rep >= o.warmup;
       if (measured) {
         ttft.push_back(double(first.duration_ns) / 1e6);
@@ -147,6 +173,7 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
         }
         if (step + 1 == o.output) d.released = ids;
         decode_ms += double(ex.execute(d).duration_ns) / 1e6;
+        decode_calls = ex.last_stats().attention;
       }
       if (o.output <= 1) {
         BatchPlan rel;
@@ -173,14 +200,18 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
     } else {
       row["tflops"] = flops / (median(ttft) * 1e-3) / 1e12;
     }
+    row["ttft_attention"] = attention_kind(ttft_calls);
+    row["decode_attention"] = attention_kind(decode_calls);
     row["prefill_tokens"] = computed;
     row["prefill_flops"] = flops;
     row["ttft_ms_reps"] = ttft;
     row["tpot_ms_reps"] = tpot;
     rows.push_back(row);
     char line[256];
-    std::snprintf(line, sizeof line, "%-9s batch %3u k %2u: ttft %9.3f ms  tpot %7.3f ms",
-                  c.mode.c_str(), c.batch, c.k, double(row["ttft_ms"]), double(row["tpot_ms"]));
+    std::snprintf(line, sizeof line,
+                  "%-9s batch %3u k %2u: ttft %9.3f ms  tpot %7.3f ms  (attention: %s, %s)",
+                  c.mode.c_str(), c.batch, c.k, double(row["ttft_ms"]), double(row["tpot_ms"]),
+                  attention_kind(ttft_calls).c_str(), attention_kind(decode_calls).c_str());
     log(line);
   }
 
@@ -207,6 +238,11 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
       {"query", o.query},
       {"output", o.output},
       {"rope", o.rope == RopeMode::kPreRope ? "pre_rope" : "delta"},
+      {"split_kv",
+       {{"enabled", eo.split_kv.enabled},
+        {"max_query_tokens", eo.split_kv.max_query_tokens},
+        {"min_context_tokens", eo.split_kv.min_context_tokens},
+        {"switch", "INFERSCALE_SPLIT_KV=on|off"}}},
       {"cwe_window", 0},
       {"reps", o.reps},
       {"warmup", o.warmup},

@@ -25,12 +25,18 @@ struct ExecutorBenchOptions {
   RopeMode rope = RopeMode::kPreRope;
   std::uint32_t reps = 3, warmup = 1;
   std::uint64_t seed = 0;
-  std::string command;  // echoed into the results
+  SplitKvPolicy split_kv;  // the executor's attention choice (A/B: split_kv.enabled)
+  std::string command;     // echoed into the results
 };
 
 /// Runs every (mode, batch, k) and returns the results document: settings, and one row per
 /// (mode, batch, k) with mode, batch, k, ttft_ms, tpot_ms, tokens_per_s, plus tflops (text) or
-/// inject_tbps (kv_inject). `log` receives progress lines.
+/// inject_tbps (kv_inject), and which attention the TTFT step and the decode steps ran
+/// (split_kv, flash, math or mixed). `log` receives progress lines.
+///
+/// The environment variable INFERSCALE_SPLIT_KV=on|off, where set, overrides
+/// options.split_kv.enabled: the A/B of the split-KV attention kernel with the same command
+/// line (recorded in the results' settings).
 nlohmann::json run_executor_bench(const ExecutorBenchOptions& options,
                                   const std::function<void(const std::string&)>& log);
 

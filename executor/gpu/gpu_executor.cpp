@@ -35,6 +35,7 @@ GpuExecutor::GpuExecutor(GpuExecutorOptions options)
   } else {
     throw std::invalid_argument("GpuExecutor: device must be cuda or cpu, got " + options_.device);
   }
+  ops_->set_split_kv(options_.split_kv);
   const ModelConfig& m = options_.model;
   tokens_ = options_.tokens ? options_.tokens
                             : std::make_shared<SyntheticTokenSource>(m.vocab, options_.seed);
@@ -127,6 +128,7 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   StepClock& clock = ops_->clock();
   clock.reset();
   stats_ = StepStats{};
+  const AttentionCounts calls_before = ops_->attention_counts();
   const int m_start = clock.mark();
 
   // Requests starting now own their cache rows before loads and encodes write into them.
@@ -232,6 +234,9 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   }
   const int m_forward = clock.mark();
   clock.synchronize();
+  const AttentionCounts& calls = ops_->attention_counts();
+  stats_.attention = {calls.split_kv - calls_before.split_kv, calls.flash - calls_before.flash,
+                      calls.math - calls_before.math};
 
   BatchResult result;
   result.duration_ns = clock.elapsed_ns(m_start, m_forward);

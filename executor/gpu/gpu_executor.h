@@ -42,6 +42,7 @@ struct GpuExecutorOptions {
   std::uint64_t seed = 0;
   std::uint32_t max_batch_tokens = 16384;  // encodes are run in forwards of at most this
   bool keep_logits = false;                // keep each step's logits (tests)
+  SplitKvPolicy split_kv;                  // split-KV attention where it pays; enabled = A/B
   std::shared_ptr<TokenSource> tokens;     // null: SyntheticTokenSource(vocab, seed)
   std::shared_ptr<WeightLoader> weights;   // null: RandomWeightLoader(seed)
 };
@@ -60,6 +61,7 @@ class GpuExecutor : public Executor {
     std::uint64_t computed_tokens = 0;  // prefill and decode tokens of the forward pass
     std::uint64_t encoded_tokens = 0;   // fact and context tokens of encodes (and headers)
     std::uint64_t load_fallbacks = 0;   // loads of facts the host tier did not hold (encoded)
+    AttentionCounts attention;          // attention calls (one per layer and forward) by kind
   };
   const StepStats& last_stats() const { return stats_; }
 
