@@ -171,10 +171,12 @@ TEST_CASE("bf16 on the GPU: split-KV attention and flash attention give the same
       "%.3e, max rel %.3e; sampled tokens %s\n",
       l2, rel, tokens[0] == tokens[1] ? "equal" : "differ");
   std::fflush(stdout);
+  // The queries' pass: split-KV in every layer with it on, flash with it off. The step also
+  // computes the shared header (64 keys, below split-KV's threshold), by flash in both runs.
   CHECK(stats[1].attention.split_kv == m.layers);
-  CHECK(stats[1].attention.flash == 0);
   CHECK(stats[0].attention.split_kv == 0);
-  CHECK(stats[0].attention.flash == m.layers);
+  CHECK(stats[0].attention.flash == stats[1].attention.flash + m.layers);
+  CHECK(stats[1].attention.flash <= m.layers);
   CHECK(logits[1].isfinite().all().item<bool>());
   // Different attention kernels round differently in bf16: the logits stay within bf16 noise
   // (the end-to-end injection check in gpu_bf16_test.cpp sees rel L2 ~7e-3 between two exact

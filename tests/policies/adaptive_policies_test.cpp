@@ -51,7 +51,7 @@ TEST_CASE("arc adapts its recency target on ghost hits") {
   CHECK(b.tier->resident(4));
 }
 
-TEST_CASE("2q: new facts pass through A1in; ids seen again after leaving it go to Am") {
+TEST_CASE("2q: new facts pass through A1in, ids seen again after leaving it go to Am") {
   // Capacity 4 facts, A1in 1 fact, A1out 2 ids.
   Bench b(make_tier("two_q", 40, params({{"in_fraction", "0.25"}, {"out_fraction", "0.5"}})));
   for (FactId f : {0, 1, 2, 3}) b.access(f);

@@ -14,7 +14,7 @@ std::unique_ptr<AdmissionPolicy> admission(const std::string& name, Params p,
 
 }  // namespace
 
-TEST_CASE("tinylfu admits from the threshold-th lookup on; the doorkeeper takes the first") {
+TEST_CASE("tinylfu admits from the threshold-th lookup on, the doorkeeper takes the first") {
   auto a = admission("tinylfu", params({{"threshold", "3"}, {"width", "1024"}}));
   const auto e = entry(42);
   a->on_access(e, 0);

@@ -77,7 +77,7 @@ TEST_CASE("random evicts unpinned facts, reproducibly for a seed") {
   CHECK(a.size() == 21);
 }
 
-TEST_CASE("unbounded never evicts; what does not fit is not inserted") {
+TEST_CASE("unbounded never evicts, and what does not fit is not inserted") {
   Bench b(make_tier("unbounded", 20));
   b.access(0);
   b.access(1);

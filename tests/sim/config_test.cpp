@@ -68,7 +68,7 @@ TEST_CASE("config errors carry file:line:column, key path and what was expected"
   }
 }
 
-TEST_CASE("--set overrides are typed and positioned") {
+TEST_CASE("overrides given with --set are typed and positioned") {
   const std::string base = "experiment: e\ntrace: " + trace_path() + "\n";
   CHECK(error_of("set_ok", base, {"serving.k=20"}).empty());
   const auto err = error_of("set_bad", base, {"serving.k=-1"});

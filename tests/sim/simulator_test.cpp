@@ -54,7 +54,7 @@ const char* kStress =
 
 }  // namespace
 
-TEST_CASE("stress run: every request completes once; budget, KV memory and store hold") {
+TEST_CASE("stress run: every request completes once, and budget, KV memory and store hold") {
   const auto dir = temp_dir("stress");
   const auto trace = make_trace(dir, 3, 5000);
   for (const char* mode : {"text", "kv_inject"}) {

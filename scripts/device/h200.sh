@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# On an H200 GPU machine (PyTorch 2.x with CUDA, nvcc; no network): the measurements that need
+# the GPU, as phases run in order within a time budget, everything packed into $OUT/h200.tar.gz
+# (plus $OUT/summary.txt, printed last).
+#
+#   PHASES="build tests calibrate hil bench" scripts/device/h200.sh   # default: all but fidelity
+#   PHASES="build fidelity" scripts/device/h200.sh
+#
+# Phases (run in this order):
+#   build      the CLI and the GPU test binaries with CUDA and libtorch (build-device/)
+#   tests      kernel tests (also the split-KV one under compute-sanitizer memcheck), executor
+#              tests (bf16 on the GPU)
+#   calibrate  `inferscale calibrate --executor gpu --grid full` -> h200-llama-3.1-8b.yaml and
+#              the measured points (held-out error in the profile)
+#   hil        configs/headline.yaml hardware-in-the-loop at USERS (default 50 100 150 200)
+#   bench      `inferscale bench executor` (Llama-3.1-8B shape, random weights) with split-KV
+#              attention on and off (issue: GPU executor targets)
+#   fidelity   configs/eval/fidelity_h200.yaml over every answerable LoCoMo question
+#
+# Inputs that do not travel with the tree must be carried: LoCoMo as .cache/locomo10 (a copy of
+# ../shared/data/locomo10); for fidelity, the model (.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf,
+# or the halves of `scripts/fetch-model.sh --split`, which may arrive in two calls: a half is
+# kept in /tmp/inferscale-model between calls on the same machine).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-$PWD/device-out}
+WORK=$(mktemp -d)
+mkdir -p "$OUT"
+PHASES=${PHASES:-build tests calibrate hil bench}
+BUDGET_S=${BUDGET_S:-540}
+USERS=${USERS:-50 100 150 200}
+BUILD=${BUILD:-build-device}
+LOCOMO=${LOCOMO:-.cache/locomo10}
+START=$(date +%s)
+SUMMARY=$WORK/summary.txt
+
+remaining() { echo $((BUDGET_S - ($(date +%s) - START))); }
+note() { echo "$*" | tee -a "$SUMMARY"; }
+# step NAME CAP_S LOG CMD...: CMD with a timeout of min(CAP_S, what is left - 20 s).
+step() {
+  local name=$1 cap=$2 log=$3
+  shift 3
+  local left=$(($(remaining) - 20))
+  local t=$((cap < left ? cap : left))
+  if ((t <= 5)); then
+    note "  $name: skipped (no time left)"
+    return 1
+  fi
+  echo "== $name (timeout ${t}s): $*" >>"$log"
+  local t0=$(date +%s)
+  timeout "$t" "$@" >>"$log" 2>&1
+  local rc=$?
+  note "  $name: rc=$rc in $(($(date +%s) - t0))s"
+  return $rc
+}
+want() { [[ " $PHASES " == *" $1 "* ]]; }
+
+{
+  date -u
+  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
+  nvcc --version | tail -2
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
+  echo "cpus $(nproc)"
+} >"$WORK/env.log" 2>&1
+note "phases: $PHASES (budget ${BUDGET_S}s)"
+
+if want build; then
+  TORCH_PREFIX=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
+  NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  step configure 120 "$WORK/build.log" cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CUDA_ARCHITECTURES=90 -DTORCH_CUDA_ARCH_LIST=9.0 -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" \
+    -DCMAKE_CUDA_COMPILER="$NVCC" -DCMAKE_EXE_LINKER_FLAGS=-Wl,--allow-shlib-undefined \
+    -DINFERSCALE_BUILD_BENCH=OFF
+  step build 300 "$WORK/build.log" cmake --build "$BUILD" -j "$(nproc)" --target inferscale \
+    kernels_gpu_tests kernels_attention_gpu_tests executor_gpu_tests -- -k 0
+  grep -E "error" "$WORK/build.log" | head -20 >>"$SUMMARY"
+fi
+BIN=$BUILD/inferscale
+
+if want tests; then
+  step kernel_tests 90 "$WORK/tests.log" "$BUILD/tests/kernels/kernels_gpu_tests" --durations yes
+  step attention_tests 90 "$WORK/tests.log" "$BUILD/tests/kernels/kernels_attention_gpu_tests" \
+    --durations yes
+  step executor_tests 120 "$WORK/tests.log" "$BUILD/tests/executor/executor_gpu_tests" \
+    --durations yes
+  step memcheck_split_kv 120 "$WORK/tests.log" compute-sanitizer --tool memcheck \
+    --error-exitcode 99 --print-limit 20 "$BUILD/tests/kernels/kernels_attention_gpu_tests"
+  grep -hE "test cases|assertions|All tests passed|ERROR SUMMARY|bf16 end-to-end|FAILED" \
+    "$WORK/tests.log" | sed 's/^/    /' >>"$SUMMARY"
+fi
+
+if want calibrate; then
+  step calibrate 200 "$WORK/calibrate.log" "$BIN" calibrate --executor gpu --model llama-3.1-8b \
+    --gpu h200 --grid full --out "$WORK/h200-llama-3.1-8b.yaml" \
+    --points "$WORK/calibration_h200.csv"
+  tail -15 "$WORK/calibrate.log" | sed 's/^/    /' >>"$SUMMARY"
+fi
+
+if want hil; then
+  for u in $USERS; do
+    step "hil_users_$u" 150 "$WORK/hil.log" "$BIN" run configs/headline.yaml --no-progress \
+      --set executor.kind=gpu --set trace.locomo.data="$LOCOMO" --set trace.locomo.users="$u" \
+      --set experiment="headline_hil_$u" --out "$WORK/results"
+    tail -6 "$WORK/hil.log" | sed 's/^/    /' >>"$SUMMARY"
+  done
+  rm -rf "$WORK"/results/*/.traces
+fi
+
+if want bench; then
+  for sk in on off; do
+    INFERSCALE_SPLIT_KV=$sk step "bench_split_kv_$sk" 120 "$WORK/bench_$sk.log" "$BIN" bench \
+      executor --model llama-3.1-8b --device cuda --header 64 --fact 24 --query 24 --output 50 \
+      --batch 1,16,64 --k 0,10,25,50 --out "$WORK/executor_h200_split_kv_$sk.json"
+    sed -n '/^mode/,$p' "$WORK/bench_$sk.log" | sed "s/^/    [$sk] /" >>"$SUMMARY"
+  done
+fi
+
+if want fidelity; then
+  MODEL=.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf
+  KEEP=/tmp/inferscale-model
+  mkdir -p "$KEEP"
+  for p in part-1 part-2; do
+    [ -f ".cache/models/split/$p" ] && cp ".cache/models/split/$p" "$KEEP/$p"
+  done
+  if [ ! -f "$MODEL" ] && [ -f "$KEEP/part-1" ] && [ -f "$KEEP/part-2" ]; then
+    mkdir -p .cache/models && cat "$KEEP/part-1" "$KEEP/part-2" >"$MODEL"
+  fi
+  if [ -f "$MODEL" ] && [ -d "$LOCOMO" ]; then
+    sed -e "s|^model: .*|model: $MODEL|" -e "s|^data: .*|data: $LOCOMO|" \
+      -e "s|^questions: .*|questions: ${QUESTIONS:-0}|" configs/eval/fidelity_h200.yaml \
+      >"$WORK/fidelity.yaml"
+    step fidelity 480 "$WORK/fidelity.log" "$BIN" eval fidelity "$WORK/fidelity.yaml" \
+      --out "$WORK/fidelity"
+    tail -40 "$WORK/fidelity.log" | sed 's/^/    /' >>"$SUMMARY"
+  else
+    note "  fidelity: not run (model halves present: $(ls "$KEEP" | tr '\n' ' '); LoCoMo at $LOCOMO)"
+  fi
+fi
+
+note "used $(($(date +%s) - START))s"
+tail -c 200000 "$WORK/build.log" >"$WORK/build.tail.log" 2>/dev/null && rm -f "$WORK/build.log"
+cp "$SUMMARY" "$OUT/summary.txt"
+tar -C "$WORK" -czf "$OUT/h200.tar.gz" . && rm -rf "$WORK"
+cat "$OUT/summary.txt"
