@@ -54,6 +54,16 @@ step() {
   return $rc
 }
 want() { [[ " $PHASES " == *" $1 "* ]]; }
+# symbolize LOG: names the frames of the last crash report in LOG (the CLI prints
+# module+offset for the faulting instruction and for return addresses on the stack) with
+# addr2line, into the summary.
+symbolize() {
+  grep -q "fatal signal" "$1" || return 0
+  sed -n '/fatal signal/,$p' "$1" | head -80 >>"$SUMMARY"
+  sed -n '/fatal signal/,$p' "$1" | grep -o 'inferscale+0x[0-9a-f]*' | cut -d+ -f2 | head -48 |
+    xargs -r addr2line -Cfpe "$BUILD/inferscale" | sed 's/^/    at /' >>"$SUMMARY"
+  sed -i 's/fatal signal/fatal-signal (symbolized)/' "$1"
+}
 
 {
   date -u
@@ -102,6 +112,7 @@ if want hil; then
       --set executor.kind=gpu --set trace.locomo.data="$LOCOMO" --set trace.locomo.users="$u" \
       --set experiment="headline_hil_$u" --out "$WORK/results"
     tail -6 "$WORK/hil.log" | sed 's/^/    /' >>"$SUMMARY"
+    symbolize "$WORK/hil.log"
   done
   rm -rf "$WORK"/results/*/.traces
 fi

@@ -1,9 +1,14 @@
 // inferscale: the single command-line entry point.
+#include <dlfcn.h>
 #include <execinfo.h>
+#include <signal.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 
 #include "sim/cli/commands.h"
@@ -11,14 +16,61 @@
 
 namespace {
 
-// A crash prints its signal and the raw stack (module(+offset) per frame: `addr2line -Cfpe
-// inferscale OFFSET` names them) before the default action, so a report from a machine without
-// a debugger still says where. Only async-signal-safe calls.
-extern "C" void on_fatal_signal(int sig) {
-  static const char kHead[] = "inferscale: fatal signal; stack:\n";
-  [[maybe_unused]] auto n = write(STDERR_FILENO, kHead, sizeof(kHead) - 1);
+void say(const char* text, std::size_t n) {
+  [[maybe_unused]] auto w = write(STDERR_FILENO, text, n);
+}
+
+// The module and offset of an address: "inferscale+0x1234" (`addr2line -Cfpe inferscale 0x1234`
+// names it), or "libfoo.so+0x..".
+int describe(char* out, std::size_t n, const void* address) {
+  Dl_info info{};
+  if (address == nullptr || dladdr(address, &info) == 0 || info.dli_fname == nullptr) {
+    return std::snprintf(out, n, "%p (no module)", address);
+  }
+  const char* base = std::strrchr(info.dli_fname, '/');
+  return std::snprintf(out, n, "%s+0x%lx%s%s", base ? base + 1 : info.dli_fname,
+                       static_cast<unsigned long>(reinterpret_cast<std::uintptr_t>(address) -
+                                                  reinterpret_cast<std::uintptr_t>(info.dli_fbase)),
+                       info.dli_sname ? " " : "", info.dli_sname ? info.dli_sname : "");
+}
+
+// A crash prints the signal, the faulting instruction and address, the unwound stack, and the
+// return addresses into this program found on the stack (they survive where unwinding stops,
+// as in code without unwind tables), so a report from a machine without a debugger still says
+// where. For diagnosis only: it then re-raises for the default action.
+extern "C" void on_fatal_signal(int sig, siginfo_t* info, void* context) {
+  char line[512];
+  const auto* uc = static_cast<const ucontext_t*>(context);
+#if defined(__x86_64__)
+  const auto pc = reinterpret_cast<const void*>(uc->uc_mcontext.gregs[REG_RIP]);
+  const auto* sp = reinterpret_cast<const std::uintptr_t*>(uc->uc_mcontext.gregs[REG_RSP]);
+#else
+  const void* pc = nullptr;
+  const std::uintptr_t* sp = nullptr;
+  (void)uc;
+#endif
+  int n = std::snprintf(line, sizeof line, "inferscale: fatal signal %d at address %p; pc ", sig,
+                        info ? info->si_addr : nullptr);
+  n += describe(line + n, sizeof line - std::size_t(n), pc);
+  say(line, std::size_t(n));
+  say("\nunwound stack:\n", 16);
   void* frames[64];
   backtrace_symbols_fd(frames, backtrace(frames, 64), STDERR_FILENO);
+  if (sp != nullptr) {
+    say("return addresses into inferscale on the stack:\n", 47);
+    Dl_info self{};
+    dladdr(reinterpret_cast<const void*>(&on_fatal_signal), &self);
+    int found = 0;
+    for (int i = 0; i < 8192 && found < 48; ++i) {
+      const auto* v = reinterpret_cast<const void*>(sp[i]);
+      Dl_info d{};
+      if (dladdr(v, &d) == 0 || d.dli_fbase != self.dli_fbase) continue;
+      n = describe(line, sizeof line - 1, v);
+      line[n++] = '\n';
+      say(line, std::size_t(n));
+      ++found;
+    }
+  }
   std::signal(sig, SIG_DFL);
   std::raise(sig);
 }
@@ -26,7 +78,16 @@ extern "C" void on_fatal_signal(int sig) {
 void install_crash_handler() {
   void* warm[1];
   backtrace(warm, 1);  // loads libgcc now, not inside the handler
-  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(sig, on_fatal_signal);
+  static char alt_stack[1 << 16];
+  stack_t ss{};
+  ss.ss_sp = alt_stack;
+  ss.ss_size = sizeof alt_stack;
+  sigaltstack(&ss, nullptr);  // a stack overflow is reported too
+  struct sigaction sa {};
+  sa.sa_sigaction = on_fatal_signal;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) sigaction(sig, &sa, nullptr);
 }
 
 }  // namespace
