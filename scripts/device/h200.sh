@@ -12,7 +12,8 @@
 #              tests (bf16 on the GPU)
 #   calibrate  `inferscale calibrate --executor gpu --grid full` -> h200-llama-3.1-8b.yaml and
 #              the measured points (held-out error in the profile)
-#   hil        configs/headline.yaml hardware-in-the-loop at USERS (default 50 100 150 200)
+#   hil        configs/headline.yaml hardware-in-the-loop at USERS (default 50 100 150 200),
+#              with HIL_SET (extra --set arguments) if given
 #   bench      `inferscale bench executor` (Llama-3.1-8B shape, random weights) with split-KV
 #              attention on and off (issue: GPU executor targets)
 #   fidelity   configs/eval/fidelity_h200.yaml over every answerable LoCoMo question
@@ -110,7 +111,7 @@ if want hil; then
   for u in $USERS; do
     step "hil_users_$u" 150 "$WORK/hil.log" "$BIN" run configs/headline.yaml --no-progress \
       --set executor.kind=gpu --set trace.locomo.data="$LOCOMO" --set trace.locomo.users="$u" \
-      --set experiment="headline_hil_$u" --out "$WORK/results"
+      --set experiment="headline_hil_$u" --out "$WORK/results" ${HIL_SET:-}
     tail -6 "$WORK/hil.log" | sed 's/^/    /' >>"$SUMMARY"
     symbolize "$WORK/hil.log"
   done
