@@ -4,5 +4,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 install_debs "${DEB_PACKAGES[@]}"
 install_pip "${PIP_PACKAGES[@]}"
 configure_and_build
+# The real test model (SmolLM2-135M-Instruct, ~93 MB, cached in .cache/models): the loader,
+# tokenizer and reference-logit tests and the fidelity smoke run use it.
+log "fetching the test model"
+"$ROOT/scripts/fetch-model.sh" >/dev/null
 log "running the tests"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS" "$@"

@@ -7,6 +7,7 @@
 
 #include "executor/cost_model/cost_model.h"
 #include "policies/registry.h"
+#include "sim/access_oracle.h"
 #include "sim/executor_factory.h"
 #include "sim/trace_source.h"
 #include "traces/error.h"
@@ -17,6 +18,22 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
+
+/// The trace's future for offline policies (Belady): next-access positions from a pre-pass
+/// over the trace, only when a store tier of this run uses such a policy.
+NextAccessFn future_of(const RunConfig& run, const std::string& trace) {
+  const auto offline = [](const TierConfig& t) {
+    const EvictionInfo* info = PolicyRegistry::find_eviction(t.eviction);
+    return t.enabled && info != nullptr && info->offline;
+  };
+  if (run.serving.mode != ServingMode::kKvInject ||
+      !(offline(run.store.gpu) || offline(run.store.host))) {
+    return {};
+  }
+  auto oracle = std::make_shared<const AccessOracle>(AccessOracle::from_trace(trace));
+  return [oracle](FactId fact, std::int64_t after) { return oracle->next_after(fact, after); };
+}
+
 
 constexpr const char* kVersion = "0.1.0";
 
@@ -231,7 +248,8 @@ std::vector<RunOutcome> run_experiment(const ExperimentConfig& exp, const Runner
       if (run.output.timeline) out.timeline_json = (tmp / "timeline.json").string();
       out.progress = opts.progress;
       Simulator sim(
-          run, trace, [&run](int i) { return make_executor(run, i); }, encode_pricing(run), out);
+          run, trace, [&run](int i) { return make_executor(run, i); }, encode_pricing(run), out,
+          future_of(run, trace));
       RunSummary summary;
       try {
         summary = sim.run();

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "sim/cli/commands.h"
+#include "sim/config/experiment.h"
 #include "traces/error.h"
 #include "traces/locomo_import.h"
 #include "traces/stats.h"
@@ -133,17 +134,23 @@ void add_stats(CLI::App* trace, Action& action) {
   auto file = std::make_shared<std::string>();
   auto o = std::make_shared<StatsOptions>();
   auto json = std::make_shared<bool>(false);
+  auto model = std::make_shared<std::string>();
   auto* cmd = trace->add_subcommand(
       "stats",
       "Describe a trace: users, facts, requests, k, tokens, fact KV per user, arrival "
       "rate, BM25 recall@k against LoCoMo evidence");
   cmd->add_option("FILE", *file, "trace (JSONL)")->required();
-  cmd->add_option("--kv-bytes-per-token", o->kv_bytes_per_token,
-                  "fact KV bytes per token (default: Llama-3.1-8B in bf16)")
-      ->capture_default_str();
+  auto* bytes = cmd->add_option("--kv-bytes-per-token", o->kv_bytes_per_token,
+                                 "fact KV bytes per token (default: Llama-3.1-8B in bf16)")
+                     ->capture_default_str();
+  cmd->add_option("--model", *model,
+                  "take the KV bytes per token from a model: a preset of configs/models/ "
+                  "(llama-3.1-8b, mistral-7b, qwen2.5-7b, smollm2-135m) or a model YAML")
+      ->excludes(bytes);
   cmd->add_flag("--json", *json, "print one JSON object instead of text");
-  cmd->callback([&action, file, o, json] {
-    action = [file, o, json] {
+  cmd->callback([&action, file, o, json, model] {
+    action = [file, o, json, model] {
+      if (!model->empty()) o->kv_bytes_per_token = load_model(*model, "--model").kv_bytes_per_token();
       if (o->kv_bytes_per_token == 0) {
         throw InputError("--kv-bytes-per-token", "expected a positive number of bytes");
       }

@@ -123,3 +123,28 @@ TEST_CASE("kv_inject prefills less and answers sooner than text at k=8") {
   CHECK(kv.ttft_ms.p50 < text.ttft_ms.p50);
   CHECK(kv.gpu_hits == kv.lookups);  // warm store, everything fits
 }
+
+TEST_CASE("offline policies see the trace's future in a run: Belady hits at least as often") {
+  // With no future (as before the runner passed one), Belady bypasses every insertion and hits
+  // no more often than a store that never evicts, well below the online policies.
+  const auto dir = temp_dir("offline");
+  const auto trace = make_trace(dir, 11, 50, 0);
+  std::string yaml =
+      "gpu: {name: g, memory: 1GiB, bf16_tflops: 0.001, hbm_gbps: 100, pcie_gbps: 10,"
+      " step_overhead_us: 10}\n"
+      "serving: {mode: kv_inject, k: 8, header_tokens: 16}\n"
+      "store: {gpu: {capacity: 24KiB}}\n"
+      "runs:\n";
+  const std::vector<std::string> policies{"belady", "lru", "fifo", "s3fifo", "gdsf", "unbounded"};
+  for (const auto& p : policies) yaml += "  - {name: " + p + ", store: {gpu: {eviction: " + p + "}}}\n";
+  const auto outcomes = run(dir, tiny_config(trace, yaml));
+  REQUIRE(outcomes.size() == policies.size());
+  const auto hits = [&](std::size_t i) { return outcomes[i].summary.gpu_hits; };
+  INFO("belady " << hits(0) << ", lru " << hits(1) << ", unbounded " << hits(5));
+  CHECK(outcomes[0].summary.lookups == outcomes[1].summary.lookups);
+  for (std::size_t i = 1; i < policies.size(); ++i) {
+    INFO(policies[i] << ": " << hits(i));
+    CHECK(hits(0) >= hits(i));
+  }
+  CHECK(hits(0) > hits(5));
+}
