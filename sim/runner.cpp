@@ -34,7 +34,6 @@ NextAccessFn future_of(const RunConfig& run, const std::string& trace) {
   return [oracle](FactId fact, std::int64_t after) { return oracle->next_after(fact, after); };
 }
 
-
 constexpr const char* kVersion = "0.1.0";
 
 json model_json(const ModelConfig& m) {

@@ -114,13 +114,13 @@ void add_import_locomo(CLI::App* trace, Action& action) {
       TraceWriter w(c->out);
       const auto r = import_locomo(locomo, *o, w);
       w.close();
-      std::fprintf(
-          report_stream(c->out),
-          "wrote %s: %zu conversations, %llu users, %llu %s, %llu requests\n", c->out.c_str(),
-          locomo.conversations.size(), static_cast<unsigned long long>(r.users),
-          static_cast<unsigned long long>(r.facts),
-          o->initial_memory ? "facts at t=0" : "memory writes",
-          static_cast<unsigned long long>(r.requests));
+      std::fprintf(report_stream(c->out),
+                   "wrote %s: %zu conversations, %llu users, %llu %s, %llu requests\n",
+                   c->out.c_str(), locomo.conversations.size(),
+                   static_cast<unsigned long long>(r.users),
+                   static_cast<unsigned long long>(r.facts),
+                   o->initial_memory ? "facts at t=0" : "memory writes",
+                   static_cast<unsigned long long>(r.requests));
       if (r.users_without_questions > 0) {
         std::fprintf(report_stream(c->out), "note: %llu users have no question to ask\n",
                      static_cast<unsigned long long>(r.users_without_questions));
@@ -141,8 +141,8 @@ void add_stats(CLI::App* trace, Action& action) {
       "rate, BM25 recall@k against LoCoMo evidence");
   cmd->add_option("FILE", *file, "trace (JSONL)")->required();
   auto* bytes = cmd->add_option("--kv-bytes-per-token", o->kv_bytes_per_token,
-                                 "fact KV bytes per token (default: Llama-3.1-8B in bf16)")
-                     ->capture_default_str();
+                                "fact KV bytes per token (default: Llama-3.1-8B in bf16)")
+                    ->capture_default_str();
   cmd->add_option("--model", *model,
                   "take the KV bytes per token from a model: a preset of configs/models/ "
                   "(llama-3.1-8b, mistral-7b, qwen2.5-7b, smollm2-135m) or a model YAML")
@@ -150,7 +150,8 @@ void add_stats(CLI::App* trace, Action& action) {
   cmd->add_flag("--json", *json, "print one JSON object instead of text");
   cmd->callback([&action, file, o, json, model] {
     action = [file, o, json, model] {
-      if (!model->empty()) o->kv_bytes_per_token = load_model(*model, "--model").kv_bytes_per_token();
+      if (!model->empty())
+        o->kv_bytes_per_token = load_model(*model, "--model").kv_bytes_per_token();
       if (o->kv_bytes_per_token == 0) {
         throw InputError("--kv-bytes-per-token", "expected a positive number of bytes");
       }
