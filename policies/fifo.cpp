@@ -8,10 +8,7 @@ namespace {
 
 class Fifo final : public EvictionPolicy {
  public:
-  void on_insert(const CacheEntry& e, SimTime) override {
-    list_.push_front(e.id);
-    pinned_tail_.stamp(e.id);
-  }
+  void on_insert(const CacheEntry& e, SimTime) override { list_.push_front(e.id); }
   void on_hit(const CacheEntry&, SimTime) override {}
   void on_remove(FactId id) override {
     pinned_tail_.unlink(list_, id);

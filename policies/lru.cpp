@@ -8,14 +8,10 @@ namespace {
 
 class Lru final : public EvictionPolicy {
  public:
-  void on_insert(const CacheEntry& e, SimTime) override {
-    list_.push_front(e.id);
-    pinned_tail_.stamp(e.id);
-  }
+  void on_insert(const CacheEntry& e, SimTime) override { list_.push_front(e.id); }
   void on_hit(const CacheEntry& e, SimTime) override {
     pinned_tail_.unlink(list_, e.id);
     list_.move_to_front(e.id);
-    pinned_tail_.stamp(e.id);
   }
   void on_remove(FactId id) override {
     pinned_tail_.unlink(list_, id);

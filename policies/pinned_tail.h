@@ -1,25 +1,18 @@
 #pragma once
 // @brief PinnedTail: the search of a list-based victim() from the back, skipping the tail it
-// found pinned before, as long as none of that tail has been unpinned since.
+// found pinned at its previous call while no fact has been unpinned since.
 
-#include <algorithm>
 #include <cstdint>
-#include <vector>
 
 #include "policies/policy.h"
 
 namespace inferscale {
 
 /// @brief Remembers, between victim() calls, the last id of a list's tail that was all pinned.
-/// A store nearly full of facts pinned by running requests would otherwise make every search
-/// scan the same pinned facts again. Answers are those of the plain scan from the back:
-/// - while RunView::unpin_count() is unchanged, pins only grew, so the remembered tail is still
-///   pinned;
-/// - when it changed, the facts unpinned since (RunView::unpinned_since) that lie in the tail
-///   become its holes, tried first, nearest the back first; a view without that log makes the
-///   search start again from the back.
-/// The owner calls stamp() whenever it puts an id at the front of the list (the list is then in
-/// decreasing stamp order from front to back), and unlink() before an id leaves or moves.
+/// A store that is nearly all pinned by running requests would otherwise make every search scan
+/// the same pinned facts again; with the tail remembered a step's evictions cost what they move.
+/// Answers are those of the plain scan: pins only grow while RunView::unpin_count() is
+/// unchanged, and the owner calls unlink() before an id leaves the list or moves in it.
 class PinnedTail {
  public:
   static constexpr std::uint32_t kNil = 0xffffffffu;
@@ -28,37 +21,18 @@ class PinnedTail {
   template <class List>
   std::uint32_t first_unpinned(const List& list, const EvictionContext& ctx) const {
     const std::uint64_t count = ctx.unpin_count();
-    if (count == kUncountedPins) {
-      forget();
-    } else if (count != unpins_) {
-      if (last_ != kNil) add_holes(list, ctx);
+    std::uint32_t i = list.back();
+    if (count == kUncountedPins || count != unpins_) {
+      last_ = kNil;
       unpins_ = count;
+    } else if (last_ != kNil) {
+      i = list.next_toward_front(last_);
     }
-    if (last_ == kNil) {
-      holes_.clear();
-    } else {
-      // Holes nearest the back first; a hole pinned again stays pinned until the count changes.
-      const std::uint64_t limit = stamps_[last_];
-      while (!holes_.empty()) {
-        const FactId h = holes_.back();
-        if (list.contains(h) && stamps_[h] <= limit && !ctx.pinned(h)) {
-          return static_cast<std::uint32_t>(h);
-        }
-        holes_.pop_back();
-      }
-    }
-    std::uint32_t i = last_ == kNil ? list.back() : list.next_toward_front(last_);
     for (; i != kNil; i = list.next_toward_front(i)) {
       if (!ctx.pinned(i)) return i;
       if (count != kUncountedPins) last_ = i;
     }
     return kNil;
-  }
-
-  /// `id` was pushed or moved to the front of the list.
-  void stamp(FactId id) {
-    if (id >= stamps_.size()) stamps_.resize(std::max<std::size_t>(id + 1, stamps_.size() * 2));
-    stamps_[id] = ++clock_;
   }
 
   /// Before `id` leaves `list` or moves within it: the remembered tail ends behind it.
@@ -68,34 +42,8 @@ class PinnedTail {
   }
 
  private:
-  void forget() const {
-    last_ = kNil;
-    holes_.clear();
-  }
-
-  /// The facts unpinned since the tail was found pinned become its holes.
-  template <class List>
-  void add_holes(const List& list, const EvictionContext& ctx) const {
-    unpinned_.clear();
-    if (ctx.run == nullptr || !ctx.run->unpinned_since(unpins_, &unpinned_)) {
-      forget();
-      return;
-    }
-    const std::uint64_t limit = stamps_[last_];
-    for (const FactId u : unpinned_) {
-      if (list.contains(u) && stamps_[u] <= limit && !ctx.pinned(u)) holes_.push_back(u);
-    }
-    std::sort(holes_.begin(), holes_.end(),
-              [this](FactId a, FactId b) { return stamps_[a] > stamps_[b]; });
-  }
-
-  // Every id in the list from the back up to last_ is pinned, but for those in holes_.
-  mutable std::uint32_t last_ = kNil;
-  mutable std::vector<FactId> holes_;  // by decreasing stamp: the back of the list last
+  mutable std::uint32_t last_ = kNil;  // every id from the back up to this one is pinned
   mutable std::uint64_t unpins_ = kUncountedPins;
-  mutable std::vector<FactId> unpinned_;  // scratch
-  std::vector<std::uint64_t> stamps_;     // by id: when it was put at the front
-  std::uint64_t clock_ = 0;
 };
 
 }  // namespace inferscale

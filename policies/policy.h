@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
-#include <vector>
 
 #include "traces/types.h"
 
@@ -40,12 +39,6 @@ class RunView {
   /// still pinned, so a policy may skip facts it found pinned before (PinnedTail). Default:
   /// kUncountedPins, and nothing may be skipped.
   virtual std::uint64_t unpin_count() const { return kUncountedPins; }
-  /// Appends to `out`, oldest first, the facts unpinned since unpin_count() was `count`, and
-  /// returns true; false when the view no longer holds them all (it keeps a bounded log) or keeps
-  /// none (the default).
-  virtual bool unpinned_since(std::uint64_t /*count*/, std::vector<FactId>* /*out*/) const {
-    return false;
-  }
   /// True while the user has a request queued or running.
   virtual bool user_in_flight(UserId user) const = 0;
   /// Last time the user issued a request (or kNever if it never did).

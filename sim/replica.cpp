@@ -91,12 +91,6 @@ std::int64_t Replica::next_access(FactId local) const {
   return next_access_ ? next_access_(global_of_[local], position_) : kNever;
 }
 
-bool Replica::unpinned_since(std::uint64_t count, std::vector<FactId>* out) const {
-  if (count > unpins_ || unpins_ - count > kUnpinLog) return false;
-  for (std::uint64_t i = count; i < unpins_; ++i) out->push_back(unpin_log_[i & (kUnpinLog - 1)]);
-  return true;
-}
-
 void Replica::enqueue(std::uint32_t ri, SimTime now) {
   Request& r = pool_[ri];
   r.replica = index_;

@@ -82,7 +82,6 @@ class Replica final : public RunView {
   // RunView (ids are this replica's local ids)
   bool pinned(FactId local) const override { return local < pins_.size() && pins_[local] > 0; }
   std::uint64_t unpin_count() const override { return unpins_; }
-  bool unpinned_since(std::uint64_t count, std::vector<FactId>* out) const override;
   bool user_in_flight(UserId user) const override;
   SimTime user_last_active(UserId user) const override;
   std::int64_t next_access(FactId local) const override;
@@ -127,7 +126,7 @@ class Replica final : public RunView {
   }
   void release_request(std::uint32_t ri);
   void unpin(FactId local) {
-    if (--pins_[local] == 0) unpin_log_[unpins_++ & (kUnpinLog - 1)] = local;
+    if (--pins_[local] == 0) ++unpins_;
   }
 
   int index_;
@@ -143,9 +142,7 @@ class Replica final : public RunView {
   std::vector<std::uint32_t> local_plus1_;  // global -> local + 1 (0: never seen here)
   std::vector<FactId> global_of_;           // local -> global
   std::vector<std::uint16_t> pins_;         // by local id
-  static constexpr std::size_t kUnpinLog = 1u << 14;  // RunView::unpinned_since keeps the last
-  std::uint64_t unpins_ = 0;  // pins that dropped to zero (RunView::unpin_count)
-  std::vector<FactId> unpin_log_ = std::vector<FactId>(kUnpinLog);  // unpin i at i % kUnpinLog
+  std::uint64_t unpins_ = 0;                // pins that dropped to zero (RunView::unpin_count)
   std::unordered_map<UserId, UserState> users_;
 
   std::deque<std::uint32_t> waiting_;
