@@ -26,6 +26,8 @@ struct CacheEntry {
 };
 
 inline constexpr SimTime kNever = std::numeric_limits<SimTime>::max();
+/// RunView::unpin_count() of a view that does not count unpins.
+inline constexpr std::uint64_t kUncountedPins = std::numeric_limits<std::uint64_t>::max();
 
 /// What a run knows beyond the tier: pins, users, and (for offline policies) the future.
 class RunView {
@@ -33,6 +35,10 @@ class RunView {
   virtual ~RunView() = default;
   /// True while a running request uses the fact on this tier; such a fact must not be a victim.
   virtual bool pinned(FactId id) const = 0;
+  /// Counts the times a pinned fact became unpinned. While it is unchanged, a fact seen pinned is
+  /// still pinned, so a policy may skip facts it found pinned before (PinnedTail). Default:
+  /// kUncountedPins, and nothing may be skipped.
+  virtual std::uint64_t unpin_count() const { return kUncountedPins; }
   /// True while the user has a request queued or running.
   virtual bool user_in_flight(UserId user) const = 0;
   /// Last time the user issued a request (or kNever if it never did).
@@ -54,6 +60,7 @@ struct EvictionContext {
   const CacheEntry* incoming = nullptr;  // the fact room is made for (null: none)
   const RunView* run = nullptr;
   bool pinned(FactId id) const { return run != nullptr && run->pinned(id); }
+  std::uint64_t unpin_count() const { return run != nullptr ? run->unpin_count() : kUncountedPins; }
 };
 
 /// @brief Eviction: one instance per store tier.

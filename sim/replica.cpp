@@ -178,7 +178,7 @@ void Replica::unpin_all(Request& r) {
   for (auto& f : r.layout) {
     if (f.pinned) {
       INFERSCALE_ASSERT(pins_[f.local] > 0, "pin count underflow");
-      --pins_[f.local];
+      unpin(f.local);
       f.pinned = false;
     }
   }
@@ -498,7 +498,7 @@ SimTime Replica::start_step(SimTime now) {
 
   if (plan_.prefills.empty() && plan_.decodes.empty() && plan_.encodes.empty() &&
       plan_.loads.empty()) {
-    for (const FactId l : step_pins_) --pins_[l];
+    for (const FactId l : step_pins_) unpin(l);
     step_pins_.clear();
     to_release_.swap(plan_.released);
     if (!waiting_.empty() && running_.empty() && !preempted_this_step_ &&
@@ -548,7 +548,7 @@ void Replica::release_request(std::uint32_t ri) {
 
 void Replica::finish_step(SimTime now, std::vector<std::uint32_t>& finished) {
   busy_ = false;
-  for (const FactId l : step_pins_) --pins_[l];
+  for (const FactId l : step_pins_) unpin(l);
   step_pins_.clear();
   for (const StepItem& item : items_) {
     Request& r = pool_[item.request];

@@ -81,6 +81,7 @@ class Replica final : public RunView {
 
   // RunView (ids are this replica's local ids)
   bool pinned(FactId local) const override { return local < pins_.size() && pins_[local] > 0; }
+  std::uint64_t unpin_count() const override { return unpins_; }
   bool user_in_flight(UserId user) const override;
   SimTime user_last_active(UserId user) const override;
   std::int64_t next_access(FactId local) const override;
@@ -124,6 +125,9 @@ class Replica final : public RunView {
     return (tokens + kBlockTokens - 1) / kBlockTokens;
   }
   void release_request(std::uint32_t ri);
+  void unpin(FactId local) {
+    if (--pins_[local] == 0) ++unpins_;
+  }
 
   int index_;
   const RunConfig& cfg_;
@@ -138,6 +142,7 @@ class Replica final : public RunView {
   std::vector<std::uint32_t> local_plus1_;  // global -> local + 1 (0: never seen here)
   std::vector<FactId> global_of_;           // local -> global
   std::vector<std::uint16_t> pins_;         // by local id
+  std::uint64_t unpins_ = 0;                // pins that dropped to zero (RunView::unpin_count)
   std::unordered_map<UserId, UserState> users_;
 
   std::deque<std::uint32_t> waiting_;

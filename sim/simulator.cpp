@@ -191,18 +191,39 @@ struct Simulator::Impl {
     info.encode_context_tokens = cwe_context_tokens(f, cfg.serving);
     info.created = f.time;
     info.memory_write = memory_write;
-    info.recompute_cost_ns = encode_cost ? encode_cost(info.tokens, info.encode_context_tokens) : 0;
+    info.recompute_cost_ns = recompute_cost(info.tokens, info.encode_context_tokens);
     return facts.add(info);
+  }
+
+  /// encode_cost, memoized: facts repeat a few token counts and the price is a pure function.
+  std::unordered_map<std::uint64_t, SimTime> encode_costs;
+  SimTime recompute_cost(std::uint32_t tokens, std::uint32_t context_tokens) {
+    if (!encode_cost) return 0;
+    const std::uint64_t key = (std::uint64_t(tokens) << 32) | context_tokens;
+    auto [it, inserted] = encode_costs.try_emplace(key, 0);
+    if (inserted) it->second = encode_cost(tokens, context_tokens);
+    return it->second;
+  }
+
+  /// The home replica of the last user looked up: a user's facts come in a run of records.
+  UserId home_user = 0;
+  int home_replica = -1;
+  int home_of(UserId user) {
+    if (home_replica < 0 || user != home_user) {
+      home_user = user;
+      home_replica = home.owner(user);
+    }
+    return home_replica;
   }
 
   void on_fact(const FactRecord& f, SimTime now) {
     const FactId id = add_fact(f, false);
-    if (cfg.store.warm) replicas[home.owner(f.user)]->warm_insert(id);
+    if (cfg.store.warm) replicas[home_of(f.user)]->warm_insert(id);
     (void)now;
   }
 
   void on_memory_write(FactId id, SimTime now) {
-    const int rep = home.owner(facts[id].user);
+    const int rep = home_of(facts[id].user);
     replicas[rep]->memory_write(id, now);
     kick(rep, now);
   }

@@ -18,7 +18,8 @@ namespace inferscale {
 
 /// Makes the executor of replica `index`.
 using ExecutorFactory = std::function<std::unique_ptr<Executor>(int index)>;
-/// Prices a fact encode (recompute cost for cost-aware policies).
+/// Prices a fact encode (recompute cost for cost-aware policies); a pure function of its
+/// arguments (the simulator memoizes it).
 using EncodeCostFn = std::function<SimTime(std::uint32_t tokens, std::uint32_t context_tokens)>;
 
 struct SimOutputs {

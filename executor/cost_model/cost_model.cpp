@@ -5,6 +5,22 @@
 
 namespace inferscale {
 
+namespace {
+
+/// std::llround without the library call, for the step prices computed at every step:
+/// x - trunc(x) is exact in binary floating point, so comparing it with one half rounds halves
+/// away from zero exactly as llround does. Values out of range (or NaN) go to llround.
+SimTime round_ns(double x) {
+  if (!(std::fabs(x) < 0x1p62)) return static_cast<SimTime>(std::llround(x));
+  const auto t = static_cast<SimTime>(x);  // toward zero
+  const double frac = x - static_cast<double>(t);
+  if (frac >= 0.5) return t + 1;
+  if (frac <= -0.5) return t - 1;
+  return t;
+}
+
+}  // namespace
+
 CostRates CostRates::from_gpu(const GpuConfig& gpu) {
   CostRates r;
   r.gemm_flops_per_s = gpu.bf16_tflops * 1e12 * gpu.mfu;
@@ -77,13 +93,13 @@ BatchResult CostModel::price(const StepWork& w) const {
   // Split the forward pass over its phases by token count.
   const double tokens = w.prefill_tokens + w.decode_tokens + w.encode_tokens;
   auto share = [&](double t) { return tokens > 0 ? forward_ns * t / tokens : 0.0; };
-  r.phases.prefill_ns = static_cast<SimTime>(std::llround(share(w.prefill_tokens)));
-  r.phases.decode_ns = static_cast<SimTime>(std::llround(share(w.decode_tokens)));
-  r.phases.encode_ns = static_cast<SimTime>(std::llround(share(w.encode_tokens)));
-  r.phases.inject_ns = static_cast<SimTime>(std::llround(inject_ns));
-  r.phases.load_ns = static_cast<SimTime>(std::llround(pcie_ns));
-  r.phases.overhead_ns = static_cast<SimTime>(std::llround(overhead_ns));
-  r.duration_ns = static_cast<SimTime>(std::llround(forward_ns + inject_ns + pcie_ns + overhead_ns));
+  r.phases.prefill_ns = round_ns(share(w.prefill_tokens));
+  r.phases.decode_ns = round_ns(share(w.decode_tokens));
+  r.phases.encode_ns = round_ns(share(w.encode_tokens));
+  r.phases.inject_ns = round_ns(inject_ns);
+  r.phases.load_ns = round_ns(pcie_ns);
+  r.phases.overhead_ns = round_ns(overhead_ns);
+  r.duration_ns = round_ns(forward_ns + inject_ns + pcie_ns + overhead_ns);
   return r;
 }
 
