@@ -157,7 +157,16 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   std::vector<std::vector<PromptPiece>> layouts;
   layouts.reserve(plan.prefills.size());
   for (const PrefillItem& p : plan.prefills) {
-    layouts.push_back(compose_prompt(p, plan.prompt_facts));
+    RequestState& s = state(p.request);
+    if (p.first_chunk || p.facts_begin != p.facts_end || s.layout.empty()) {
+      s.layout = compose_prompt(p, plan.prompt_facts);
+    } else if (p.prompt_tokens != s.prompt_tokens) {
+      throw std::invalid_argument("plan: request " + std::to_string(p.request) +
+                                  ": a later chunk names " + std::to_string(p.prompt_tokens) +
+                                  " prompt tokens, its first chunk " +
+                                  std::to_string(s.prompt_tokens));
+    }
+    layouts.push_back(s.layout);
     if (!p.first_chunk) continue;
     for (const PromptPiece& piece : layouts.back()) {
       if (!piece.injected) continue;

@@ -91,6 +91,9 @@ class GpuExecutor : public Executor {
     std::uint32_t next_position = 0;  // decode: position of the next input token
     std::int32_t last_token = 0;      // decode: the next input token
     bool prefilled = false;
+    // The prompt's layout from its first chunk: the simulator lists a prompt's facts only
+    // there (BatchPlan::prompt_facts), later chunks of a chunked prefill name none.
+    std::vector<PromptPiece> layout;
   };
   struct HostCopy {
     at::Tensor blocks;  // [blocks, layers, 2, block_tokens, kv_heads, head_dim] on the host

@@ -82,6 +82,44 @@ TEST_CASE("chunked text prefill equals one chunk and decode continues greedily")
   CHECK_THROWS_AS(one.execute(decode_plan(p.request, 1)), std::invalid_argument);
 }
 
+TEST_CASE("later chunks may name no facts: the layout of the first chunk holds") {
+  // The simulator lists a prompt's facts on its first chunk only.
+  PromptSpec p;
+  p.facts = {{21, 6, false}, {22, 9, false}, {23, 5, false}};
+  GpuExecutor one(cpu_options()), chunked(cpu_options());
+  BatchPlan whole;
+  add_prefill(whole, p, 0, p.computed_total());
+  const BatchResult r1 = one.execute(whole);
+  std::uint32_t done = 0;
+  BatchResult r2;
+  for (std::uint32_t now : {7u, 9u, p.computed_total() - 16}) {
+    BatchPlan plan;
+    add_prefill(plan, p, done, now);
+    if (done > 0) {
+      plan.prompt_facts.clear();
+      plan.prefills.back().facts_begin = plan.prefills.back().facts_end = 0;
+    }
+    r2 = chunked.execute(plan);
+    done += now;
+  }
+  REQUIRE(r1.tokens.size() == 1);
+  CHECK(r2.tokens == r1.tokens);
+  CHECK(max_rel_diff(chunked.last_logits(), one.last_logits()) < 1e-5);
+
+  // A later chunk whose prompt length differs from its first chunk's is refused.
+  PromptSpec q = p;
+  q.request = 2;
+  BatchPlan first;
+  add_prefill(first, q, 0, 4);
+  chunked.execute(first);
+  BatchPlan bad;
+  add_prefill(bad, q, 4, 4);
+  bad.prompt_facts.clear();
+  bad.prefills.back().facts_begin = bad.prefills.back().facts_end = 0;
+  bad.prefills.back().prompt_tokens += 1;
+  CHECK_THROWS_AS(chunked.execute(bad), std::invalid_argument);
+}
+
 TEST_CASE("one step batches prefills of different lengths with decodes") {
   PromptSpec a, b;
   a.request = 1;
