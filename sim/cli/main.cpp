@@ -57,6 +57,17 @@ extern "C" void on_fatal_signal(int sig, siginfo_t* info, void* context) {
   void* frames[64];
   backtrace_symbols_fd(frames, backtrace(frames, 64), STDERR_FILENO);
   if (sp != nullptr) {
+    // The caller of a call through a null pointer is the word at the stack pointer.
+    say("top of the stack, words that point into a module:\n", 51);
+    for (int i = 0; i < 16; ++i) {
+      const auto* v = reinterpret_cast<const void*>(sp[i]);
+      Dl_info d{};
+      if (dladdr(v, &d) == 0) continue;
+      n = std::snprintf(line, 32, "  [sp+%d] ", 8 * i);
+      n += describe(line + n, sizeof line - std::size_t(n) - 1, v);
+      line[n++] = '\n';
+      say(line, std::size_t(n));
+    }
     say("return addresses into inferscale on the stack:\n", 47);
     Dl_info self{};
     dladdr(reinterpret_cast<const void*>(&on_fatal_signal), &self);
