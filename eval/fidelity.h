@@ -31,21 +31,21 @@ struct RecomputeSetting {
 };
 
 struct FidelityConfig {
-  std::string model;                              // GGUF or safetensors checkpoint
+  std::string model;                             // GGUF or safetensors checkpoint
   std::string data = "../shared/data/locomo10";  // LoCoMo
-  std::string device = "cpu";                     // cpu | cuda
-  std::string dtype;                              // f32 | bf16 | f16 (default: f32 cpu, bf16 cuda)
-  std::string rope = "pre_rope";                  // pre_rope | delta
+  std::string device = "cpu";                    // cpu | cuda
+  std::string dtype;                             // f32 | bf16 | f16 (default: f32 cpu, bf16 cuda)
+  std::string rope = "pre_rope";                 // pre_rope | delta
   std::vector<std::uint32_t> ks = {5, 10, 20, 50};
   std::vector<std::uint32_t> windows = {0, 5, 20, 50};
   std::uint32_t questions = 0;  // 0: all answerable questions; else the first n (file order)
   std::vector<int> categories = {1, 2, 3, 4};
-  std::uint32_t answer_tokens = 16;  // greedy tokens per answer
-  std::uint32_t batch = 64;          // questions per executor step
-  std::vector<RecomputeSetting> recompute;        // evaluated besides plain kv_inject
-  std::vector<std::uint32_t> recompute_windows;   // empty: every window
-  std::uint32_t recompute_layer = 1;  // ratio: deviation measured on this layer's keys
-  bool exactness = true;              // the k = 1 prefix-context check
+  std::uint32_t answer_tokens = 16;              // greedy tokens per answer
+  std::uint32_t batch = 64;                      // questions per executor step
+  std::vector<RecomputeSetting> recompute;       // evaluated besides plain kv_inject
+  std::vector<std::uint32_t> recompute_windows;  // empty: every window
+  std::uint32_t recompute_layer = 1;             // ratio: deviation measured on this layer's keys
+  bool exactness = true;                         // the k = 1 prefix-context check
   std::string system_prompt =
       "You are a helpful assistant with a memory of the user. Answer the user's question in a "
       "few words, using these memories:";
@@ -63,15 +63,15 @@ struct FidelitySummaryRow {
   int w = -1;
   std::string setting;  // text | none | first_tokens=n | ratio=r
   std::uint32_t questions = 0;
-  double top1_agreement = 0;   // first token equal to text's
-  double kl_mean = 0;          // KL(text || mode) of the first next-token distribution, nats
+  double top1_agreement = 0;  // first token equal to text's
+  double kl_mean = 0;         // KL(text || mode) of the first next-token distribution, nats
   double kl_p90 = 0;
-  double greedy_agreement = 0;  // whole greedy answer equal to text's
-  double f1 = 0;                // token F1 vs gold (mean)
-  double f1_text = 0;           // text mode's on the same questions
-  double ttft_ms = 0;           // mean prefill step time per batch
-  double computed_tokens = 0;   // mean prefilled tokens per question
-  double recomputed_tokens = 0; // mean recomputed fact tokens per question
+  double greedy_agreement = 0;   // whole greedy answer equal to text's
+  double f1 = 0;                 // token F1 vs gold (mean)
+  double f1_text = 0;            // text mode's on the same questions
+  double ttft_ms = 0;            // mean prefill step time per batch
+  double computed_tokens = 0;    // mean prefilled tokens per question
+  double recomputed_tokens = 0;  // mean recomputed fact tokens per question
 };
 
 /// One question under one (k, w, setting).

@@ -11,9 +11,13 @@ namespace inferscale {
 std::string RecomputeSetting::label() const {
   char buf[64];
   switch (kind) {
-    case Kind::kNone: return "none";
-    case Kind::kFirstTokens: return "first_tokens=" + std::to_string(first_tokens);
-    case Kind::kRatio: std::snprintf(buf, sizeof buf, "ratio=%g", ratio); return buf;
+    case Kind::kNone:
+      return "none";
+    case Kind::kFirstTokens:
+      return "first_tokens=" + std::to_string(first_tokens);
+    case Kind::kRatio:
+      std::snprintf(buf, sizeof buf, "ratio=%g", ratio);
+      return buf;
   }
   return "?";
 }
@@ -99,8 +103,10 @@ FidelityConfig load_fidelity_config(const std::string& path) {
   c.batch = std::uint32_t(root.integer("batch", c.batch, 1, 4096));
   if (root.has("recompute")) {
     const YAML::Node list = root.node("recompute");
-    if (!list.IsSequence()) root.fail("recompute", "expected a list of {first_tokens: n} or {ratio: r}");
-    for (std::size_t i = 0; i < list.size(); ++i) c.recompute.push_back(recompute_item(root, list[i]));
+    if (!list.IsSequence())
+      root.fail("recompute", "expected a list of {first_tokens: n} or {ratio: r}");
+    for (std::size_t i = 0; i < list.size(); ++i)
+      c.recompute.push_back(recompute_item(root, list[i]));
   }
   c.recompute_windows = uints(root, "recompute_w", {}, 0, 200);
   for (std::uint32_t w : c.recompute_windows) {

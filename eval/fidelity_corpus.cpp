@@ -48,8 +48,7 @@ std::string FidelityCorpus::fact_line(std::uint32_t c, int s, std::uint32_t i) c
   return "- " + data_.conversations[c].facts[s][i].text + "\n";
 }
 
-const std::vector<std::int32_t>& FidelityCorpus::fact_ids(std::uint32_t c, int s,
-                                                          std::uint32_t i) {
+const std::vector<std::int32_t>& FidelityCorpus::fact_ids(std::uint32_t c, int s, std::uint32_t i) {
   auto [it, fresh] = facts_.try_emplace({c, s, i});
   if (fresh) it->second = tokenizer_->encode(fact_line(c, s, i));
   return it->second;

@@ -109,19 +109,19 @@ void write_fidelity_outputs(const FidelityResult& r, const std::string& dir) {
   for (const auto& x : r.summary) {
     s << x.k << "," << x.w << "," << x.setting << "," << x.questions << ","
       << fmt("%.6f", x.top1_agreement) << "," << fmt("%.6g", x.kl_mean) << ","
-      << fmt("%.6g", x.kl_p90) << "," << fmt("%.6f", x.greedy_agreement) << ","
-      << fmt("%.6f", x.f1) << "," << fmt("%.6f", x.f1_text) << "," << fmt("%.4f", x.ttft_ms)
-      << "," << fmt("%.2f", x.computed_tokens) << "," << fmt("%.2f", x.recomputed_tokens) << "\n";
+      << fmt("%.6g", x.kl_p90) << "," << fmt("%.6f", x.greedy_agreement) << "," << fmt("%.6f", x.f1)
+      << "," << fmt("%.6f", x.f1_text) << "," << fmt("%.4f", x.ttft_ms) << ","
+      << fmt("%.2f", x.computed_tokens) << "," << fmt("%.2f", x.recomputed_tokens) << "\n";
   }
   write_file(d / "fidelity.csv", s.str());
   std::ostringstream q;
   q << "question,conversation,category,k,w,setting,first_token,text_first_token,kl,"
        "greedy_equal,f1,answer\n";
   for (const auto& x : r.rows) {
-    q << x.question << "," << x.conversation << "," << x.category << "," << x.k << "," << x.w
-      << "," << x.setting << "," << x.first_token << "," << x.text_first_token << ","
-      << fmt("%.6g", x.kl) << "," << (x.greedy_equal ? 1 : 0) << "," << fmt("%.4f", x.f1) << ","
-      << csv_field(x.answer) << "\n";
+    q << x.question << "," << x.conversation << "," << x.category << "," << x.k << "," << x.w << ","
+      << x.setting << "," << x.first_token << "," << x.text_first_token << "," << fmt("%.6g", x.kl)
+      << "," << (x.greedy_equal ? 1 : 0) << "," << fmt("%.4f", x.f1) << "," << csv_field(x.answer)
+      << "\n";
   }
   write_file(d / "fidelity_questions.csv", q.str());
   nlohmann::json j;

@@ -67,13 +67,14 @@ class Runner {
     std::uint32_t longest_encode = 0, longest_prompt = 0;
     auto add_spec = [&](FactId id, std::vector<std::int32_t> ctx, std::vector<std::int32_t> t) {
       blocks += (t.size() + kBlockTokens - 1) / kBlockTokens;
-      longest_encode = std::max<std::uint32_t>(longest_encode, std::uint32_t(ctx.size() + t.size()));
+      longest_encode =
+          std::max<std::uint32_t>(longest_encode, std::uint32_t(ctx.size() + t.size()));
       specs.push_back({id, std::move(ctx), std::move(t)});
     };
     std::set<std::tuple<std::uint32_t, int, std::uint32_t>> facts;
     for (const EvalQuestion& q : qs) {
-      std::uint32_t len = corpus_->header_ids().size() + corpus_->footer_ids().size() +
-                          q.query_ids.size();
+      std::uint32_t len =
+          corpus_->header_ids().size() + corpus_->footer_ids().size() + q.query_ids.size();
       for (std::uint32_t f : q.ranked) {
         facts.insert({q.conversation, q.speaker, f});
         len += corpus_->fact_ids(q.conversation, q.speaker, f).size();
@@ -133,8 +134,7 @@ class Runner {
            seconds_since(t0) + ")");
     }
     finish();
-    result_.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    result_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return std::move(result_);
   }
 
@@ -145,9 +145,9 @@ class Runner {
   }
 
   bool recompute_at(std::uint32_t w) const {
-    return c_.recompute_windows.empty() || std::find(c_.recompute_windows.begin(),
-                                                     c_.recompute_windows.end(),
-                                                     w) != c_.recompute_windows.end();
+    return c_.recompute_windows.empty() ||
+           std::find(c_.recompute_windows.begin(), c_.recompute_windows.end(), w) !=
+               c_.recompute_windows.end();
   }
 
   FactId id(const FactKey& key) {
@@ -191,8 +191,8 @@ class Runner {
                                       {ids.begin(), ids.begin() + head}));
         p.recomputed += head;
         if (head < n) {
-          p.pieces.push_back({id({q.conversation, q.speaker, f, kTailInject, w, head}), n - head,
-                              true});
+          p.pieces.push_back(
+              {id({q.conversation, q.speaker, f, kTailInject, w, head}), n - head, true});
         }
         continue;
       }
@@ -221,9 +221,8 @@ class Runner {
     std::vector<std::uint32_t> order(injected);
     for (std::uint32_t i = 0; i < injected; ++i) order[i] = i;
     const std::uint32_t base = ex_->header_tokens();
-    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) {
-      return d[base + x] > d[base + y];
-    });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::uint32_t x, std::uint32_t y) { return d[base + x] > d[base + y]; });
     const std::uint32_t chosen = std::uint32_t(std::lround(r * injected));
     std::vector<bool> recompute(injected, false);
     for (std::uint32_t i = 0; i < chosen; ++i) recompute[order[i]] = true;
@@ -329,8 +328,8 @@ class Runner {
           std::size_t i = first;
           for (; i < batch.size(); ++i) {
             const std::size_t before = encodes.size(), scratch_before = scratch.size();
-            EvalPrompt p = ratio_prompt(*batch[i], k, w, r.ratio, text.requests[i],
-                                        inj.requests[i], text.prompt_tokens[i], encodes, scratch);
+            EvalPrompt p = ratio_prompt(*batch[i], k, w, r.ratio, text.requests[i], inj.requests[i],
+                                        text.prompt_tokens[i], encodes, scratch);
             std::int64_t need = 0;
             for (std::size_t j = before; j < encodes.size(); ++j) {
               need += std::int64_t((encodes[j].tokens.size() + kBlockTokens - 1) / kBlockTokens);

@@ -36,10 +36,10 @@ struct EvalPrompt {
 struct EvalRun {
   std::vector<RequestId> requests;
   std::vector<std::uint32_t> prompt_tokens;
-  at::Tensor first_logits;                          // [prompts, vocab] fp32, CPU
-  std::vector<std::vector<std::int32_t>> answers;   // greedy, cut at the end of the turn
-  std::vector<double> ttft_ms;                      // per prompt: its prefill step's time
-  std::vector<std::uint32_t> computed;              // per prompt: prefilled tokens
+  at::Tensor first_logits;                         // [prompts, vocab] fp32, CPU
+  std::vector<std::vector<std::int32_t>> answers;  // greedy, cut at the end of the turn
+  std::vector<double> ttft_ms;                     // per prompt: its prefill step's time
+  std::vector<std::uint32_t> computed;             // per prompt: prefilled tokens
 };
 
 /// An encode: a fact id, the context before it and its tokens.

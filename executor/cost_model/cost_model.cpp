@@ -86,10 +86,10 @@ BatchResult CostModel::price(const StepWork& w) const {
   const double inject_ns = w.inject_bytes / rates_.hbm_bytes_per_s * 1e9;
   const double pcie_ns = w.pcie_bytes / rates_.pcie_bytes_per_s * 1e9;
   const bool idle = forward_ns == 0 && inject_ns == 0 && pcie_ns == 0;
-  const double overhead_ns =
-      idle ? 0
-           : rates_.step_overhead_ns + w.sequences * rates_.per_seq_overhead_ns +
-                 w.encodes * rates_.per_encode_overhead_ns;
+  const double overhead_ns = idle ? 0
+                                  : rates_.step_overhead_ns +
+                                        w.sequences * rates_.per_seq_overhead_ns +
+                                        w.encodes * rates_.per_encode_overhead_ns;
   // Split the forward pass over its phases by token count.
   const double tokens = w.prefill_tokens + w.decode_tokens + w.encode_tokens;
   auto share = [&](double t) { return tokens > 0 ? forward_ns * t / tokens : 0.0; };

@@ -57,7 +57,8 @@ int run_fidelity_command(const FidelityArgs& a) {
   FidelityConfig c = load_fidelity_config(a.config);
   if (!a.out.empty()) c.out = a.out;
   if (!a.device.empty()) {
-    if (a.device != "cpu" && a.device != "cuda") throw InputError("--device", "expected cpu or cuda");
+    if (a.device != "cpu" && a.device != "cuda")
+      throw InputError("--device", "expected cpu or cuda");
     c.device = a.device;
   }
   if (!a.dtype.empty()) {
