@@ -74,6 +74,13 @@ struct Cursor {
   }
 };
 
+/// True the first time a line names `key` as `name`: a repeated key is for the general parser.
+bool first(std::string_view key, std::string_view name, bool& seen) {
+  if (key != name || seen) return false;
+  seen = true;
+  return true;
+}
+
 }  // namespace
 
 bool TraceReader::fast_fact(TraceRecord& out) {
@@ -90,35 +97,26 @@ bool TraceReader::fast_fact(TraceRecord& out) {
     std::string_view k;
     if (!c.key(k)) return false;
     bool ok = false;
-    if (k == "type" && !has_type) {
+    if (first(k, "type", has_type)) {
       std::string_view t;
       ok = c.string(t) && (t == "fact" || t == "memory_write");
       memory_write = t == "memory_write";
-      has_type = true;
-    } else if (k == "id" && !has_id) {
+    } else if (first(k, "id", has_id)) {
       ok = c.integer(id, 0, kMaxId);
-      has_id = true;
-    } else if (k == "user" && !has_user) {
+    } else if (first(k, "user", has_user)) {
       ok = c.integer(user, 0, kMaxId);
-      has_user = true;
-    } else if (k == "tokens" && !has_tokens) {
+    } else if (first(k, "tokens", has_tokens)) {
       ok = c.integer(tokens, 1, kMaxTokens);
-      has_tokens = true;
-    } else if (k == "time" && !has_time) {
+    } else if (first(k, "time", has_time)) {
       ok = c.integer(time, 0, kMaxId);
-      has_time = true;
-    } else if (k == "session" && !has_session) {
+    } else if (first(k, "session", has_session)) {
       ok = c.integer(session, 0, 1 << 30);
-      has_session = true;
-    } else if (k == "text" && !has_text) {
+    } else if (first(k, "text", has_text)) {
       ok = c.string(text);
-      has_text = true;
-    } else if (k == "source" && !has_source) {
+    } else if (first(k, "source", has_source)) {
       ok = c.string(source);
-      has_source = true;
-    } else if (k == "context_tokens" && !has_ctx) {
+    } else if (first(k, "context_tokens", has_ctx)) {
       ok = c.int_array(0, kMaxTokens, [&](std::int64_t v) { fast_ints_.push_back(v); });
-      has_ctx = true;
     }
     if (!ok || !c.next(done)) return false;
   }
@@ -154,31 +152,23 @@ bool TraceReader::fast_request(TraceRecord& out) {
     std::string_view k;
     if (!c.key(k)) return false;
     bool ok = false;
-    if (k == "type" && !has_type) {
+    if (first(k, "type", has_type)) {
       std::string_view t;
       ok = c.string(t) && t == "request";
-      has_type = true;
-    } else if (k == "id" && !has_id) {
+    } else if (first(k, "id", has_id)) {
       ok = c.integer(id, 0, kMaxId);
-      has_id = true;
-    } else if (k == "user" && !has_user) {
+    } else if (first(k, "user", has_user)) {
       ok = c.integer(user, 0, kMaxId);
-      has_user = true;
-    } else if (k == "time" && !has_time) {
+    } else if (first(k, "time", has_time)) {
       ok = c.integer(time, 0, kMaxId);
-      has_time = true;
-    } else if (k == "query_tokens" && !has_query) {
+    } else if (first(k, "query_tokens", has_query)) {
       ok = c.integer(query, 1, kMaxTokens);
-      has_query = true;
-    } else if (k == "output_tokens" && !has_output) {
+    } else if (first(k, "output_tokens", has_output)) {
       ok = c.integer(output, 1, kMaxTokens);
-      has_output = true;
-    } else if (k == "facts" && !has_facts) {
+    } else if (first(k, "facts", has_facts)) {
       ok = c.int_array(0, kMaxId, [&](std::int64_t v) { fast_ints_.push_back(v); });
-      has_facts = true;
-    } else if (k == "text" && !has_text) {
+    } else if (first(k, "text", has_text)) {
       ok = c.string(text);
-      has_text = true;
     }
     if (!ok || !c.next(done)) return false;
   }
