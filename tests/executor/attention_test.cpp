@@ -17,32 +17,12 @@ using namespace inferscale::test;
 
 namespace {
 
-void encode(GpuExecutor& ex, const std::vector<PromptSpec>& prompts) {
-  BatchPlan plan;
-  for (const PromptSpec& p : prompts) {
-    for (const FactSpec& f : p.facts) {
-      if (!f.inject) continue;
-      FactEncode e;
-      e.fact = f.id;
-      e.tokens = f.tokens;
-      e.context_tokens = 2;
-      plan.encodes.push_back(e);
-    }
-  }
-  ex.execute(plan);
-}
-
 BatchPlan decode_plan(const std::vector<PromptSpec>& prompts, std::uint32_t step) {
   BatchPlan plan;
   for (const PromptSpec& p : prompts) {
     plan.decodes.push_back(DecodeItem{p.request, p.prompt_tokens() + step});
   }
   return plan;
-}
-
-double rel_l2(const at::Tensor& a, const at::Tensor& b) {
-  const at::Tensor da = a.to(at::kDouble), db = b.to(at::kDouble);
-  return (da - db).norm().item<double>() / db.norm().item<double>();
 }
 
 }  // namespace
@@ -60,7 +40,7 @@ TEST_CASE("split-KV attention (its reference on the CPU) gives the logits of mat
   split_opts.split_kv.min_context_tokens = 1;
   math_opts.split_kv.enabled = false;
   GpuExecutor split(split_opts), math(math_opts);
-  for (GpuExecutor* ex : {&split, &math}) encode(*ex, {a, b});
+  for (GpuExecutor* ex : {&split, &math}) encode_facts(*ex, {a, b}, 2);
 
   auto both = [&](const BatchPlan& plan, std::uint64_t forwards) {
     const BatchResult rs = split.execute(plan);
@@ -120,18 +100,7 @@ TEST_CASE("the default split-KV policy leaves short contexts and long segments t
 
 TEST_CASE("bf16 on the GPU: split-KV attention and flash attention give the same logits") {
   if (!cuda_ops_available()) INFERSCALE_SKIP("no CUDA device");
-  ModelConfig m;
-  m.name = "split-kv-test";
-  m.layers = 8;
-  m.hidden = 1024;
-  m.heads = 8;
-  m.kv_heads = 2;
-  m.head_dim = 128;
-  m.ffn = 2816;
-  m.vocab = 32000;
-  m.rope_theta = 500000.0;
-  m.rope_scaling_factor = 8.0;
-  m.max_positions = 4096;
+  const ModelConfig m = bf16_test_model();
   // Two requests: header 64 (cached) + 12 injected facts of 24 + footer 8 + query 24, so each
   // computes 32 tokens over a context of 384 keys: split-KV by the default policy.
   std::vector<PromptSpec> prompts(2);
@@ -158,7 +127,7 @@ TEST_CASE("bf16 on the GPU: split-KV attention and flash attention give the same
     o.keep_logits = true;
     o.split_kv.enabled = split == 1;
     GpuExecutor ex(o);
-    encode(ex, prompts);
+    encode_facts(ex, prompts, 2);
     BatchPlan plan;
     for (const PromptSpec& p : prompts) add_prefill(plan, p, 0, p.computed_total());
     tokens[split] = ex.execute(plan).tokens;

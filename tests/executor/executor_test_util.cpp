@@ -115,4 +115,42 @@ double max_rel_diff(const at::Tensor& a, const at::Tensor& b) {
   return (fa - fb).abs().max().item<double>() / fb.abs().max().item<double>();
 }
 
+double rel_l2(const at::Tensor& a, const at::Tensor& b) {
+  const at::Tensor da = a.to(at::kDouble), db = b.to(at::kDouble);
+  return (da - db).norm().item<double>() / db.norm().item<double>();
+}
+
+ModelConfig bf16_test_model(RopeLayout layout) {
+  ModelConfig m;
+  m.name = "bf16-test";
+  m.layers = 8;
+  m.hidden = 1024;
+  m.heads = 8;
+  m.kv_heads = 2;
+  m.head_dim = 128;
+  m.ffn = 2816;
+  m.vocab = 32000;
+  m.rope_theta = 500000.0;
+  m.rope_scaling_factor = 8.0;
+  m.rope_layout = layout;
+  m.max_positions = 4096;
+  return m;
+}
+
+void encode_facts(GpuExecutor& ex, const std::vector<PromptSpec>& prompts,
+                  std::uint32_t context_tokens) {
+  BatchPlan plan;
+  for (const PromptSpec& p : prompts) {
+    for (const FactSpec& f : p.facts) {
+      if (!f.inject) continue;
+      FactEncode e;
+      e.fact = f.id;
+      e.tokens = f.tokens;
+      e.context_tokens = context_tokens;
+      plan.encodes.push_back(e);
+    }
+  }
+  ex.execute(plan);
+}
+
 }  // namespace inferscale::test

@@ -60,5 +60,13 @@ GpuExecutorOptions cpu_options(std::shared_ptr<TokenSource> tokens = nullptr);
 
 /// max |a - b| / max |b|.
 double max_rel_diff(const at::Tensor& a, const at::Tensor& b);
+/// ||a - b|| / ||b||.
+double rel_l2(const at::Tensor& a, const at::Tensor& b);
+
+/// A Llama-shaped model large enough for the bf16 GPU tests' kernels (head dim 128, GQA 8/2).
+ModelConfig bf16_test_model(RopeLayout layout = RopeLayout::kNeox);
+/// One step that encodes every injected fact of `prompts` after `context_tokens` context tokens.
+void encode_facts(GpuExecutor& ex, const std::vector<PromptSpec>& prompts,
+                  std::uint32_t context_tokens);
 
 }  // namespace inferscale::test

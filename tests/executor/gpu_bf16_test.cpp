@@ -21,23 +21,6 @@ using namespace inferscale::test;
 
 namespace {
 
-ModelConfig gpu_model(RopeLayout layout) {
-  ModelConfig m;
-  m.name = "bf16-test";
-  m.layers = 8;
-  m.hidden = 1024;
-  m.heads = 8;
-  m.kv_heads = 2;
-  m.head_dim = 128;
-  m.ffn = 2816;
-  m.vocab = 32000;
-  m.rope_theta = 500000.0;
-  m.rope_scaling_factor = 8.0;
-  m.rope_layout = layout;
-  m.max_positions = 4096;
-  return m;
-}
-
 std::int64_t ordered_bf16(float f) {
   const std::uint16_t h = float_to_bf16(f);
   return (h & 0x8000u) ? -std::int64_t(h & 0x7fffu) : std::int64_t(h);
@@ -69,11 +52,6 @@ UlpReport bf16_ulps(const at::Tensor& a, const at::Tensor& b) {
   return r;
 }
 
-double rel_l2(const at::Tensor& a, const at::Tensor& b) {
-  const at::Tensor da = a.to(at::kDouble), db = b.to(at::kDouble);
-  return (da - db).norm().item<double>() / db.norm().item<double>();
-}
-
 struct Run {
   double rel_exact = 0, rel_alone = 0;  // max |a - b| / max |b|
   double l2_exact = 0, l2_alone = 0;    // ||a - b|| / ||b||
@@ -89,11 +67,11 @@ Run run(RopeLayout layout, RopeMode mode) {
   p.query = 24;
   for (FactId f = 0; f < 10; ++f) p.facts.push_back({9000 + f, 24});
   p.header_cached = true;
-  auto src = std::make_shared<PrefixContextSource>(gpu_model(layout).vocab, p);
+  auto src = std::make_shared<PrefixContextSource>(bf16_test_model(layout).vocab, p);
   Run out;
   for (bool exact : {true, false}) {
     GpuExecutorOptions o;
-    o.model = gpu_model(layout);
+    o.model = bf16_test_model(layout);
     o.device = "cuda";
     o.dtype = DType::kBF16;
     o.pool_bytes = 64 * FactPool::block_bytes(o.model, 2);

@@ -24,19 +24,6 @@ BatchPlan decode_plan(RequestId r, std::uint32_t context) {
   return plan;
 }
 
-void encode_all(GpuExecutor& ex, const PromptSpec& p) {
-  BatchPlan plan;
-  for (const FactSpec& f : p.facts) {
-    if (!f.inject) continue;
-    FactEncode e;
-    e.fact = f.id;
-    e.tokens = f.tokens;
-    e.context_tokens = 3;
-    plan.encodes.push_back(e);
-  }
-  ex.execute(plan);
-}
-
 }  // namespace
 
 TEST_CASE("chunked text prefill equals one chunk and decode continues greedily") {
@@ -132,7 +119,7 @@ TEST_CASE("one step batches prefills of different lengths with decodes") {
   // Alone, each in its own executor.
   auto alone = [](const PromptSpec& p, std::uint32_t first_chunk) {
     GpuExecutor ex(cpu_options());
-    encode_all(ex, p);
+    encode_facts(ex, {p}, 3);
     BatchPlan c1;
     add_prefill(c1, p, 0, first_chunk);
     ex.execute(c1);
@@ -147,8 +134,8 @@ TEST_CASE("one step batches prefills of different lengths with decodes") {
   // Together: a's first chunk ends inside its inline fact; b runs in one chunk; then a's
   // second chunk and b's first decode share a step.
   GpuExecutor ex(cpu_options());
-  encode_all(ex, a);
-  encode_all(ex, b);
+  encode_facts(ex, {a}, 3);
+  encode_facts(ex, {b}, 3);
   BatchPlan s1;
   add_prefill(s1, a, 0, 3);
   add_prefill(s1, b, 0, b.computed_total());
@@ -169,7 +156,7 @@ TEST_CASE("not-admitted facts go to the request only and offloaded facts come ba
   p.facts = {{41, 5}, {42, 7}};
   p.header_cached = true;
   GpuExecutor ref(cpu_options());
-  encode_all(ref, p);
+  encode_facts(ref, {p}, 3);
   BatchPlan plain;
   add_prefill(plain, p, 0, p.computed_total());
   ref.execute(plain);
@@ -218,7 +205,7 @@ TEST_CASE("not-admitted facts go to the request only and offloaded facts come ba
   CHECK_FALSE(ex.host_has(42));
   CHECK(ex.pool().find(42) != nullptr);
   GpuExecutor fresh(cpu_options());
-  encode_all(fresh, q);
+  encode_facts(fresh, {q}, 3);
   BatchPlan direct;
   add_prefill(direct, q, 0, q.computed_total());
   fresh.execute(direct);
