@@ -1,5 +1,7 @@
 #include "executor/gpu/checkpoint_loader.h"
 
+#include "executor/gpu/gpu_executor.h"
+
 #include <stdexcept>
 
 namespace inferscale {
@@ -45,6 +47,20 @@ ModelWeights CheckpointWeightLoader::load(const ModelConfig& m, const at::Tensor
   w.final_norm = to_tensor(ck.read(LlamaWeight::kFinalNorm), o);
   w.lm_head = m.tie_embeddings ? w.embed : to_tensor(ck.read(LlamaWeight::kLmHead), o);
   return w;
+}
+
+GpuExecutorOptions checkpoint_cpu_options(std::shared_ptr<const LlamaCheckpoint> checkpoint,
+                                          std::uint32_t rows) {
+  GpuExecutorOptions o;
+  o.model = checkpoint->config();
+  o.device = "cpu";
+  o.dtype = DType::kF32;
+  o.pool_bytes = 0;
+  o.reserved_pool_tokens = 16;
+  o.kv_cache_tokens = rows;
+  o.rope_positions = std::int32_t(rows);
+  o.weights = std::make_shared<CheckpointWeightLoader>(std::move(checkpoint));
+  return o;
 }
 
 }  // namespace inferscale

@@ -11,6 +11,8 @@
 
 namespace inferscale {
 
+struct GpuExecutorOptions;
+
 class CheckpointWeightLoader : public WeightLoader {
  public:
   explicit CheckpointWeightLoader(std::shared_ptr<const LlamaCheckpoint> checkpoint)
@@ -23,5 +25,10 @@ class CheckpointWeightLoader : public WeightLoader {
  private:
   std::shared_ptr<const LlamaCheckpoint> checkpoint_;
 };
+
+/// Options of an fp32 CPU executor on a checkpoint's weights for plain prefills of up to `rows`
+/// tokens (no fact pool): `inferscale eval logits` and the reference-logit tests.
+GpuExecutorOptions checkpoint_cpu_options(std::shared_ptr<const LlamaCheckpoint> checkpoint,
+                                          std::uint32_t rows);
 
 }  // namespace inferscale

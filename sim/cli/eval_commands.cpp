@@ -91,16 +91,7 @@ int run_logits(const ToolArgs& a) {
   c10::InferenceMode guard;
   const auto ckpt = std::shared_ptr<const LlamaCheckpoint>(open_checkpoint(a.model));
   const BpeTokenizer tok = model_tokenizer(a.model);
-  GpuExecutorOptions o;
-  o.model = ckpt->config();
-  o.device = "cpu";
-  o.dtype = DType::kF32;
-  o.pool_bytes = 0;
-  o.reserved_pool_tokens = 16;
-  o.kv_cache_tokens = 8192;
-  o.rope_positions = 8192;
-  o.weights = std::make_shared<CheckpointWeightLoader>(ckpt);
-  GpuExecutor ex(o);
+  GpuExecutor ex(checkpoint_cpu_options(ckpt, 8192));
   std::ofstream out(a.out, std::ios::binary);
   if (!out) throw InputError("--out", "cannot write " + a.out);
   for (const std::string& t : read_texts(a.in)) {

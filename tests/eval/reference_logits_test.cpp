@@ -21,16 +21,7 @@ using namespace inferscale;
 namespace {
 
 std::unique_ptr<GpuExecutor> cpu_executor(std::shared_ptr<const LlamaCheckpoint> ckpt) {
-  GpuExecutorOptions o;
-  o.model = ckpt->config();
-  o.device = "cpu";
-  o.dtype = DType::kF32;
-  o.pool_bytes = 0;
-  o.reserved_pool_tokens = 16;
-  o.kv_cache_tokens = 1024;
-  o.rope_positions = 1024;
-  o.weights = std::make_shared<CheckpointWeightLoader>(ckpt);
-  return std::make_unique<GpuExecutor>(o);
+  return std::make_unique<GpuExecutor>(checkpoint_cpu_options(std::move(ckpt), 1024));
 }
 
 }  // namespace
