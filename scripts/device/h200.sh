@@ -8,15 +8,17 @@
 #
 # Phases (run in this order):
 #   build      the CLI and the GPU test binaries with CUDA and libtorch (build-device/)
-#   tests      kernel tests (also the split-KV one under compute-sanitizer memcheck), executor
-#              tests (bf16 on the GPU)
+#   tests      kernel tests (also under compute-sanitizer memcheck), executor tests (bf16 on the
+#              GPU)
 #   calibrate  `inferscale calibrate --executor gpu --grid full` -> h200-llama-3.1-8b.yaml and
 #              the measured points (held-out error in the profile)
 #   hil        configs/headline.yaml hardware-in-the-loop at USERS (default 50 100 150 200),
 #              with HIL_SET (extra --set arguments) if given
 #   bench      `inferscale bench executor` (Llama-3.1-8B shape, random weights) with split-KV
 #              attention on and off (issue: GPU executor targets)
+#   ceilings   scripts/device/ceilings.py: copy bandwidth and bf16 matrix products with PyTorch
 #   fidelity   configs/eval/fidelity_h200.yaml over every answerable LoCoMo question
+#              (QUESTIONS=n: the first n)
 #
 # Inputs that do not travel with the tree must be carried: LoCoMo as .cache/locomo10 (a copy of
 # ../shared/data/locomo10); for fidelity, the model (.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf,
@@ -94,8 +96,10 @@ if want tests; then
     --durations yes
   step executor_tests 120 "$WORK/tests.log" "$BUILD/tests/executor/executor_gpu_tests" \
     --durations yes
-  step memcheck_split_kv 120 "$WORK/tests.log" compute-sanitizer --tool memcheck \
-    --error-exitcode 99 --print-limit 20 "$BUILD/tests/kernels/kernels_attention_gpu_tests"
+  for t in kernels_gpu_tests kernels_attention_gpu_tests; do
+    step "memcheck_$t" 150 "$WORK/tests.log" compute-sanitizer --tool memcheck \
+      --error-exitcode 99 --print-limit 20 "$BUILD/tests/kernels/$t"
+  done
   grep -hE "test cases|assertions|All tests passed|ERROR SUMMARY|bf16 end-to-end|FAILED" \
     "$WORK/tests.log" | sed 's/^/    /' >>"$SUMMARY"
 fi
@@ -125,6 +129,11 @@ if want bench; then
       --batch 1,16,64 --k 0,10,25,50 --out "$WORK/executor_h200_split_kv_$sk.json"
     sed -n '/^mode/,$p' "$WORK/bench_$sk.log" | sed "s/^/    [$sk] /" >>"$SUMMARY"
   done
+fi
+
+if want ceilings; then
+  step ceilings 60 "$WORK/ceilings.log" python3 scripts/device/ceilings.py
+  sed 's/^/    /' "$WORK/ceilings.log" >>"$SUMMARY"
 fi
 
 if want fidelity; then
