@@ -17,8 +17,8 @@ DEB_PACKAGES=(build-essential cmake ninja-build pkg-config catch2 libcli11-dev l
   python3 python3-pip)
 
 # OpenBLAS (libtorch's CPU matrix products) picks its kernels from the CPU model and falls back
-# to generic SSE3 code on CPUs it does not know (virtual machines often report a bare "Xeon"):
-# 6x slower on an AVX-512 machine. Choose from the instruction sets instead, unless set.
+# to generic SSE3 code on CPUs it does not know (virtual machines often report a bare "Xeon"),
+# several times slower on an AVX-512 machine. Choose from the instruction sets instead, unless set.
 if [ -z "${OPENBLAS_CORETYPE:-}" ] && [ -r /proc/cpuinfo ]; then
   if grep -qw avx512f /proc/cpuinfo; then
     export OPENBLAS_CORETYPE=SkylakeX
