@@ -154,8 +154,6 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   const int m_encode = clock.mark();
 
   // First chunks: the cached header and the injected facts, one fused launch for the step.
-  std::vector<std::vector<PromptPiece>> layouts;
-  layouts.reserve(plan.prefills.size());
   for (const PrefillItem& p : plan.prefills) {
     RequestState& s = state(p.request);
     if (p.first_chunk || p.facts_begin != p.facts_end || s.layout.empty()) {
@@ -166,9 +164,8 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
                                   " prompt tokens, its first chunk " +
                                   std::to_string(s.prompt_tokens));
     }
-    layouts.push_back(s.layout);
     if (!p.first_chunk) continue;
-    for (const PromptPiece& piece : layouts.back()) {
+    for (const PromptPiece& piece : s.layout) {
       if (!piece.injected) continue;
       const FactPool::Entry* e = piece.kind == PromptPiece::Kind::kHeader
                                      ? pool_->find_reserved((1ull << 62) | piece.tokens)
@@ -199,13 +196,13 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
           "plan: request " + std::to_string(p.request) + " continues at computed token " +
           std::to_string(p.computed_done) + ", executor is at " + std::to_string(s.computed_done));
     }
-    const auto runs = computed_runs(layouts[i], p.computed_done, p.computed_done + p.computed_now);
-    std::vector<std::vector<std::int32_t>> piece_ids(layouts[i].size());
+    const auto runs = computed_runs(s.layout, p.computed_done, p.computed_done + p.computed_now);
+    std::vector<std::vector<std::int32_t>> piece_ids(s.layout.size());
     for (std::size_t r = 0; r < runs.size(); ++r) {
       std::vector<std::int32_t> ids;
       ids.reserve(runs[r].tokens);
       for (auto [pi, offset] : runs[r].sources) {
-        if (piece_ids[pi].empty()) piece_ids[pi] = piece_tokens(layouts[i][pi], p.request);
+        if (piece_ids[pi].empty()) piece_ids[pi] = piece_tokens(s.layout[pi], p.request);
         ids.push_back(piece_ids[pi][offset]);
       }
       check_position(runs[r].position + runs[r].tokens - 1);
