@@ -526,6 +526,7 @@ SimTime Replica::start_step(SimTime now) {
   last_step_.loads = static_cast<std::uint32_t>(plan_.loads.size());
   last_step_.kv_blocks_used = total_blocks_ - free_blocks_;
   last_step_.store_bytes = gpu_ ? gpu_->used_bytes() : 0;
+  last_step_.phases = result.phases;
   ++stats_.steps;
   stats_.busy_ns += duration;
   stats_.max_batch_tokens_seen = std::max<std::uint64_t>(stats_.max_batch_tokens_seen,

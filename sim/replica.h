@@ -30,6 +30,7 @@ struct StepRecord {
   std::uint32_t prefills = 0, decodes = 0, encodes = 0, loads = 0;
   std::uint64_t kv_blocks_used = 0;
   std::uint64_t store_bytes = 0;
+  PhaseTimes phases;  // as the executor reported them (zero where it does not split a step)
 };
 
 struct ReplicaStats {
