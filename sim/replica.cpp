@@ -197,6 +197,10 @@ bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission) {
       const CacheEntry ve = entry(vg, v, now);
       std::vector<FactId> host_evicted;
       if (host_->insert(ve, now, &host_evicted)) {
+        // The executor offloads before it drops host copies: a fact dropped from the host tier
+        // earlier in this step and offloaded again now must stay.
+        auto& hev = plan_.host_evictions;
+        hev.erase(std::remove(hev.begin(), hev.end(), vg), hev.end());
         plan_.offloads.push_back(FactLoad{vg, ve.tokens, ve.bytes, kNoRequest, 0});
         ++stats_.offloads;
       }
@@ -266,12 +270,15 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now) {
     }
     r.layout.push_back(f);
   }
-  // Second pass: pins, loads and encode jobs (the layout vector no longer moves).
+  // Then pins (the layout vector no longer moves): every GPU hit before any load, since a load
+  // may evict to make room and must not take a fact this request is about to inject.
+  for (RequestFact& f : r.layout) {
+    if (f.source == FactSource::kGpuHit) pin(r, f);
+  }
+  // Then loads and encode jobs.
   for (std::uint32_t i = 0; i < r.layout.size(); ++i) {
     RequestFact& f = r.layout[i];
-    if (f.source == FactSource::kGpuHit) {
-      pin(r, f);
-    } else if (f.source == FactSource::kHostHit) {
+    if (f.source == FactSource::kHostHit) {
       promote_from_host(r, f, now);
     } else if (f.source == FactSource::kEncoded) {
       request_jobs_.push_back(EncodeJob{f.global, ri, r.id, i});

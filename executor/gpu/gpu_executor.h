@@ -79,6 +79,9 @@ class GpuExecutor : public Executor {
   /// Logits [vocab] (fp32, CPU) of the last token after a native prefill of `tokens` at
   /// positions 0.. in a scratch range of the cache (nothing is kept).
   at::Tensor prefill_logits(const std::vector<std::int32_t>& tokens);
+  /// Runs the one-time work of a fresh executor (library handles, first launches, allocator
+  /// growth) outside any step, so that the first measured step costs what later ones do.
+  void warm_up();
   /// Whether the host tier holds a fact.
   bool host_has(FactId fact) const { return host_tier_.count(fact) > 0; }
 

@@ -24,6 +24,7 @@ class DeviceBoundExecutor final : public Executor {
     g.rope = o.rope_delta ? RopeMode::kDelta : RopeMode::kPreRope;
     g.seed = o.seed;
     inner_ = std::make_unique<GpuExecutor>(std::move(g));
+    inner_->warm_up();
   }
   BatchResult execute(const BatchPlan& plan) override {
     c10::DeviceGuard guard(device_);
