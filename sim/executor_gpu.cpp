@@ -16,7 +16,8 @@ HilExecutorOptions hil_options(const RunConfig& run, int replica) {
   o.device_index = replica;
   // The store's bytes are the model's dtype; the CPU executor keeps fp32 KV, so its pool holds
   // the same facts in proportionally more bytes.
-  const std::uint64_t store = run.serving.mode == ServingMode::kKvInject ? run.store.gpu.capacity_bytes : 0;
+  const std::uint64_t store =
+      run.serving.mode == ServingMode::kKvInject ? run.store.gpu.capacity_bytes : 0;
   o.pool_bytes = o.device == "cuda" ? store : store / run.model.dtype_bytes * 4;
   // As many request-KV rows as the simulator's memory model has tokens of request KV.
   const std::uint64_t sim_tokens =

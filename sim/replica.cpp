@@ -139,20 +139,26 @@ void Replica::preload() {
     }
     plan_.clear();
   };
+  // Host-tier facts pass through the empty GPU pool: a forward's facts must also fit its blocks.
+  const std::uint64_t pool_blocks = gpu_->capacity_bytes() / (kBlockTokens * kv_bytes_per_token_);
   auto send = [&](bool host_only) {
     std::uint32_t tokens = 0;
+    std::uint64_t blocks = 0;
     for (const FactId g : warm_) {
       const FactId l = local_id(g);
       const bool on_gpu = gpu_->resident(l);
       const bool on_host = host_ && host_->resident(l);
       if (host_only ? (on_gpu || !on_host) : !on_gpu) continue;
       const FactInfo& f = facts_[g];
-      if (tokens + f.tokens > cfg_.scheduler.max_batch_tokens) {
+      if (tokens + f.tokens > cfg_.scheduler.max_batch_tokens ||
+          (host_only && blocks + blocks_for(f.tokens) > pool_blocks)) {
         flush(host_only);
         tokens = 0;
+        blocks = 0;
       }
       plan_.encodes.push_back(FactEncode{g, f.user, f.tokens, 0, true, kNoRequest, 0});
       tokens += f.tokens;
+      blocks += blocks_for(f.tokens);
     }
     flush(host_only);
   };
@@ -164,8 +170,7 @@ void Replica::preload() {
 }
 
 bool Replica::has_work() const {
-  return !waiting_.empty() || !running_.empty() || !request_jobs_.empty() ||
-         !write_jobs_.empty();
+  return !waiting_.empty() || !running_.empty() || !request_jobs_.empty() || !write_jobs_.empty();
 }
 
 void Replica::pin(Request&, RequestFact& f) {
@@ -314,12 +319,12 @@ bool Replica::plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& 
   }
   const std::uint32_t tokens = encode_tokens(job.global);
   if (tokens > cfg_.scheduler.max_batch_tokens) {
-    throw InputError(cfg_.trace.where,
-                     "fact " + std::to_string(facts_[job.global].external) + " needs " +
-                         std::to_string(tokens) + " tokens to encode (with cwe_window " +
-                         std::to_string(cfg_.serving.cwe_window) +
-                         "), more than scheduler.max_batch_tokens (" +
-                         std::to_string(cfg_.scheduler.max_batch_tokens) + ")");
+    throw InputError(cfg_.trace.where, "fact " + std::to_string(facts_[job.global].external) +
+                                           " needs " + std::to_string(tokens) +
+                                           " tokens to encode (with cwe_window " +
+                                           std::to_string(cfg_.serving.cwe_window) +
+                                           "), more than scheduler.max_batch_tokens (" +
+                                           std::to_string(cfg_.scheduler.max_batch_tokens) + ")");
   }
   if (tokens > budget) return false;
   const bool stored = insert_gpu(job.global, now, true);
@@ -492,14 +497,13 @@ SimTime Replica::start_step(SimTime now) {
     if (!r.injected || r.computed_done < r.computed_total) plan_prefill_chunk(running_[i], budget);
   }
   // 4. Admit waiting requests, first come first served.
-  while (!preempted_this_step_ && !waiting_.empty() &&
-         running_.size() < cfg_.scheduler.max_seqs && budget > 0) {
+  while (!preempted_this_step_ && !waiting_.empty() && running_.size() < cfg_.scheduler.max_seqs &&
+         budget > 0) {
     if (!admit(waiting_.front(), now, budget)) break;
     waiting_.pop_front();
   }
   // 5. Memory writes with what is left.
-  while (!write_jobs_.empty() && budget > 0 &&
-         plan_encode_job(write_jobs_.front(), now, budget)) {
+  while (!write_jobs_.empty() && budget > 0 && plan_encode_job(write_jobs_.front(), now, budget)) {
     write_jobs_.pop_front();
   }
 
@@ -508,12 +512,10 @@ SimTime Replica::start_step(SimTime now) {
     for (const FactId l : step_pins_) unpin(l);
     step_pins_.clear();
     to_release_.swap(plan_.released);
-    if (!waiting_.empty() && running_.empty() && !preempted_this_step_ &&
-        request_jobs_.empty()) {
-      throw InputError(cfg_.trace.where, "replica " + std::to_string(index_) +
-                                             " cannot admit request " +
-                                             std::to_string(pool_[waiting_.front()].id) +
-                                             " although it is idle");
+    if (!waiting_.empty() && running_.empty() && !preempted_this_step_ && request_jobs_.empty()) {
+      throw InputError(cfg_.trace.where,
+                       "replica " + std::to_string(index_) + " cannot admit request " +
+                           std::to_string(pool_[waiting_.front()].id) + " although it is idle");
     }
     return -1;
   }
@@ -536,8 +538,8 @@ SimTime Replica::start_step(SimTime now) {
   last_step_.phases = result.phases;
   ++stats_.steps;
   stats_.busy_ns += duration;
-  stats_.max_batch_tokens_seen = std::max<std::uint64_t>(stats_.max_batch_tokens_seen,
-                                                         step_tokens_);
+  stats_.max_batch_tokens_seen =
+      std::max<std::uint64_t>(stats_.max_batch_tokens_seen, step_tokens_);
   stats_.max_kv_blocks_used = std::max(stats_.max_kv_blocks_used, last_step_.kv_blocks_used);
   stats_.store_bytes_time_integral += double(last_step_.store_bytes) * double(duration);
   return duration;

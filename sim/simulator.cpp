@@ -67,9 +67,7 @@ class Progress {
   void finish() {
     if (shown_) std::fprintf(stderr, "\n");
   }
-  double wall_s() const {
-    return std::chrono::duration<double>(Clock::now() - start_).count();
-  }
+  double wall_s() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -269,13 +267,19 @@ struct Simulator::Impl {
   void handle(const Event& e, SimTime now) {
     ++events;
     switch (e.kind) {
-      case kStepDone: on_step_done(static_cast<int>(e.arg), now); break;
+      case kStepDone:
+        on_step_done(static_cast<int>(e.arg), now);
+        break;
       case kKick:
         kick_pending[e.arg] = 0;
         try_start(static_cast<int>(e.arg), now);
         break;
-      case kWrite: on_memory_write(e.arg, now); break;
-      case kIssue: issue_next(static_cast<std::size_t>(e.arg), now); break;
+      case kWrite:
+        on_memory_write(e.arg, now);
+        break;
+      case kIssue:
+        issue_next(static_cast<std::size_t>(e.arg), now);
+        break;
     }
   }
 
@@ -320,9 +324,14 @@ struct Simulator::Impl {
       if (trace_t <= event_t) {
         now = trace_t;
         switch (rec.kind) {
-          case RecordKind::kHeader: break;
-          case RecordKind::kFact: on_fact(rec.fact, now); break;
-          case RecordKind::kMemoryWrite: on_memory_write(add_fact(rec.fact, true), now); break;
+          case RecordKind::kHeader:
+            break;
+          case RecordKind::kFact:
+            on_fact(rec.fact, now);
+            break;
+          case RecordKind::kMemoryWrite:
+            on_memory_write(add_fact(rec.fact, true), now);
+            break;
           case RecordKind::kRequest: {
             const auto& dense = reader.request_fact_indices();
             std::vector<FactId>& ids = scratch_ids;
@@ -351,8 +360,11 @@ struct Simulator::Impl {
     // A closed-loop trace is read whole: a user's next question waits for its previous answer.
     while (have) {
       switch (rec.kind) {
-        case RecordKind::kHeader: break;
-        case RecordKind::kFact: on_fact(rec.fact, rec.fact.time); break;
+        case RecordKind::kHeader:
+          break;
+        case RecordKind::kFact:
+          on_fact(rec.fact, rec.fact.time);
+          break;
         case RecordKind::kMemoryWrite: {
           const FactId id = add_fact(rec.fact, true);
           push(rec.fact.time, kWrite, id);
@@ -362,10 +374,9 @@ struct Simulator::Impl {
           auto [it, inserted] = closed_index.emplace(rec.request.user, closed_users.size());
           if (inserted) closed_users.push_back(ClosedUser{rec.request.user, {}});
           const auto& dense = reader.request_fact_indices();
-          closed_users[it->second].pending.push_back(
-              PendingRequest{rec.request.id, rec.request.time, rec.request.query_tokens,
-                             rec.request.output_tokens, requests_seen++,
-                             std::vector<FactId>(dense.begin(), dense.end())});
+          closed_users[it->second].pending.push_back(PendingRequest{
+              rec.request.id, rec.request.time, rec.request.query_tokens, rec.request.output_tokens,
+              requests_seen++, std::vector<FactId>(dense.begin(), dense.end())});
           ++closed_total;
           break;
         }
@@ -391,8 +402,8 @@ struct Simulator::Impl {
     TraceReader reader(trace_path);
     TraceRecord rec;
     bool have = reader.next(rec);
-    closed_loop = have && rec.kind == RecordKind::kHeader &&
-                  rec.header.arrival == ArrivalMode::kClosedLoop;
+    closed_loop =
+        have && rec.kind == RecordKind::kHeader && rec.header.arrival == ArrivalMode::kClosedLoop;
     think_time = reader.header().think_time_ns;
     if (closed_loop) {
       run_closed(reader, rec, have);
@@ -427,8 +438,8 @@ struct Simulator::Impl {
     s.requests = metrics.completed();
     s.output_tokens = metrics.output_tokens();
     s.good = metrics.good();
-    const SimTime span = metrics.first_arrival() < 0 ? 0
-                                                     : metrics.last_finish() - metrics.first_arrival();
+    const SimTime span =
+        metrics.first_arrival() < 0 ? 0 : metrics.last_finish() - metrics.first_arrival();
     s.makespan_s = double(span) / 1e9;
     if (s.makespan_s > 0) {
       s.throughput_rps = double(s.requests) / s.makespan_s;
@@ -486,8 +497,12 @@ Simulator::Simulator(const RunConfig& cfg, std::string trace_path, ExecutorFacto
 
 Simulator::~Simulator() = default;
 
-RunSummary Simulator::run() { return impl_->run(); }
+RunSummary Simulator::run() {
+  return impl_->run();
+}
 
-RunSummary Simulator::partial_summary() { return impl_->partial_summary(); }
+RunSummary Simulator::partial_summary() {
+  return impl_->partial_summary();
+}
 
 }  // namespace inferscale

@@ -145,7 +145,8 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   const int m_load = clock.mark();
   for (FactId f : plan.host_evictions) host_tier_.erase(f);
   for (const PrefillItem& p : plan.prefills) {
-    if (p.first_chunk && p.header_cached && p.header_tokens > 0) ensure_header(p.header_tokens);
+    if (p.first_chunk && p.header_cached && p.header_tokens > 0)
+      ensure_header(p.header_tokens, inj);
   }
   for (const FactEncode& e : plan.encodes) {
     encodes.push_back({e.fact, e.tokens, e.context_tokens, e.store, e.for_request, e.position});

@@ -118,7 +118,7 @@ class GpuExecutor : public Executor {
   // gpu_executor_kv.cpp: pool, host tier, encodes, injection
   void offload(FactId fact);
   void load(const FactLoad& load, Injections& inj, std::vector<PendingEncode>& fallback);
-  void ensure_header(std::uint32_t tokens);
+  void ensure_header(std::uint32_t tokens, Injections& inj);
   void run_encodes(const std::vector<PendingEncode>& encodes, Injections& inj);
   void add_injection(const FactPool::Entry& e, RequestId request, std::uint32_t position,
                      Injections& inj);
@@ -126,6 +126,11 @@ class GpuExecutor : public Executor {
   at::Tensor upload_injections(const Injections& inj);
   void launch_injections(const Injections& inj, const at::Tensor& uploaded);
   std::uint64_t transient_key();
+  /// A reserved entry for this step only; when the reserved area is full, the step's pending
+  /// injections run first and free their transients.
+  const FactPool::Entry& allocate_transient(std::uint32_t tokens, std::int32_t encode_position,
+                                            Injections& inj);
+  void flush_injections(Injections& inj);
   void free_transients();
 
   // gpu_executor.cpp: requests and the forward pass

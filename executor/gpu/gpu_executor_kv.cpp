@@ -27,11 +27,24 @@ void GpuExecutor::free_transients() {
   transients_.clear();
 }
 
+const FactPool::Entry& GpuExecutor::allocate_transient(std::uint32_t tokens,
+                                                       std::int32_t encode_position,
+                                                       Injections& inj) {
+  if (!pool_->reserved_fits(tokens)) flush_injections(inj);  // room from this step's transients
+  return pool_->allocate_reserved(transient_key(), tokens, encode_position);
+}
+
+void GpuExecutor::flush_injections(Injections& inj) {
+  launch_injections(inj, upload_injections(inj));
+  inj = Injections();
+  free_transients();  // later writes to their blocks are ordered after the launch
+}
+
 void GpuExecutor::offload(FactId fact) {
   const FactPool::Entry* e = pool_->find(fact);
   if (e == nullptr) return;  // not resident here: nothing to copy
   HostCopy copy;
-  copy.blocks = ops_->to_host(pool_->storage().index_select(0, pool_->block_index(*e)));
+  copy.blocks = pool_->copy_to_host(*e);
   copy.tokens = e->tokens;
   copy.encode_position = e->encode_position;
   host_tier_[fact] = std::move(copy);
@@ -49,17 +62,16 @@ void GpuExecutor::load(const FactLoad& l, Injections& inj, std::vector<PendingEn
   }
   const HostCopy& h = it->second;
   const bool for_request = l.for_request != kNoRequest;
-  const FactPool::Entry& e =
-      for_request ? pool_->allocate_reserved(transient_key(), h.tokens, h.encode_position)
-                  : pool_->allocate(l.fact, h.tokens, h.encode_position);
-  pool_->storage().index_copy_(0, pool_->block_index(e),
-                               h.blocks.to(pool_->storage().device(), /*non_blocking=*/true));
+  const FactPool::Entry& e = for_request ? allocate_transient(h.tokens, h.encode_position, inj)
+                                         : pool_->allocate(l.fact, h.tokens, h.encode_position);
+  pool_->copy_from_host(e, h.blocks);
   if (for_request) add_injection(e, l.for_request, l.position, inj);
 }
 
-void GpuExecutor::ensure_header(std::uint32_t tokens) {
+void GpuExecutor::ensure_header(std::uint32_t tokens, Injections& inj) {
   const std::uint64_t key = kHeaderKey | tokens;
   if (pool_->find_reserved(key) != nullptr) return;
+  if (!pool_->reserved_fits(tokens)) flush_injections(inj);
   const FactPool::Entry& e = pool_->allocate_reserved(key, tokens, 0);
   std::vector<std::int32_t> slots(tokens);
   for (std::uint32_t i = 0; i < tokens; ++i) slots[i] = e.slot(i);
@@ -95,9 +107,10 @@ void GpuExecutor::run_encodes(const std::vector<PendingEncode>& encodes, Injecti
       throw std::invalid_argument("plan: encode of fact " + std::to_string(enc.fact) +
                                   " with store=false names no request");
     }
+    // Transients of this batch are injected after its forward: make room by running it first.
+    if (transient && !pool_->reserved_fits(enc.tokens)) flush();
     const FactPool::Entry& e =
-        transient ? pool_->allocate_reserved(transient_key(), enc.tokens,
-                                             std::int32_t(enc.context_tokens))
+        transient ? allocate_transient(enc.tokens, std::int32_t(enc.context_tokens), inj)
                   : pool_->allocate(enc.fact, enc.tokens, std::int32_t(enc.context_tokens));
     std::vector<std::int32_t> ids = tokens_->context(enc.fact, enc.context_tokens);
     const std::vector<std::int32_t> fact_ids = tokens_->fact(enc.fact, enc.tokens);

@@ -44,9 +44,10 @@ int hil_cuda_devices() {
 }
 
 std::unique_ptr<Executor> make_hil_executor(const HilExecutorOptions& options) {
-  const at::Device device = options.device == "cuda"
-                                ? at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(options.device_index))
-                                : at::Device(at::kCPU);
+  const at::Device device =
+      options.device == "cuda"
+          ? at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(options.device_index))
+          : at::Device(at::kCPU);
   return std::make_unique<DeviceBoundExecutor>(options, device);
 }
 

@@ -8,8 +8,8 @@
 #
 # Phases (run in this order):
 #   build      the CLI and the GPU test binaries with CUDA and libtorch (build-device/)
-#   tests      kernel tests (also under compute-sanitizer memcheck), executor tests (bf16 on the
-#              GPU)
+#   tests      kernel tests (also under compute-sanitizer memcheck; MEMCHECK="" skips it),
+#              executor tests (bf16 on the GPU)
 #   calibrate  `inferscale calibrate --executor gpu --grid full` -> h200-llama-3.1-8b.yaml and
 #              the measured points (held-out error in the profile)
 #   hil        configs/headline.yaml hardware-in-the-loop at USERS (default 50 100 150 200),
@@ -96,7 +96,7 @@ if want tests; then
     --durations yes
   step executor_tests 120 "$WORK/tests.log" "$BUILD/tests/executor/executor_gpu_tests" \
     --durations yes
-  for t in kernels_gpu_tests kernels_attention_gpu_tests; do
+  for t in ${MEMCHECK-kernels_gpu_tests kernels_attention_gpu_tests}; do
     step "memcheck_$t" 150 "$WORK/tests.log" compute-sanitizer --tool memcheck \
       --error-exitcode 99 --print-limit 20 "$BUILD/tests/kernels/$t"
   done

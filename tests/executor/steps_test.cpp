@@ -212,6 +212,50 @@ TEST_CASE("not-admitted facts go to the request only and offloaded facts come ba
   CHECK(at::equal(ex.last_logits(), fresh.last_logits()));
 }
 
+TEST_CASE("per-request facts beyond the reserved area are injected in rounds") {
+  // Three facts from the host tier and one encode, each for the request only, with room in the
+  // reserved area for one fact at a time: the executor injects what it holds and reuses it.
+  PromptSpec p;
+  p.facts = {{41, 5}, {42, 7}, {43, 6}, {44, 4}};
+  GpuExecutor ref(cpu_options());
+  encode_facts(ref, {p}, 0);
+  BatchPlan plain;
+  add_prefill(plain, p, 0, p.computed_total());
+  ref.execute(plain);
+  const at::Tensor expect = ref.last_logits().select(0, 0).clone();
+
+  GpuExecutorOptions o = cpu_options();
+  o.reserved_pool_tokens = kBlockTokens;
+  GpuExecutor ex(o);
+  encode_facts(ex, {p}, 0);
+  BatchPlan out;
+  for (FactId f : {41, 42, 43}) {
+    out.offloads.push_back(FactLoad{f, 0, 0});
+    out.evictions.push_back(f);
+  }
+  out.evictions.push_back(44);
+  ex.execute(out);
+  BatchPlan step;
+  add_prefill(step, p, 0, p.computed_total());
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    step.loads.push_back(
+        FactLoad{p.facts[i].id, p.facts[i].tokens, 0, p.request, p.fact_position(i)});
+    step.prompt_facts[i].private_kv = true;
+  }
+  FactEncode e44;
+  e44.fact = 44;
+  e44.tokens = 4;
+  e44.store = false;
+  e44.for_request = p.request;
+  e44.position = p.fact_position(3);
+  step.encodes.push_back(e44);
+  step.prompt_facts[3].private_kv = true;
+  ex.execute(step);
+  CHECK(ex.pool().resident_facts() == 0);
+  CHECK(ex.last_stats().injected_tokens == 5 + 7 + 6 + 4);
+  CHECK(max_rel_diff(ex.last_logits().select(0, 0), expect) < 1e-6);
+}
+
 TEST_CASE("plans the executor cannot perform are refused") {
   GpuExecutor ex(cpu_options());
   PromptSpec p;

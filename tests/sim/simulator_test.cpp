@@ -57,34 +57,48 @@ const char* kStress =
 /// Executor kind `plan_check`: prices steps with the cost model and follows each replica's pool
 /// and host tier through the plans as a real executor would, recording every plan it could not
 /// perform (a fact injected that the pool does not hold, a load the host tier does not hold, an
-/// offload or eviction of a fact that is not resident).
+/// offload or eviction of a fact that is not resident, a placement past the pool's capacity).
 std::vector<std::string> plan_errors;
 
 class PlanCheckExecutor final : public Executor {
  public:
   explicit PlanCheckExecutor(const RunConfig& run)
-      : inner_(CostModel(run.model, CostRates::from_gpu(run.gpu))) {}
+      : inner_(CostModel(run.model, CostRates::from_gpu(run.gpu))),
+        capacity_blocks_(run.store.gpu.capacity_bytes /
+                         (kBlockTokens * run.model.kv_bytes_per_token())) {}
   BatchResult execute(const BatchPlan& plan) override {
     auto fail = [&](const std::string& what, FactId f) {
       plan_errors.push_back("replica " + std::to_string(plan.replica) + " at " +
                             std::to_string(plan.now) + ": " + what + " " + std::to_string(f));
+    };
+    auto place = [&](FactId f, std::uint32_t tokens) {
+      const std::uint64_t blocks = (tokens + kBlockTokens - 1) / kBlockTokens;
+      if (used_blocks_ + blocks > capacity_blocks_) fail("the pool has no room for", f);
+      used_blocks_ += blocks;
+      pool_[f] = blocks;
     };
     for (const FactLoad& o : plan.offloads) {
       if (!pool_.count(o.fact)) fail("offload of a fact not in the pool:", o.fact);
       host_.insert(o.fact);
     }
     for (FactId f : plan.evictions) {
-      if (pool_.erase(f) == 0) fail("eviction of a fact not in the pool:", f);
+      const auto it = pool_.find(f);
+      if (it == pool_.end()) {
+        fail("eviction of a fact not in the pool:", f);
+      } else {
+        used_blocks_ -= it->second;
+        pool_.erase(it);
+      }
     }
     for (const FactLoad& l : plan.loads) {
       if (!host_.count(l.fact)) fail("load of a fact not in the host tier:", l.fact);
-      if (l.for_request == kNoRequest) pool_.insert(l.fact);
+      if (l.for_request == kNoRequest) place(l.fact, l.tokens);
     }
     for (FactId f : plan.host_evictions) {
       if (host_.erase(f) == 0) fail("host eviction of a fact not in the host tier:", f);
     }
     for (const FactEncode& e : plan.encodes) {
-      if (e.store) pool_.insert(e.fact);
+      if (e.store) place(e.fact, e.tokens);
     }
     for (const PrefillItem& p : plan.prefills) {
       if (!p.first_chunk) continue;
@@ -101,7 +115,9 @@ class PlanCheckExecutor final : public Executor {
 
  private:
   CostModelExecutor inner_;
-  std::set<FactId> pool_, host_;
+  std::uint64_t capacity_blocks_, used_blocks_ = 0;
+  std::map<FactId, std::uint64_t> pool_;  // resident facts and their blocks
+  std::set<FactId> host_;
 };
 
 const bool kPlanCheckRegistered = register_executor_kind(
@@ -117,10 +133,9 @@ TEST_CASE("stress run: every request completes once, and budget, KV memory and s
   for (const char* mode : {"text", "kv_inject"}) {
     for (const char* router : {"user_affinity", "least_loaded", "round_robin"}) {
       INFO(mode << " " << router);
-      const auto outcomes =
-          run(dir, tiny_config(trace, std::string(kStress) + "replicas: 3\nrouter: " + router +
-                                          "\nruns:\n  - name: r\n    serving: {mode: " + mode +
-                                          "}\n"));
+      const auto outcomes = run(
+          dir, tiny_config(trace, std::string(kStress) + "replicas: 3\nrouter: " + router +
+                                      "\nruns:\n  - name: r\n    serving: {mode: " + mode + "}\n"));
       const auto& s = outcomes.at(0).summary;
       const auto rows = read_csv(std::filesystem::path(outcomes[0].dir) / "requests.csv");
       std::set<std::string> ids;
@@ -131,9 +146,9 @@ TEST_CASE("stress run: every request completes once, and budget, KV memory and s
       CHECK(s.max_kv_blocks_used <= s.kv_blocks_total);
       CHECK(s.store_peak_bytes <= 24 * 1024);
       for (const auto& r : rows) {
-        CHECK(std::stod(r[6]) > 0);                     // ttft
-        CHECK(std::stod(r[4]) >= std::stod(r[3]));      // first_token >= arrival
-        CHECK(std::stod(r[5]) >= std::stod(r[4]));      // finish >= first_token
+        CHECK(std::stod(r[6]) > 0);                 // ttft
+        CHECK(std::stod(r[4]) >= std::stod(r[3]));  // first_token >= arrival
+        CHECK(std::stod(r[5]) >= std::stod(r[4]));  // finish >= first_token
       }
       if (std::string(mode) == "kv_inject") {
         CHECK(s.preemptions > 0);  // the memory is tight on purpose
@@ -149,14 +164,22 @@ TEST_CASE("every plan of a stressed run can be performed: injected facts are in 
   // A request's load from the host tier may evict to make room; it must not evict a fact the
   // same request injects from the pool (it once did: GPU hits were pinned after earlier loads).
   const auto dir = temp_dir("plans");
+  // 2 KiB: the GPU store holds 8 blocks, fewer than a forward of max_batch_tokens may encode
+  // (the preload of host-tier facts must pass through the pool in smaller forwards).
   for (std::uint64_t seed : {3, 4}) {
     for (const char* miss : {"encode", "text"}) {
-      INFO("seed " << seed << ", miss_path " << miss);
+      const char* gpu_store = seed == 3 ? "24KiB" : "2KiB";
+      INFO("seed " << seed << ", miss_path " << miss << ", GPU store " << gpu_store);
       plan_errors.clear();
-      const auto outcomes = run(
-          dir, tiny_config(make_trace(dir, seed, 5000),
-                           std::string(kStress) + "executor: {kind: plan_check}\nruns:\n  - name: r\n"
-                           "    serving: {mode: kv_inject, miss_path: " + miss + "}\n"));
+      const auto outcomes =
+          run(dir, tiny_config(make_trace(dir, seed, 5000),
+                               std::string(kStress) +
+                                   "executor: {kind: plan_check}\nruns:\n  - name: r\n"
+                                   "    serving: {mode: kv_inject, miss_path: " +
+                                   miss +
+                                   "}\n"
+                                   "    store: {gpu: {capacity: " +
+                                   gpu_store + "}}\n"));
       const auto& s = outcomes.at(0).summary;
       CHECK(s.loads > 0);
       CHECK(s.gpu_hits > 0);
@@ -176,25 +199,24 @@ TEST_CASE("same seed gives byte-identical requests.csv, another seed differs") {
   CHECK(a.size() > 1000);
   CHECK(a == b);
   const auto other = make_trace(dir, 6, 300);
-  const auto c = read_text(std::filesystem::path(run(dir, tiny_config(other, std::string(kStress) +
-                                                                             "replicas: 2\n"))
-                                                     .at(0)
-                                                     .dir) /
-                           "requests.csv");
+  const auto c = read_text(
+      std::filesystem::path(
+          run(dir, tiny_config(other, std::string(kStress) + "replicas: 2\n")).at(0).dir) /
+      "requests.csv");
   CHECK(a != c);
 }
 
 TEST_CASE("kv_inject prefills less and answers sooner than text at k=8") {
   const auto dir = temp_dir("modes");
   const auto trace = make_trace(dir, 9, 50, 0);
-  const auto outcomes = run(
-      dir, tiny_config(trace,
-                       "gpu: {name: g, memory: 1GiB, bf16_tflops: 0.001, hbm_gbps: 100,"
-                       " pcie_gbps: 10, step_overhead_us: 10}\n"
-                       "serving: {k: 8, header_tokens: 16}\n"
-                       "store: {gpu: {capacity: 10%}}\n"
-                       "runs:\n  - name: text\n    serving: {mode: text}\n"
-                       "  - name: kv\n    serving: {mode: kv_inject}\n"));
+  const auto outcomes =
+      run(dir, tiny_config(trace,
+                           "gpu: {name: g, memory: 1GiB, bf16_tflops: 0.001, hbm_gbps: 100,"
+                           " pcie_gbps: 10, step_overhead_us: 10}\n"
+                           "serving: {k: 8, header_tokens: 16}\n"
+                           "store: {gpu: {capacity: 10%}}\n"
+                           "runs:\n  - name: text\n    serving: {mode: text}\n"
+                           "  - name: kv\n    serving: {mode: kv_inject}\n"));
   const auto& text = outcomes.at(0).summary;
   const auto& kv = outcomes.at(1).summary;
   CHECK(kv.prefill_tokens < text.prefill_tokens);
@@ -214,7 +236,8 @@ TEST_CASE("offline policies see the trace's future in a run: Belady hits at leas
       "store: {gpu: {capacity: 24KiB}}\n"
       "runs:\n";
   const std::vector<std::string> policies{"belady", "lru", "fifo", "s3fifo", "gdsf", "unbounded"};
-  for (const auto& p : policies) yaml += "  - {name: " + p + ", store: {gpu: {eviction: " + p + "}}}\n";
+  for (const auto& p : policies)
+    yaml += "  - {name: " + p + ", store: {gpu: {eviction: " + p + "}}}\n";
   const auto outcomes = run(dir, tiny_config(trace, yaml));
   REQUIRE(outcomes.size() == policies.size());
   const auto hits = [&](std::size_t i) { return outcomes[i].summary.gpu_hits; };
