@@ -197,6 +197,16 @@ std::string keep_partial(const RunConfig& run, Simulator& sim, const fs::path& t
   }
 }
 
+/// Removes a folder and what it holds, ignoring failures (cleanup on an error path). Not
+/// fs::remove_all(path, error_code&): in a process with PyTorch's libtorch loaded that overload
+/// may bind to a broken copy exported by libtorch and crash.
+void remove_quietly(const fs::path& p) {
+  try {
+    fs::remove_all(p);
+  } catch (...) {
+  }
+}
+
 }  // namespace
 
 std::string summary_json(const RunConfig& c, const RunSummary& s) {
@@ -267,13 +277,11 @@ std::vector<RunOutcome> run_experiment(const ExperimentConfig& exp, const Runner
     } catch (const ExecutorFailure& e) {
       failure = e.what();  // no executor at all (connection or handshake refused)
     } catch (...) {
-      std::error_code ec;
-      fs::remove_all(tmp, ec);
+      remove_quietly(tmp);
       throw;
     }
     if (!failure.empty()) {
-      std::error_code ec;
-      fs::remove_all(tmp, ec);
+      remove_quietly(tmp);
       throw ExecutorFailure("run " + exp.name + "/" + run.name + " failed: " + failure + " (" +
                             kept + ")");
     }
