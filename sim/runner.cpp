@@ -1,6 +1,11 @@
 #include "sim/runner.h"
 
+#include <ftw.h>
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -51,11 +56,15 @@ json model_json(const ModelConfig& m) {
 }
 
 json gpu_json(const GpuConfig& g) {
-  return json{{"name", g.name},         {"memory_bytes", g.memory_bytes},
-              {"bf16_tflops", g.bf16_tflops}, {"hbm_gbps", g.hbm_gbps},
-              {"pcie_gbps", g.pcie_gbps},     {"step_overhead_us", g.step_overhead_us},
+  return json{{"name", g.name},
+              {"memory_bytes", g.memory_bytes},
+              {"bf16_tflops", g.bf16_tflops},
+              {"hbm_gbps", g.hbm_gbps},
+              {"pcie_gbps", g.pcie_gbps},
+              {"step_overhead_us", g.step_overhead_us},
               {"per_seq_overhead_us", g.per_seq_overhead_us},
-              {"mfu", g.mfu},                 {"mbu", g.mbu},
+              {"mfu", g.mfu},
+              {"mbu", g.mbu},
               {"pcie_efficiency", g.pcie_efficiency}};
 }
 
@@ -64,9 +73,9 @@ json tier_json(const TierConfig& t) {
   for (const auto& [k, v] : t.eviction_params.values()) params[k] = v.text;
   json aparams = json::object();
   for (const auto& [k, v] : t.admission_params.values()) aparams[k] = v.text;
-  return json{{"enabled", t.enabled},         {"capacity_bytes", t.capacity_bytes},
-              {"eviction", t.eviction},       {"eviction_params", params},
-              {"admission", t.admission},     {"admission_params", aparams}};
+  return json{{"enabled", t.enabled},     {"capacity_bytes", t.capacity_bytes},
+              {"eviction", t.eviction},   {"eviction_params", params},
+              {"admission", t.admission}, {"admission_params", aparams}};
 }
 
 json executor_json(const ExecutorConfig& e) {
@@ -105,7 +114,10 @@ json config_json(const RunConfig& c) {
         {"cwe_window", c.serving.cwe_window},
         {"turn_tokens", c.serving.turn_tokens},
         {"miss_path", to_string(c.serving.miss_path)}}},
-      {"store", {{"warm", c.store.warm}, {"gpu", tier_json(c.store.gpu)}, {"host", tier_json(c.store.host)}}},
+      {"store",
+       {{"warm", c.store.warm},
+        {"gpu", tier_json(c.store.gpu)},
+        {"host", tier_json(c.store.host)}}},
       {"memory",
        {{"gpu_utilization", c.memory.gpu_utilization},
         {"activation_reserve_bytes", c.memory.activation_reserve_bytes},
@@ -119,7 +131,9 @@ json pct_json(const Percentiles& p) {
   return json{{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"mean", p.mean}, {"max", p.max}};
 }
 
-double ratio(std::uint64_t a, std::uint64_t b) { return b == 0 ? 0.0 : double(a) / double(b); }
+double ratio(std::uint64_t a, std::uint64_t b) {
+  return b == 0 ? 0.0 : double(a) / double(b);
+}
 
 void write_file(const fs::path& path, const std::string& body) {
   std::ofstream f(path, std::ios::binary);
@@ -157,7 +171,8 @@ json summary_object(const RunConfig& c, const RunSummary& s) {
         {"peak_bytes", s.store_peak_bytes},
         {"mean_bytes", s.store_mean_bytes},
         {"final_bytes", s.store_final_bytes},
-        {"occupancy_mean", s.store_capacity_bytes ? s.store_mean_bytes / double(s.store_capacity_bytes) : 0.0}}},
+        {"occupancy_mean",
+         s.store_capacity_bytes ? s.store_mean_bytes / double(s.store_capacity_bytes) : 0.0}}},
       {"work",
        {{"steps", s.steps},
         {"prefill_tokens", s.prefill_tokens},
@@ -179,6 +194,29 @@ json summary_object(const RunConfig& c, const RunSummary& s) {
   };
 }
 
+/// Removes a folder and what it holds (nothing when it does not exist); false on failure.
+/// POSIX rather than fs::remove_all: PyTorch's CUDA libtorch exports its own std::filesystem
+/// remove_all, which the dynamic linker may bind this program's calls to, and which crashed the
+/// CUDA build (SIGSEGV, a call through a null pointer) when it removed a run's folder.
+bool remove_tree(const fs::path& p) {
+  struct stat st {};
+  if (::lstat(p.c_str(), &st) != 0) return errno == ENOENT;
+  const int rc = ::nftw(
+      p.c_str(),
+      [](const char* path, const struct stat*, int type, struct FTW*) {
+        return type == FTW_DP ? ::rmdir(path) : ::unlink(path);
+      },
+      16, FTW_DEPTH | FTW_PHYS);
+  return rc == 0;
+}
+
+/// remove_tree, or an error naming the folder.
+void remove_tree_or_throw(const fs::path& p) {
+  if (!remove_tree(p)) {
+    throw std::runtime_error("cannot remove " + p.string() + ": " + std::strerror(errno));
+  }
+}
+
 /// After an executor failure: the requests completed so far and a summary marked failed go to
 /// `<run>.partial/`, never to the run's folder. Returns what was kept, in words.
 std::string keep_partial(const RunConfig& run, Simulator& sim, const fs::path& tmp,
@@ -189,21 +227,11 @@ std::string keep_partial(const RunConfig& run, Simulator& sim, const fs::path& t
     j["status"] = "failed";
     j["error"] = error;
     write_file(tmp / "summary.json", j.dump(2) + "\n");
-    fs::remove_all(partial);
+    remove_tree_or_throw(partial);
     fs::rename(tmp, partial);
     return std::to_string(s.requests) + " completed requests kept in " + partial.string() + "/";
   } catch (const std::exception& e) {
     return std::string("partial results could not be kept: ") + e.what();
-  }
-}
-
-/// Removes a folder and what it holds, ignoring failures (cleanup on an error path). Not
-/// fs::remove_all(path, error_code&): in a process with PyTorch's libtorch loaded that overload
-/// may bind to a broken copy exported by libtorch and crash.
-void remove_quietly(const fs::path& p) {
-  try {
-    fs::remove_all(p);
-  } catch (...) {
   }
 }
 
@@ -242,13 +270,12 @@ std::vector<RunOutcome> run_experiment(const ExperimentConfig& exp, const Runner
         std::find(opts.only_runs.begin(), opts.only_runs.end(), run.name) == opts.only_runs.end()) {
       continue;
     }
-    const fs::path base = fs::path(opts.out_dir.empty() ? run.output.dir : opts.out_dir) /
-                          exp.name;
+    const fs::path base = fs::path(opts.out_dir.empty() ? run.output.dir : opts.out_dir) / exp.name;
     const std::string trace = materialize_trace(run, (base / ".traces").string());
     const fs::path dir = base / run.name;
     const fs::path tmp = base / (run.name + ".tmp");
     const fs::path partial = base / (run.name + ".partial");
-    fs::remove_all(tmp);
+    remove_tree_or_throw(tmp);
     fs::create_directories(tmp);
     std::string failure, kept = "nothing ran";
     try {
@@ -269,19 +296,19 @@ std::vector<RunOutcome> run_experiment(const ExperimentConfig& exp, const Runner
       if (failure.empty()) {
         RunOutcome o{run, summary, dir.string()};
         write_file(tmp / "summary.json", summary_json(run, o.summary));
-        fs::remove_all(dir);
+        remove_tree_or_throw(dir);
         fs::rename(tmp, dir);
-        fs::remove_all(partial);  // left by an earlier failed attempt
+        remove_tree_or_throw(partial);  // left by an earlier failed attempt
         outcomes.push_back(std::move(o));
       }
     } catch (const ExecutorFailure& e) {
       failure = e.what();  // no executor at all (connection or handshake refused)
     } catch (...) {
-      remove_quietly(tmp);
+      remove_tree(tmp);
       throw;
     }
     if (!failure.empty()) {
-      remove_quietly(tmp);
+      remove_tree(tmp);
       throw ExecutorFailure("run " + exp.name + "/" + run.name + " failed: " + failure + " (" +
                             kept + ")");
     }
@@ -292,8 +319,8 @@ std::vector<RunOutcome> run_experiment(const ExperimentConfig& exp, const Runner
 void print_comparison(const std::vector<RunOutcome>& runs, std::FILE* out) {
   std::fprintf(out, "%-14s %-9s %4s %8s %10s %10s %10s %9s %9s %7s\n", "run", "mode", "k",
                "requests", "req/s", "TTFT p50", "TTFT p99", "TPOT p50", "E2E p50", "GPU hit");
-  std::fprintf(out, "%-14s %-9s %4s %8s %10s %10s %10s %9s %9s %7s\n", "", "", "", "", "",
-               "(ms)", "(ms)", "(ms)", "(ms)", "(obj)");
+  std::fprintf(out, "%-14s %-9s %4s %8s %10s %10s %10s %9s %9s %7s\n", "", "", "", "", "", "(ms)",
+               "(ms)", "(ms)", "(ms)", "(obj)");
   for (const auto& o : runs) {
     const auto& s = o.summary;
     const bool inject = o.config.serving.mode == ServingMode::kKvInject;

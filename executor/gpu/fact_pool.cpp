@@ -108,41 +108,4 @@ PoolView FactPool::layer_view(std::uint32_t layer) {
   return v;
 }
 
-namespace {
-
-/// Calls f(first entry block, first pool block, count) for each run of consecutive pool blocks.
-template <class F>
-void for_block_runs(const std::vector<std::int32_t>& blocks, F f) {
-  std::size_t i = 0;
-  while (i < blocks.size()) {
-    std::size_t n = 1;
-    while (i + n < blocks.size() && blocks[i + n] == blocks[i] + std::int32_t(n)) ++n;
-    f(std::int64_t(i), std::int64_t(blocks[i]), std::int64_t(n));
-    i += n;
-  }
-}
-
-}  // namespace
-
-at::Tensor FactPool::copy_to_host(const Entry& e) const {
-  std::vector<std::int64_t> shape(storage_.sizes().begin(), storage_.sizes().end());
-  shape[0] = std::int64_t(e.blocks.size());
-  at::Tensor host =
-      at::empty(shape, storage_.options().device(at::kCPU).pinned_memory(storage_.is_cuda()));
-  for_block_runs(e.blocks, [&](std::int64_t i, std::int64_t b, std::int64_t n) {
-    host.narrow(0, i, n).copy_(storage_.narrow(0, b, n), /*non_blocking=*/true);
-  });
-  return host;
-}
-
-void FactPool::copy_from_host(const Entry& e, const at::Tensor& host) {
-  if (host.size(0) != std::int64_t(e.blocks.size())) {
-    throw std::invalid_argument("FactPool: a host copy of " + std::to_string(host.size(0)) +
-                                " blocks into an entry of " + std::to_string(e.blocks.size()));
-  }
-  for_block_runs(e.blocks, [&](std::int64_t i, std::int64_t b, std::int64_t n) {
-    storage_.narrow(0, b, n).copy_(host.narrow(0, i, n), /*non_blocking=*/true);
-  });
-}
-
 }  // namespace inferscale

@@ -65,16 +65,11 @@ class FactPool {
 
   /// [num_blocks, layers, 2 (K, V), kBlockTokens, kv_heads, head_dim]
   at::Tensor& storage() { return storage_; }
+  const at::Tensor& storage() const { return storage_; }
   /// The kernels' view of all layers (InjectParams::pool).
   PoolView view();
   /// The kernels' view of one layer (KvAppendParams::pool).
   PoolView layer_view(std::uint32_t layer);
-  /// An entry's blocks in a new host tensor (pinned when the pool is on a GPU), copied
-  /// asynchronously on the current stream: read it on the host only after synchronizing.
-  at::Tensor copy_to_host(const Entry& e) const;
-  /// Writes a host copy (of as many blocks) into an entry's blocks, asynchronously on the
-  /// current stream, one copy per run of consecutive blocks.
-  void copy_from_host(const Entry& e, const at::Tensor& host);
   /// Whether the reserved area has room for an entry of `tokens` now.
   bool reserved_fits(std::uint32_t tokens) const {
     return free_reserved_.size() >= (tokens + kBlockTokens - 1) / kBlockTokens;

@@ -48,6 +48,7 @@ GpuExecutor::GpuExecutor(GpuExecutorOptions options)
   model_ = std::make_unique<LlamaModel>(m, loader->load(m, opts), *ops_,
                                         opts.dtype().toScalarType(), rope_rows);
   pool_ = std::make_unique<FactPool>(m, options_.pool_bytes, options_.reserved_pool_tokens, opts);
+  host_tier_ = std::make_unique<HostTier>(*pool_);
   cache_ = model_->make_cache(std::int32_t(options_.kv_cache_tokens));
 }
 
@@ -143,7 +144,7 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   std::vector<PendingEncode> encodes;
   for (const FactLoad& l : plan.loads) load(l, inj, encodes);
   const int m_load = clock.mark();
-  for (FactId f : plan.host_evictions) host_tier_.erase(f);
+  for (FactId f : plan.host_evictions) host_tier_->erase(f);
   for (const PrefillItem& p : plan.prefills) {
     if (p.first_chunk && p.header_cached && p.header_tokens > 0)
       ensure_header(p.header_tokens, inj);

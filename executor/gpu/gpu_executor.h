@@ -15,6 +15,7 @@
 #include "executor/gpu/device_ops.h"
 #include "executor/gpu/fact_pool.h"
 #include "executor/gpu/forward_batch.h"
+#include "executor/gpu/host_tier.h"
 #include "executor/gpu/llama_model.h"
 #include "executor/gpu/prompt_layout.h"
 #include "executor/gpu/slot_allocator.h"
@@ -83,7 +84,7 @@ class GpuExecutor : public Executor {
   /// growth) outside any step, so that the first measured step costs what later ones do.
   void warm_up();
   /// Whether the host tier holds a fact.
-  bool host_has(FactId fact) const { return host_tier_.count(fact) > 0; }
+  bool host_has(FactId fact) const { return host_tier_->find(fact) != nullptr; }
 
  private:
   struct RequestState {
@@ -97,11 +98,6 @@ class GpuExecutor : public Executor {
     // The prompt's layout from its first chunk: the simulator lists a prompt's facts only
     // there (BatchPlan::prompt_facts), later chunks of a chunked prefill name none.
     std::vector<PromptPiece> layout;
-  };
-  struct HostCopy {
-    at::Tensor blocks;  // [blocks, layers, 2, block_tokens, kv_heads, head_dim] on the host
-    std::uint32_t tokens = 0;
-    std::int32_t encode_position = 0;
   };
   /// Host-side lists for one fused inject launch.
   struct Injections {
@@ -149,7 +145,7 @@ class GpuExecutor : public Executor {
   KvCache cache_;
   SlotAllocator rows_;
   std::unordered_map<RequestId, RequestState> requests_;
-  std::unordered_map<FactId, HostCopy> host_tier_;
+  std::unique_ptr<HostTier> host_tier_;
   std::vector<std::uint64_t> transients_;  // reserved pool entries freed at the end of a step
   std::uint64_t next_transient_ = 0;
   StepStats stats_;

@@ -43,16 +43,12 @@ void GpuExecutor::flush_injections(Injections& inj) {
 void GpuExecutor::offload(FactId fact) {
   const FactPool::Entry* e = pool_->find(fact);
   if (e == nullptr) return;  // not resident here: nothing to copy
-  HostCopy copy;
-  copy.blocks = pool_->copy_to_host(*e);
-  copy.tokens = e->tokens;
-  copy.encode_position = e->encode_position;
-  host_tier_[fact] = std::move(copy);
+  host_tier_->store(fact, *e, *pool_);
 }
 
 void GpuExecutor::load(const FactLoad& l, Injections& inj, std::vector<PendingEncode>& fallback) {
-  const auto it = host_tier_.find(l.fact);
-  if (it == host_tier_.end()) {
+  const HostTier::Entry* h = host_tier_->find(l.fact);
+  if (h == nullptr) {
     // The simulator's host tier holds KV this replica never offloaded (e.g. a tier filled at
     // start): produce it the only way possible, by encoding the fact alone.
     ++stats_.load_fallbacks;
@@ -60,11 +56,10 @@ void GpuExecutor::load(const FactLoad& l, Injections& inj, std::vector<PendingEn
         {l.fact, l.tokens, 0, l.for_request == kNoRequest, l.for_request, l.position});
     return;
   }
-  const HostCopy& h = it->second;
   const bool for_request = l.for_request != kNoRequest;
-  const FactPool::Entry& e = for_request ? allocate_transient(h.tokens, h.encode_position, inj)
-                                         : pool_->allocate(l.fact, h.tokens, h.encode_position);
-  pool_->copy_from_host(e, h.blocks);
+  const FactPool::Entry& e = for_request ? allocate_transient(h->tokens, h->encode_position, inj)
+                                         : pool_->allocate(l.fact, h->tokens, h->encode_position);
+  host_tier_->load(*h, e, *pool_);
   if (for_request) add_injection(e, l.for_request, l.position, inj);
 }
 
