@@ -3,6 +3,7 @@
 // attention (PyTorch 2.x) elsewhere, pinned asynchronous uploads and CUDA-event step timing.
 // Compiled only where libtorch has CUDA and the kernels are built (executor/gpu/CMakeLists.txt).
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 
 #include <cstdio>
 #include <stdexcept>
@@ -186,6 +187,10 @@ std::unique_ptr<DeviceOps> make_cuda_ops() {
 
 bool cuda_ops_available() {
   return at::cuda::is_available();
+}
+
+void release_cached_cuda_memory() {
+  if (at::cuda::is_available()) c10::cuda::CUDACachingAllocator::emptyCache();
 }
 
 }  // namespace inferscale

@@ -13,4 +13,6 @@ bool cuda_ops_available() {
   return false;
 }
 
+void release_cached_cuda_memory() {}
+
 }  // namespace inferscale

@@ -109,6 +109,10 @@ std::unique_ptr<DeviceOps> make_cuda_ops();
 
 /// Whether make_cuda_ops() can work here (built with CUDA and a device present).
 bool cuda_ops_available();
+/// Returns the CUDA memory libtorch keeps cached but unused to the device, so that a later
+/// executor in the same process (the next run of an experiment) can allocate it whole. No-op
+/// without CUDA.
+void release_cached_cuda_memory();
 
 /// Kernel dtype of a tensor's scalar type (float, bfloat16, half).
 DType kernel_dtype(at::ScalarType t);

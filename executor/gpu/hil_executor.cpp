@@ -3,6 +3,7 @@
 #include <ATen/Context.h>
 #include <c10/core/DeviceGuard.h>
 
+#include "executor/gpu/device_ops.h"
 #include "executor/gpu/gpu_executor.h"
 
 namespace inferscale {
@@ -25,6 +26,12 @@ class DeviceBoundExecutor final : public Executor {
     g.seed = o.seed;
     inner_ = std::make_unique<GpuExecutor>(std::move(g));
     inner_->warm_up();
+  }
+  ~DeviceBoundExecutor() override {
+    c10::DeviceGuard guard(device_);
+    inner_.reset();
+    // The next run's executor allocates its pool and cache whole: give this one's back.
+    release_cached_cuda_memory();
   }
   BatchResult execute(const BatchPlan& plan) override {
     c10::DeviceGuard guard(device_);
