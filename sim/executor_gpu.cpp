@@ -19,6 +19,8 @@ HilExecutorOptions hil_options(const RunConfig& run, int replica) {
   const std::uint64_t store =
       run.serving.mode == ServingMode::kKvInject ? run.store.gpu.capacity_bytes : 0;
   o.pool_bytes = o.device == "cuda" ? store : store / run.model.dtype_bytes * 4;
+  const bool host = run.serving.mode == ServingMode::kKvInject && run.store.host.enabled;
+  o.host_bytes = host ? run.store.host.capacity_bytes : 0;
   // As many request-KV rows as the simulator's memory model has tokens of request KV.
   const std::uint64_t sim_tokens =
       run.request_kv_bytes() / run.model.kv_bytes_per_token() / kBlockTokens * kBlockTokens;

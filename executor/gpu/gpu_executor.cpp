@@ -49,6 +49,7 @@ GpuExecutor::GpuExecutor(GpuExecutorOptions options)
                                         opts.dtype().toScalarType(), rope_rows);
   pool_ = std::make_unique<FactPool>(m, options_.pool_bytes, options_.reserved_pool_tokens, opts);
   host_tier_ = std::make_unique<HostTier>(*pool_);
+  host_tier_->reserve(options_.host_bytes);
   cache_ = model_->make_cache(std::int32_t(options_.kv_cache_tokens));
 }
 

@@ -36,9 +36,13 @@ struct GpuExecutorOptions {
   DType dtype = DType::kBF16;                 // the CPU path is meant for kF32
   std::uint64_t pool_bytes = 1ull << 30;      // fact blocks (the store's GPU tier)
   std::uint32_t reserved_pool_tokens = 4096;  // header KV and per-request (not admitted) facts
-  std::uint32_t kv_cache_tokens = 32768;      // KV cache rows for running requests and encodes
-  std::uint32_t decode_reserve_tokens = 64;   // rows reserved past a prompt for its output
-  std::int32_t rope_positions = 0;            // rotary table rows; 0: min(max_positions, 32768)
+  /// Host-tier bytes allocated (page-locked) at construction; 0: as the tier grows. Pinning
+  /// host memory runs at a few GB/s and stalls the device, so a tier that grows inside a
+  /// measured step makes that step's offloads look ten times slower than PCIe.
+  std::uint64_t host_bytes = 0;
+  std::uint32_t kv_cache_tokens = 32768;     // KV cache rows for running requests and encodes
+  std::uint32_t decode_reserve_tokens = 64;  // rows reserved past a prompt for its output
+  std::int32_t rope_positions = 0;           // rotary table rows; 0: min(max_positions, 32768)
   RopeMode rope = RopeMode::kPreRope;
   std::uint64_t seed = 0;
   std::uint32_t max_batch_tokens = 16384;  // encodes are run in forwards of at most this

@@ -19,6 +19,7 @@ class DeviceBoundExecutor final : public Executor {
     g.device = o.device;
     g.dtype = o.device == "cuda" ? DType::kBF16 : DType::kF32;
     g.pool_bytes = o.pool_bytes;
+    g.host_bytes = o.host_bytes;
     g.kv_cache_tokens = o.kv_cache_tokens;
     g.max_batch_tokens = o.max_batch_tokens;
     g.decode_reserve_tokens = o.decode_reserve_tokens;

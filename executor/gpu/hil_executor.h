@@ -16,10 +16,11 @@ struct HilExecutorOptions {
   std::string device = "cuda";        // cuda | cpu (tests)
   int device_index = 0;               // CUDA device of this replica
   std::uint64_t pool_bytes = 0;       // the GPU store's capacity
+  std::uint64_t host_bytes = 0;       // the host tier's capacity (page-locked up front)
   std::uint32_t kv_cache_tokens = 0;  // request KV rows
   std::uint32_t max_batch_tokens = 8192;
   std::uint32_t decode_reserve_tokens = 64;
-  bool rope_delta = false;            // serving.rope: delta
+  bool rope_delta = false;  // serving.rope: delta
   std::uint64_t seed = 0;
 };
 

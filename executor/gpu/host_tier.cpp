@@ -24,19 +24,24 @@ at::Tensor HostTier::block(std::int32_t id) const {
   return chunks_[std::size_t(id / per_chunk)].select(0, id % per_chunk);
 }
 
+void HostTier::add_chunk() {
+  // Its blocks are handed out in increasing order.
+  const auto first = std::int32_t(std::int64_t(chunks_.size()) * chunk_shape_[0]);
+  chunks_.push_back(at::empty(chunk_shape_, options_));
+  for (std::int32_t i = std::int32_t(chunk_shape_[0]) - 1; i >= 0; --i) free_.push_back(first + i);
+}
+
+void HostTier::reserve(std::uint64_t bytes) {
+  while (reserved_bytes() < bytes) add_chunk();
+}
+
 void HostTier::store(FactId fact, const FactPool::Entry& from, FactPool& pool) {
   erase(fact);
   Entry e;
   e.tokens = from.tokens;
   e.encode_position = from.encode_position;
   for (const std::int32_t b : from.blocks) {
-    if (free_.empty()) {
-      // A new chunk; its blocks are handed out in increasing order.
-      const auto first = std::int32_t(chunks_.size() * chunk_shape_[0]);
-      chunks_.push_back(at::empty(chunk_shape_, options_));
-      for (std::int32_t i = std::int32_t(chunk_shape_[0]) - 1; i >= 0; --i)
-        free_.push_back(first + i);
-    }
+    if (free_.empty()) add_chunk();
     const std::int32_t h = free_.back();
     free_.pop_back();
     block(h).copy_(pool.storage().select(0, b), /*non_blocking=*/true);

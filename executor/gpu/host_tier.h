@@ -28,6 +28,9 @@ class HostTier {
   /// is on a GPU).
   explicit HostTier(const FactPool& pool, std::uint64_t chunk_bytes = 256ull << 20);
 
+  /// Allocates chunks until the tier holds at least `bytes` (whole chunks).
+  void reserve(std::uint64_t bytes);
+
   const Entry* find(FactId fact) const;
   /// Copies a pool entry into host blocks (replacing an earlier copy of the fact).
   void store(FactId fact, const FactPool::Entry& from, FactPool& pool);
@@ -43,6 +46,7 @@ class HostTier {
 
  private:
   at::Tensor block(std::int32_t id) const;
+  void add_chunk();
 
   std::vector<std::int64_t> chunk_shape_;  // [chunk_blocks, pool block shape...]
   at::TensorOptions options_;

@@ -1,5 +1,6 @@
 // The fact pool obeys: allocate, free, report usage; the KV cache row allocator.
 #include "executor/gpu/fact_pool.h"
+#include "executor/gpu/host_tier.h"
 #include "executor/gpu/slot_allocator.h"
 #include "tests/catch.h"
 #include "tests/executor/executor_test_util.h"
@@ -44,6 +45,38 @@ TEST_CASE("fact pool allocates whole blocks within its capacity") {
   CHECK(pool.free_reserved(99));
   CHECK(pool.find_reserved(99) == nullptr);
   for (std::int32_t b : pool.allocate_reserved(100, 33, 0).blocks) CHECK(b >= 10);
+}
+
+TEST_CASE("host tier keeps block copies in chunks, reuses freed blocks and reserves up front") {
+  const ModelConfig m = test::tiny_model();
+  const std::uint64_t block = FactPool::block_bytes(m, 4);
+  FactPool pool(m, 8 * block, 0, at::TensorOptions().dtype(at::kFloat));
+  pool.storage().copy_(at::randn(pool.storage().sizes()));
+  HostTier host(pool, 3 * block);  // chunks of 3 blocks
+  CHECK(host.reserved_bytes() == 0);
+  const FactPool::Entry a = pool.allocate(1, 40, 2);  // 3 blocks
+  const FactPool::Entry b = pool.allocate(2, 20, 0);  // 2 blocks
+  host.store(1, a, pool);
+  host.store(2, b, pool);
+  CHECK(host.reserved_bytes() == 6 * block);  // grew by whole chunks
+  CHECK(host.find(1)->encode_position == 2);
+  const at::Tensor a_kv =
+      pool.storage().index_select(0, at::tensor({a.blocks[0], a.blocks[1], a.blocks[2]}));
+  pool.free(1);
+  pool.storage().zero_();
+  const FactPool::Entry& back = pool.allocate(1, 40, 2);
+  host.load(*host.find(1), back, pool);
+  for (std::size_t i = 0; i < 3; ++i)
+    CHECK(at::equal(pool.storage()[back.blocks[i]], a_kv[std::int64_t(i)]));
+  CHECK_THROWS_AS(host.load(*host.find(2), back, pool), std::invalid_argument);  // 2 blocks into 3
+  // Freed host blocks are reused before the tier grows.
+  CHECK(host.erase(1));
+  CHECK_FALSE(host.erase(1));
+  host.store(3, a, pool);
+  CHECK(host.reserved_bytes() == 6 * block);
+  HostTier reserved(pool, 3 * block);
+  reserved.reserve(7 * block);
+  CHECK(reserved.reserved_bytes() == 9 * block);
 }
 
 TEST_CASE("KV cache rows are handed out first-fit and merged when freed") {
