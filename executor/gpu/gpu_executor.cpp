@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <unordered_set>
 
 namespace inferscale {
 
@@ -138,14 +139,29 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
     if (p.first_chunk) start_request(p);
   }
 
-  // Offloads, evictions, loads, host evictions, encodes: the documented order.
+  // Offloads, evictions, loads, host evictions, encodes: the documented order. A host eviction
+  // of a fact this step neither offloads nor loads runs first, so that the offloads reuse its
+  // blocks (the host tier is page-locked up front; growing it inside a step stalls the device).
+  std::vector<FactId> late_host_evictions;
+  if (!plan.host_evictions.empty()) {
+    std::unordered_set<FactId> touched;
+    for (const FactLoad& o : plan.offloads) touched.insert(o.fact);
+    for (const FactLoad& l : plan.loads) touched.insert(l.fact);
+    for (FactId f : plan.host_evictions) {
+      if (touched.count(f) > 0) {
+        late_host_evictions.push_back(f);
+      } else {
+        host_tier_->erase(f);
+      }
+    }
+  }
   for (const FactLoad& o : plan.offloads) offload(o.fact);
   for (FactId f : plan.evictions) pool_->free(f);
   Injections inj;
   std::vector<PendingEncode> encodes;
   for (const FactLoad& l : plan.loads) load(l, inj, encodes);
   const int m_load = clock.mark();
-  for (FactId f : plan.host_evictions) host_tier_->erase(f);
+  for (FactId f : late_host_evictions) host_tier_->erase(f);
   for (const PrefillItem& p : plan.prefills) {
     if (p.first_chunk && p.header_cached && p.header_tokens > 0)
       ensure_header(p.header_tokens, inj);
