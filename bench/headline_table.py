@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""The headline experiment's table: hardware-in-the-loop summaries (bench/results/headline_hil/,
+from `scripts/device/h200.sh` phase `hil`) next to the same runs in calibrated simulation and on
+the datasheet cost model, which this script runs here.
+
+    python3 bench/headline_table.py [--inferscale build/inferscale] [--data ../shared/data/locomo10]
+"""
+import argparse
+import json
+import os
+import subprocess
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HIL = os.path.join(ROOT, "bench", "results", "headline_hil")
+USERS = (50, 100, 150, 200)
+MODES = ("text", "kv_inject")
+
+
+def figures(s):
+    return s["throughput"]["requests_per_s"], s["ttft_ms"]["p50"], s["ttft_ms"]["p99"]
+
+
+def simulate(binary, data, users, extra, out):
+    cmd = [binary, "run", os.path.join(ROOT, "configs", "headline.yaml"), "--no-progress",
+           "--set", f"trace.locomo.data={data}", "--set", f"trace.locomo.users={users}",
+           "--set", f"experiment=h{users}", "--out", out] + extra
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return {m: json.load(open(os.path.join(out, f"h{users}", m, "summary.json"))) for m in MODES}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--inferscale", default=os.path.join(ROOT, "build", "inferscale"))
+    ap.add_argument("--data", default=os.path.join(ROOT, "..", "shared", "data", "locomo10"))
+    a = ap.parse_args()
+    calibrated = ["--set", "executor.kind=calibrated", "--set", "executor.profile=h200-llama-3.1-8b"]
+    print("| users | mode | source | req/s | TTFT p50 ms | TTFT p99 ms | GPU hit | host loads |")
+    print("|---:|---|---|---:|---:|---:|---:|---:|")
+    ratios = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for u in USERS:
+            hil = {m: json.load(open(os.path.join(HIL, f"{u}_{m}.json"))) for m in MODES}
+            cal = simulate(a.inferscale, a.data, u, calibrated, os.path.join(tmp, "cal"))
+            sheet = simulate(a.inferscale, a.data, u, [], os.path.join(tmp, "sheet"))
+            for m in MODES:
+                for name, s in (("hardware in the loop", hil[m]), ("calibrated simulation", cal[m]),
+                                ("cost model (datasheet)", sheet[m])):
+                    rps, p50, p99 = figures(s)
+                    hit = f"{100 * s['hit_ratio']['gpu_object']:.1f} %" if m == "kv_inject" else ""
+                    loads = s["work"]["host_loads"] if m == "kv_inject" else ""
+                    print(f"| {u} | {m} | {name} | {rps:.2f} | {p50:.1f} | {p99:.1f} | {hit} | {loads} |")
+                h, c = figures(hil[m]), figures(cal[m])
+                print(f"| {u} | {m} | calibrated / hardware | {c[0] / h[0]:.2f}x | {c[1] / h[1]:.2f}x "
+                      f"| {c[2] / h[2]:.2f}x | | |")
+            ratios.append((u, figures(hil["kv_inject"]), figures(hil["text"]),
+                           figures(cal["kv_inject"]), figures(cal["text"])))
+    print()
+    print("| users | kv_inject / text throughput (hardware) | TTFT p50 text / kv_inject (hardware) "
+          "| TTFT p99 text / kv_inject (hardware) | throughput ratio (calibrated) |")
+    print("|---:|---:|---:|---:|---:|")
+    for u, kv, text, ckv, ctext in ratios:
+        print(f"| {u} | {kv[0] / text[0]:.2f}x | {text[1] / kv[1]:.2f}x | {text[2] / kv[2]:.2f}x "
+              f"| {ckv[0] / ctext[0]:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
