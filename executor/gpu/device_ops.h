@@ -28,7 +28,10 @@ struct AttentionBatch {
 /// When a forward's attention runs split-KV (kernels/split_kv_attention.cu on CUDA, its reference
 /// on the CPU) instead of varlen flash (CUDA) or batched math (CPU): every segment at most
 /// `max_query_tokens` long and some segment's context at least `min_context_tokens`, where
-/// splitting the keys fills the GPU that one block per query tile and head cannot.
+/// splitting the keys fills the GPU that one block per query tile and head cannot. A forward
+/// whose short segments qualify but that also holds longer ones (decodes next to a prefill
+/// chunk) runs two calls: split-KV on the short segments, the other path on the rest
+/// (ForwardBatch::finalize).
 struct SplitKvPolicy {
   bool enabled = true;                    // the A/B switch
   std::int32_t max_query_tokens = 64;     // longest segment (queries)

@@ -19,29 +19,50 @@ void ForwardBatch::add(std::int32_t region_start, std::int32_t position,
 }
 
 ForwardInputs ForwardBatch::finalize(DeviceOps& ops, std::int32_t cache_rows) const {
-  // Segments sorted by first cache row (stable: a request's segments keep their order).
+  // Split into short and long segments when split-KV wants the short ones and a long one would
+  // otherwise take the whole batch to flash attention.
+  const SplitKvPolicy& policy = ops.split_kv();
+  auto is_short = [&](const Segment& g) {
+    return std::int32_t(g.ids.size()) <= policy.max_query_tokens;
+  };
+  bool any_long = false;
+  std::int32_t short_max_k = 0, short_segments = 0;
+  for (const Segment& g : segments_) {
+    if (is_short(g)) {
+      ++short_segments;
+      short_max_k = std::max(short_max_k, g.position + std::int32_t(g.ids.size()));
+    } else {
+      any_long = true;
+    }
+  }
+  const bool split =
+      policy.enabled && any_long && short_segments > 0 && short_max_k >= policy.min_context_tokens;
+  // Segments sorted by first cache row within each group (stable: a request's segments keep
+  // their order); with a split, the short group first.
   std::vector<std::size_t> order(segments_.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return segments_[a].region_start < segments_[b].region_start;
+    const Segment &x = segments_[a], &y = segments_[b];
+    if (split && is_short(x) != is_short(y)) return is_short(x);
+    return x.region_start < y.region_start;
   });
   const std::size_t n = std::size_t(tokens_), s = segments_.size();
   bool any_pool = false;
   for (const Segment& g : segments_) any_pool |= !g.pool_slots.empty();
 
-  // One host buffer: ids | positions | cache rows | pool rows | cu_q | k_start | k_used | samples
-  std::vector<std::int32_t> buf;
-  buf.reserve(4 * n + 3 * s + 2 + std::size_t(samples_));
   std::vector<std::int32_t> ids, pos, rows, pools, sample_rows(std::size_t(samples_), -1);
   ids.reserve(n);
   pos.reserve(n);
   rows.reserve(n);
   if (any_pool) pools.reserve(n);
-  AttentionBatch attn;
-  attn.segments = std::int32_t(s);
-  attn.host_cu_q.push_back(0);
-  for (std::size_t i : order) {
-    const Segment& g = segments_[i];
+  AttentionBatch groups[2];
+  std::int64_t split_rows = 0;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const Segment& g = segments_[order[k]];
+    const bool second = split && std::int32_t(k) >= short_segments;
+    if (second && split_rows == 0) split_rows = std::int64_t(ids.size());
+    AttentionBatch& a = groups[second ? 1 : 0];
+    if (a.host_cu_q.empty()) a.host_cu_q.push_back(0);
     const std::int32_t len = std::int32_t(g.ids.size());
     for (std::int32_t t = 0; t < len; ++t) {
       ids.push_back(g.ids[t]);
@@ -50,42 +71,60 @@ ForwardInputs ForwardBatch::finalize(DeviceOps& ops, std::int32_t cache_rows) co
       if (any_pool) pools.push_back(g.pool_slots.empty() ? -1 : g.pool_slots[t]);
     }
     if (g.sample >= 0) sample_rows[std::size_t(g.sample)] = std::int32_t(ids.size()) - 1;
-    attn.host_cu_q.push_back(std::int32_t(ids.size()));
-    attn.host_k_start.push_back(g.region_start);
-    attn.host_k_used.push_back(g.position + len);
-    attn.max_q = std::max(attn.max_q, len);
-    attn.max_k = std::max(attn.max_k, g.position + len);
+    a.host_cu_q.push_back(std::int32_t(ids.size() - std::size_t(second ? split_rows : 0)));
+    a.host_k_start.push_back(g.region_start);
+    a.host_k_used.push_back(g.position + len);
+    a.max_q = std::max(a.max_q, len);
+    a.max_k = std::max(a.max_k, g.position + len);
+    ++a.segments;
   }
-  attn.host_k_start.push_back(cache_rows);
   for (std::int32_t r : sample_rows) {
     if (r < 0) throw std::invalid_argument("ForwardBatch: an output index has no segment");
   }
 
-  const std::size_t o_pos = n, o_rows = 2 * n, o_pool = 3 * n;
-  const std::size_t o_cu = o_pool + pools.size(), o_ks = o_cu + s + 1, o_ku = o_ks + s + 1,
-                    o_smp = o_ku + s;
+  // One host buffer: ids | positions | cache rows | pool rows | samples | per attention group:
+  // cu_q | k_start | k_used
+  std::vector<std::int32_t> buf;
+  buf.reserve(4 * n + 3 * s + 4 + std::size_t(samples_));
   buf.insert(buf.end(), ids.begin(), ids.end());
   buf.insert(buf.end(), pos.begin(), pos.end());
   buf.insert(buf.end(), rows.begin(), rows.end());
   buf.insert(buf.end(), pools.begin(), pools.end());
-  buf.insert(buf.end(), attn.host_cu_q.begin(), attn.host_cu_q.end());
-  buf.insert(buf.end(), attn.host_k_start.begin(), attn.host_k_start.end());
-  buf.insert(buf.end(), attn.host_k_used.begin(), attn.host_k_used.end());
   buf.insert(buf.end(), sample_rows.begin(), sample_rows.end());
+  std::size_t group_offset[2] = {0, 0};
+  const int used_groups = split ? 2 : 1;
+  for (int i = 0; i < used_groups; ++i) {
+    AttentionBatch& a = groups[i];
+    if (a.host_cu_q.empty()) a.host_cu_q.push_back(0);  // an empty forward
+    a.host_k_start.push_back(cache_rows);
+    group_offset[i] = buf.size();
+    buf.insert(buf.end(), a.host_cu_q.begin(), a.host_cu_q.end());
+    buf.insert(buf.end(), a.host_k_start.begin(), a.host_k_start.end());
+    buf.insert(buf.end(), a.host_k_used.begin(), a.host_k_used.end());
+  }
   const at::Tensor dev = ops.upload(buf);
 
   ForwardInputs in;
   in.tokens = tokens_;
   in.samples = samples_;
+  const std::size_t o_pos = n, o_rows = 2 * n, o_pool = 3 * n, o_smp = o_pool + pools.size();
   in.token_ids = dev.narrow(0, 0, std::int64_t(n));
   in.positions = dev.narrow(0, std::int64_t(o_pos), std::int64_t(n));
   in.cache_slots = dev.narrow(0, std::int64_t(o_rows), std::int64_t(n));
   if (any_pool) in.pool_slots = dev.narrow(0, std::int64_t(o_pool), std::int64_t(n));
-  attn.cu_q = dev.narrow(0, std::int64_t(o_cu), std::int64_t(s + 1));
-  attn.k_start = dev.narrow(0, std::int64_t(o_ks), std::int64_t(s + 1));
-  attn.k_used = dev.narrow(0, std::int64_t(o_ku), std::int64_t(s));
   in.sample_rows = dev.narrow(0, std::int64_t(o_smp), std::int64_t(samples_));
-  in.attn = std::move(attn);
+  for (int i = 0; i < used_groups; ++i) {
+    AttentionBatch& a = groups[i];
+    const std::int64_t segs = a.segments, o = std::int64_t(group_offset[i]);
+    a.cu_q = dev.narrow(0, o, segs + 1);
+    a.k_start = dev.narrow(0, o + segs + 1, segs + 1);
+    a.k_used = dev.narrow(0, o + 2 * (segs + 1), segs);
+  }
+  in.attn = std::move(groups[0]);
+  if (split) {
+    in.attn_long = std::move(groups[1]);
+    in.split_rows = split_rows;
+  }
   return in;
 }
 

@@ -21,7 +21,11 @@ struct ForwardInputs {
   at::Tensor pool_slots;   // [tokens] int32, -1: not stored; undefined: none stored
   at::Tensor sample_rows;  // [samples] int32, rows whose logits are computed, in output order
   std::int64_t samples = 0;
+  /// The forward's attention: one batch, or (split_rows > 0) two: the short segments, rows
+  /// [0, split_rows), for split-KV, then the long ones, rows [split_rows, tokens), in attn_long.
   AttentionBatch attn;
+  AttentionBatch attn_long;
+  std::int64_t split_rows = 0;
 };
 
 class ForwardBatch {
@@ -35,7 +39,10 @@ class ForwardBatch {
            std::int32_t sample);
   std::int64_t tokens() const { return tokens_; }
   bool empty() const { return segments_.empty(); }
-  /// Flattens and uploads. `cache_rows`: rows of the KV cache (the last k_start entry).
+  /// Flattens and uploads. `cache_rows`: rows of the KV cache (the last k_start entry). When
+  /// the ops' split-KV policy wants the short segments but some segment is too long for it (a
+  /// prefill chunk among decodes), the short segments come first and attention runs in two
+  /// calls: otherwise one long segment would send every decode of the step to flash attention.
   ForwardInputs finalize(DeviceOps& ops, std::int32_t cache_rows) const;
 
  private:

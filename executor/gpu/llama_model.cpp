@@ -58,6 +58,15 @@ void LlamaModel::rms_norm(const at::Tensor& x, const at::Tensor& weight, at::Ten
   ops_.rms_norm(p);
 }
 
+at::Tensor LlamaModel::attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                 const ForwardInputs& in, double scale) {
+  if (in.split_rows == 0) return ops_.attention(q, k, v, in.attn, scale);
+  const std::int64_t n = q.size(0);
+  return at::cat(
+      {ops_.attention(q.narrow(0, 0, in.split_rows), k, v, in.attn, scale),
+       ops_.attention(q.narrow(0, in.split_rows, n - in.split_rows), k, v, in.attn_long, scale)});
+}
+
 at::Tensor LlamaModel::forward(const ForwardInputs& in, KvCache& cache, FactPool* pool,
                                bool pool_rotated) {
   const std::int64_t T = in.tokens, H = config_.heads, KV = config_.kv_heads, D = config_.head_dim,
@@ -104,7 +113,7 @@ at::Tensor LlamaModel::forward(const ForwardInputs& in, KvCache& cache, FactPool
     kv.cache_v = v_layer.data_ptr();
     if (store) kv.pool = pool->layer_view(l);
     ops_.kv_append(kv);
-    const at::Tensor attn = ops_.attention(q, k_layer, v_layer, in.attn, scale);  // [T, H, D]
+    const at::Tensor attn = attention(q, k_layer, v_layer, in, scale);  // [T, H, D]
     h.addmm_(attn.view({T, H * D}), lw.wo.t());  // residual add fused into the GEMM (beta = 1)
     rms_norm(h, lw.mlp_norm, x);
     const at::Tensor gate_up = at::mm(x, lw.wgate_up.t());  // [T, 2F]: gate | up

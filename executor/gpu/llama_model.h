@@ -47,6 +47,9 @@ class LlamaModel {
 
  private:
   void rms_norm(const at::Tensor& x, const at::Tensor& weight, at::Tensor& out);
+  /// One layer's attention over the forward's batch, in two calls when it is split.
+  at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                       const ForwardInputs& in, double scale);
 
   ModelConfig config_;
   ModelWeights w_;

@@ -71,6 +71,44 @@ TEST_CASE("split-KV attention (its reference on the CPU) gives the logits of mat
   }
 }
 
+TEST_CASE("a step mixing decodes with a long prefill chunk runs split-KV on the decodes only") {
+  // Request 1 decodes while request 2 prefills 87 tokens in one chunk (longer than split-KV's
+  // 64): the forward's attention runs in two calls, split-KV for the decode and the other path
+  // for the chunk, and gives the logits of one math call over both.
+  PromptSpec a, b;
+  a.request = 1;
+  a.facts = {{61, 9}};
+  b.request = 2;
+  b.facts = {{71, 70, false}};
+  GpuExecutorOptions split_opts = cpu_options(), math_opts = cpu_options();
+  split_opts.split_kv.min_context_tokens = 1;
+  math_opts.split_kv.enabled = false;
+  GpuExecutor split(split_opts), math(math_opts);
+  for (GpuExecutor* ex : {&split, &math}) encode_facts(*ex, {a}, 2);
+  BatchPlan first;
+  add_prefill(first, a, 0, a.computed_total());
+  for (GpuExecutor* ex : {&split, &math}) ex->execute(first);
+  BatchPlan mixed = decode_plan({a}, 0);
+  add_prefill(mixed, b, 0, b.computed_total());
+  REQUIRE(b.computed_total() > 64);
+  const BatchResult rs = split.execute(mixed);
+  const BatchResult rm = math.execute(mixed);
+  CHECK(split.last_stats().attention.split_kv == tiny_model().layers);
+  CHECK(split.last_stats().attention.math == tiny_model().layers);
+  CHECK(math.last_stats().attention.math == tiny_model().layers);
+  REQUIRE(rs.tokens.size() == 2);
+  CHECK(rs.tokens == rm.tokens);
+  CHECK(max_rel_diff(split.last_logits(), math.last_logits()) < 1e-5);
+  // And the step after: both decode, one split-KV call per layer.
+  BatchPlan after;
+  after.decodes = {DecodeItem{a.request, a.prompt_tokens() + 1},
+                   DecodeItem{b.request, b.prompt_tokens()}};
+  const BatchResult next = split.execute(after);
+  CHECK(next.tokens.size() == 2);
+  CHECK(split.last_stats().attention.split_kv == tiny_model().layers);
+  CHECK(split.last_stats().attention.math == 0);
+}
+
 TEST_CASE("the default split-KV policy leaves short contexts and long segments to the other path") {
   PromptSpec a;
   a.facts = {{41, 5, false}};
@@ -152,4 +190,53 @@ TEST_CASE("bf16 on the GPU: split-KV attention and flash attention give the same
   // paths); a wrong mask or head mapping moves them by far more.
   CHECK(l2 < 2e-2);
   CHECK(rel < 5e-2);
+}
+
+TEST_CASE("bf16 on the GPU: a step of decodes and a long prefill chunk, split, matches flash") {
+  if (!cuda_ops_available()) INFERSCALE_SKIP("no CUDA device");
+  const ModelConfig m = bf16_test_model();
+  // Request 1 (header 64 cached + 12 injected facts of 24 + footer 8 + query 24: 384 keys)
+  // decodes while request 2 prefills a 217-token chunk: split-KV for the decode (1 query over
+  // 385 keys), flash for the chunk; with split-KV off, flash for both.
+  PromptSpec a, b;
+  a.request = 1;
+  a.header = 64;
+  a.footer = 8;
+  a.query = 24;
+  a.header_cached = true;
+  for (FactId f = 0; f < 12; ++f) a.facts.push_back({1000 + f, 24});
+  b.request = 2;
+  b.facts = {{9001, 200, false}};
+  at::Tensor logits[2];
+  GpuExecutor::StepStats stats[2];
+  for (int split = 0; split < 2; ++split) {
+    GpuExecutorOptions o;
+    o.model = m;
+    o.device = "cuda";
+    o.dtype = DType::kBF16;
+    o.pool_bytes = 64 * FactPool::block_bytes(m, 2);
+    o.kv_cache_tokens = 8192;
+    o.seed = 3;
+    o.keep_logits = true;
+    o.split_kv.enabled = split == 1;
+    GpuExecutor ex(o);
+    encode_facts(ex, {a}, 2);
+    BatchPlan first;
+    add_prefill(first, a, 0, a.computed_total());
+    ex.execute(first);
+    BatchPlan mixed = decode_plan({a}, 0);
+    add_prefill(mixed, b, 0, b.computed_total());
+    ex.execute(mixed);
+    stats[split] = ex.last_stats();
+    logits[split] = ex.last_logits().clone();
+  }
+  const double l2 = rel_l2(logits[1], logits[0]);
+  std::printf("bf16 mixed step, split vs one flash call: logits rel L2 %.3e\n", l2);
+  std::fflush(stdout);
+  CHECK(stats[1].attention.split_kv == m.layers);
+  CHECK(stats[1].attention.flash == m.layers);
+  CHECK(stats[0].attention.split_kv == 0);
+  CHECK(stats[0].attention.flash == m.layers);
+  CHECK(logits[1].isfinite().all().item<bool>());
+  CHECK(l2 < 2e-2);
 }
