@@ -4,6 +4,7 @@ from `scripts/device/h200.sh` phase `hil`) next to the same runs in calibrated s
 the datasheet cost model, which this script runs here.
 
     python3 bench/headline_table.py [--inferscale build/inferscale] [--data ../shared/data/locomo10]
+        [--figure bench/results/headline_hil.png]
 """
 import argparse
 import json
@@ -33,6 +34,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--inferscale", default=os.path.join(ROOT, "build", "inferscale"))
     ap.add_argument("--data", default=os.path.join(ROOT, "..", "shared", "data", "locomo10"))
+    ap.add_argument("--figure", help="also draw throughput and TTFT p99 by users (PNG)")
     a = ap.parse_args()
     calibrated = ["--set", "executor.kind=calibrated", "--set", "executor.profile=h200-llama-3.1-8b"]
     print("| users | mode | source | req/s | TTFT p50 ms | TTFT p99 ms | GPU hit | host loads |")
@@ -62,6 +64,32 @@ def main():
     for u, kv, text, ckv, ctext in ratios:
         print(f"| {u} | {kv[0] / text[0]:.2f}x | {text[1] / kv[1]:.2f}x | {text[2] / kv[2]:.2f}x "
               f"| {ckv[0] / ctext[0]:.2f}x |")
+    if a.figure:
+        draw(ratios, a.figure)
+
+
+def draw(ratios, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    users = [r[0] for r in ratios]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for i, (label, color) in enumerate((("kv_inject", "tab:blue"), ("text", "tab:orange"))):
+        hw = [r[1 + i][0] for r in ratios]
+        cal = [r[3 + i][0] for r in ratios]
+        left.plot(users, hw, "o-", color=color, label=f"{label}, hardware in the loop")
+        left.plot(users, cal, "x--", color=color, label=f"{label}, calibrated simulation")
+        right.plot(users, [r[1 + i][2] for r in ratios], "o-", color=color, label=label)
+    left.set(xlabel="LoCoMo users (closed loop)", ylabel="requests / s", xticks=users,
+             title="Throughput, Llama-3.1-8B shape on one H200")
+    right.set(xlabel="LoCoMo users (closed loop)", ylabel="TTFT p99 (ms)", xticks=users,
+              title="TTFT p99, hardware in the loop")
+    left.legend(fontsize=8)
+    right.legend(fontsize=8)
+    left.set_ylim(bottom=0)
+    right.set_ylim(bottom=0)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
 
 
 if __name__ == "__main__":
