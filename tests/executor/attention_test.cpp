@@ -99,6 +99,19 @@ TEST_CASE("a step mixing decodes with a long prefill chunk runs split-KV on the 
   REQUIRE(rs.tokens.size() == 2);
   CHECK(rs.tokens == rm.tokens);
   CHECK(max_rel_diff(split.last_logits(), math.last_logits()) < 1e-5);
+  // One prompt whose computed runs fall on both sides (78 tokens, an injected fact, then 13):
+  // its two segments go to different calls and still see each other's keys.
+  PromptSpec c;
+  c.request = 3;
+  c.facts = {{81, 70, false}, {82, 5}, {83, 4, false}};
+  for (GpuExecutor* ex : {&split, &math}) encode_facts(*ex, {c}, 2);
+  BatchPlan runs;
+  add_prefill(runs, c, 0, c.computed_total());
+  const BatchResult cs = split.execute(runs);
+  const BatchResult cm = math.execute(runs);
+  CHECK(split.last_stats().attention.split_kv == tiny_model().layers);
+  CHECK(cs.tokens == cm.tokens);
+  CHECK(max_rel_diff(split.last_logits(), math.last_logits()) < 1e-5);
   // And the step after: both decode, one split-KV call per layer.
   BatchPlan after;
   after.decodes = {DecodeItem{a.request, a.prompt_tokens() + 1},
