@@ -34,14 +34,14 @@ struct PrefillItem {
   std::uint32_t footer_tokens = 0;
   std::uint32_t query_tokens = 0;
   std::uint32_t facts_begin = 0, facts_end = 0;  // range in BatchPlan::prompt_facts
-  std::uint32_t prompt_tokens = 0;    // header + all facts + footer + query
-  std::uint32_t computed_total = 0;   // tokens of this prompt that must be computed
-  std::uint32_t computed_done = 0;    // computed in earlier steps
-  std::uint32_t computed_now = 0;     // computed in this step
-  std::uint32_t present_tokens = 0;   // KV present before this chunk (cached/injected + done)
-  bool header_cached = false;         // header KV reused from the replica's prefix cache
-  bool first_chunk = false;           // inject the facts now
-  bool last_chunk = false;            // sample the first output token
+  std::uint32_t prompt_tokens = 0;               // header + all facts + footer + query
+  std::uint32_t computed_total = 0;              // tokens of this prompt that must be computed
+  std::uint32_t computed_done = 0;               // computed in earlier steps
+  std::uint32_t computed_now = 0;                // computed in this step
+  std::uint32_t present_tokens = 0;  // KV present before this chunk (cached/injected + done)
+  bool header_cached = false;        // header KV reused from the replica's prefix cache
+  bool first_chunk = false;          // inject the facts now
+  bool last_chunk = false;           // sample the first output token
 };
 
 /// One decode step of one running request.
@@ -60,6 +60,10 @@ struct FactEncode {
   bool store = true;  // false: not admitted to the store; KV goes to `for_request` only
   RequestId for_request = kNoRequest;  // store=false: write the KV into this request's cache,
   std::uint32_t position = 0;          // rotated to this composed position
+  /// for_request: the request's prompt tokens. Its KV may arrive steps before its first chunk
+  /// (the prefill waits for its other encodes or for token budget); the executor sets up the
+  /// request's cache here then.
+  std::uint32_t prompt_tokens = 0;
 };
 
 /// Copy a fact's KV between the host tier and the GPU pool (loads: host -> GPU; offloads:
@@ -70,6 +74,7 @@ struct FactLoad {
   std::uint64_t bytes = 0;
   RequestId for_request = kNoRequest;  // loads only: GPU store full of pinned facts, so the KV
   std::uint32_t position = 0;          // goes straight into this request's cache at `position`
+  std::uint32_t prompt_tokens = 0;     // for_request: as FactEncode::prompt_tokens
 };
 
 /// One scheduler step of one replica, performed in this order: offloads, evictions, loads,
@@ -86,7 +91,7 @@ struct BatchPlan {
   std::vector<PromptFact> prompt_facts;
   std::vector<PrefillItem> prefills;
   std::vector<DecodeItem> decodes;
-  std::vector<RequestId> released;     // requests finished or preempted: free their KV
+  std::vector<RequestId> released;  // requests finished or preempted: free their KV
 
   void clear() {
     encodes.clear();

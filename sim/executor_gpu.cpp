@@ -1,6 +1,10 @@
 // executor kind `gpu`: hardware-in-the-loop. Every step the scheduler plans runs on the real GPU
 // executor (replica i on CUDA device i) and the virtual clock advances by its measured time.
 // Linked into the programs only in builds with the libtorch executor (see sim/CMakeLists.txt).
+#include <unistd.h>
+
+#include <string>
+
 #include "executor/gpu/hil_executor.h"
 #include "sim/executor_factory.h"
 #include "traces/error.h"
@@ -33,6 +37,19 @@ HilExecutorOptions hil_options(const RunConfig& run, int replica) {
 
 void check_gpu(const RunConfig& run) {
   if (run.executor.device != "cuda") return;
+  // Each replica page-locks its host tier up front: it must fit this machine's memory.
+  if (run.serving.mode == ServingMode::kKvInject && run.store.host.enabled) {
+    const double ram = double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGE_SIZE));
+    const double pinned = double(run.store.host.capacity_bytes) * double(run.replicas);
+    if (ram > 0 && pinned > 0.8 * ram) {
+      throw InputError(run.store.host.where,
+                       "executor kind 'gpu' page-locks the host tier up front: " +
+                           std::to_string(run.replicas) + " x " +
+                           std::to_string(run.store.host.capacity_bytes / 1000000000) +
+                           " GB is more than 80 % of this machine's " +
+                           std::to_string(std::uint64_t(ram / 1e9)) + " GB of memory");
+    }
+  }
   const int gpus = hil_cuda_devices();
   if (gpus < static_cast<int>(run.replicas)) {
     throw InputError(run.executor.where,

@@ -230,7 +230,8 @@ void Replica::promote_from_host(Request& r, RequestFact& f, SimTime now) {
     plan_.loads.push_back(FactLoad{f.global, info.tokens, bytes, kNoRequest, 0});
     pin(r, f);
   } else {
-    plan_.loads.push_back(FactLoad{f.global, info.tokens, bytes, r.id, f.position});
+    plan_.loads.push_back(
+        FactLoad{f.global, info.tokens, bytes, r.id, f.position, r.prompt_tokens});
     f.private_kv = true;
   }
   ++stats_.loads;
@@ -275,6 +276,7 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now) {
     }
     r.layout.push_back(f);
   }
+  r.prompt_tokens = pos + s.footer_tokens + r.query_tokens;  // per-request loads name it
   // Then pins (the layout vector no longer moves): every GPU hit before any load, since a load
   // may evict to make room and must not take a fact this request is about to inject.
   for (RequestFact& f : r.layout) {
@@ -290,7 +292,6 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now) {
       ++r.pending_encodes;
     }
   }
-  r.prompt_tokens = pos + s.footer_tokens + r.query_tokens;
   // After a preemption the tokens generated so far are recomputed too (vLLM's recompute).
   r.computed_total = computed + r.generated;
   r.computed_done = 0;
@@ -339,6 +340,7 @@ bool Replica::plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& 
     } else {
       enc.for_request = r->id;
       enc.position = f->position;
+      enc.prompt_tokens = r->prompt_tokens;
       f->private_kv = true;
       ++stats_.private_encodes;
     }

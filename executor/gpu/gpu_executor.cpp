@@ -80,16 +80,38 @@ std::int32_t GpuExecutor::alloc_rows(std::int32_t rows) {
   return start;
 }
 
+GpuExecutor::RequestState& GpuExecutor::new_request(RequestId request,
+                                                    std::uint32_t prompt_tokens) {
+  RequestState s;
+  s.capacity = std::int32_t(prompt_tokens + options_.decode_reserve_tokens);
+  s.region_start = alloc_rows(s.capacity);
+  s.prompt_tokens = prompt_tokens;
+  return requests_[request] = s;
+}
+
 GpuExecutor::RequestState& GpuExecutor::start_request(const PrefillItem& item) {
-  if (requests_.count(item.request)) {
+  const auto it = requests_.find(item.request);
+  if (it == requests_.end()) return new_request(item.request, item.prompt_tokens);
+  RequestState& s = it->second;
+  if (!s.awaiting_first_chunk || s.prompt_tokens != item.prompt_tokens) {
     throw std::invalid_argument("plan: request " + std::to_string(item.request) +
                                 " starts (first_chunk) but is already running");
   }
-  RequestState s;
-  s.capacity = std::int32_t(item.prompt_tokens + options_.decode_reserve_tokens);
-  s.region_start = alloc_rows(s.capacity);
-  s.prompt_tokens = item.prompt_tokens;
-  return requests_[item.request] = s;
+  s.awaiting_first_chunk = false;
+  return s;
+}
+
+GpuExecutor::RequestState& GpuExecutor::private_target(RequestId request,
+                                                       std::uint32_t prompt_tokens) {
+  const auto it = requests_.find(request);
+  if (it != requests_.end()) return it->second;
+  if (prompt_tokens == 0) {
+    throw std::invalid_argument("plan: KV for request " + std::to_string(request) +
+                                ", which is not running, names no prompt_tokens");
+  }
+  RequestState& s = new_request(request, prompt_tokens);
+  s.awaiting_first_chunk = true;
+  return s;
 }
 
 GpuExecutor::RequestState& GpuExecutor::state(RequestId request) {
@@ -167,7 +189,8 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
       ensure_header(p.header_tokens, inj);
   }
   for (const FactEncode& e : plan.encodes) {
-    encodes.push_back({e.fact, e.tokens, e.context_tokens, e.store, e.for_request, e.position});
+    encodes.push_back(
+        {e.fact, e.tokens, e.context_tokens, e.store, e.for_request, e.position, e.prompt_tokens});
   }
   run_encodes(encodes, inj);
   const int m_encode = clock.mark();

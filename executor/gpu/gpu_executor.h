@@ -99,6 +99,7 @@ class GpuExecutor : public Executor {
     std::uint32_t next_position = 0;  // decode: position of the next input token
     std::int32_t last_token = 0;      // decode: the next input token
     bool prefilled = false;
+    bool awaiting_first_chunk = false;  // set up by per-request KV that came before the prompt
     // The prompt's layout from its first chunk: the simulator lists a prompt's facts only
     // there (BatchPlan::prompt_facts), later chunks of a chunked prefill name none.
     std::vector<PromptPiece> layout;
@@ -113,6 +114,7 @@ class GpuExecutor : public Executor {
     bool store;
     RequestId for_request;
     std::uint32_t position;
+    std::uint32_t prompt_tokens;
   };
 
   // gpu_executor_kv.cpp: pool, host tier, encodes, injection
@@ -135,6 +137,9 @@ class GpuExecutor : public Executor {
 
   // gpu_executor.cpp: requests and the forward pass
   RequestState& start_request(const PrefillItem& item);
+  /// The request that per-request KV goes to: running, or set up now from `prompt_tokens`.
+  RequestState& private_target(RequestId request, std::uint32_t prompt_tokens);
+  RequestState& new_request(RequestId request, std::uint32_t prompt_tokens);
   RequestState& state(RequestId request);
   void grow_region(RequestState& s, std::uint32_t rows);
   std::int32_t alloc_rows(std::int32_t rows);

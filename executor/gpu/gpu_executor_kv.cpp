@@ -52,11 +52,12 @@ void GpuExecutor::load(const FactLoad& l, Injections& inj, std::vector<PendingEn
     // The simulator's host tier holds KV this replica never offloaded (e.g. a tier filled at
     // start): produce it the only way possible, by encoding the fact alone.
     ++stats_.load_fallbacks;
-    fallback.push_back(
-        {l.fact, l.tokens, 0, l.for_request == kNoRequest, l.for_request, l.position});
+    fallback.push_back({l.fact, l.tokens, 0, l.for_request == kNoRequest, l.for_request, l.position,
+                        l.prompt_tokens});
     return;
   }
   const bool for_request = l.for_request != kNoRequest;
+  if (for_request) private_target(l.for_request, l.prompt_tokens);
   const FactPool::Entry& e = for_request ? allocate_transient(h->tokens, h->encode_position, inj)
                                          : pool_->allocate(l.fact, h->tokens, h->encode_position);
   host_tier_->load(*h, e, *pool_);
@@ -102,6 +103,7 @@ void GpuExecutor::run_encodes(const std::vector<PendingEncode>& encodes, Injecti
       throw std::invalid_argument("plan: encode of fact " + std::to_string(enc.fact) +
                                   " with store=false names no request");
     }
+    if (transient) private_target(enc.for_request, enc.prompt_tokens);
     // Transients of this batch are injected after its forward: make room by running it first.
     if (transient && !pool_->reserved_fits(enc.tokens)) flush();
     const FactPool::Entry& e =

@@ -10,7 +10,8 @@
 namespace inferscale::remote {
 
 // Every field of these structs crosses the wire. A new field changes the size and stops the
-// build here: encode it below (and bump kProtocolVersion), then update the size.
+// build here: encode it below (and bump kProtocolVersion), then update the size. (A field that
+// fills padding does not: FactEncode and FactLoad gained prompt_tokens that way, version 2.)
 static_assert(sizeof(PromptFact) == 24, "PromptFact changed: update encode_plan/decode_plan");
 static_assert(sizeof(PrefillItem) == 64, "PrefillItem changed: update encode_plan/decode_plan");
 static_assert(sizeof(DecodeItem) == 16, "DecodeItem changed: update encode_plan/decode_plan");
@@ -29,8 +30,8 @@ using wire::Reader;
 using wire::Writer;
 
 // Bytes of each item on the wire (the decoder checks counts against these before allocating).
-constexpr std::size_t kEncodeBytes = 8 + 8 + 4 + 4 + 1 + 8 + 4;
-constexpr std::size_t kLoadBytes = 8 + 4 + 8 + 8 + 4;
+constexpr std::size_t kEncodeBytes = 8 + 8 + 4 + 4 + 1 + 8 + 4 + 4;
+constexpr std::size_t kLoadBytes = 8 + 4 + 8 + 8 + 4 + 4;
 constexpr std::size_t kPromptFactBytes = 8 + 4 + 4 + 1 + 1;
 constexpr std::size_t kPrefillBytes = 8 + 8 + 10 * 4 + 3;
 constexpr std::size_t kDecodeBytes = 8 + 4;
@@ -42,6 +43,7 @@ void put_load(Writer& w, const FactLoad& l) {
   w.u64(l.bytes);
   w.u64(l.for_request);
   w.u32(l.position);
+  w.u32(l.prompt_tokens);
 }
 
 FactLoad get_load(Reader& r) {
@@ -51,6 +53,7 @@ FactLoad get_load(Reader& r) {
   l.bytes = r.u64("load.bytes");
   l.for_request = r.u64("load.for_request");
   l.position = r.u32("load.position");
+  l.prompt_tokens = r.u32("load.prompt_tokens");
   return l;
 }
 
@@ -80,6 +83,7 @@ void encode_plan(const BatchPlan& p, std::vector<std::uint8_t>& out) {
     w.flag(e.store);
     w.u64(e.for_request);
     w.u32(e.position);
+    w.u32(e.prompt_tokens);
   }
   w.count(p.loads.size());
   for (const auto& l : p.loads) put_load(w, l);
@@ -130,6 +134,7 @@ void decode_plan(std::span<const std::uint8_t> payload, BatchPlan& p) {
     e.store = r.flag("encode.store");
     e.for_request = r.u64("encode.for_request");
     e.position = r.u32("encode.position");
+    e.prompt_tokens = r.u32("encode.prompt_tokens");
   }
   p.loads.resize(r.count("loads", kLoadBytes));
   for (auto& l : p.loads) l = get_load(r);

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <stdexcept>
+#include <string>
 
 #include "executor/gpu/gpu_executor.h"
 #include "tests/catch.h"
@@ -16,6 +17,16 @@ namespace {
 
 std::int32_t top_token(const at::Tensor& logits) {
   return std::int32_t(logits.argmax().item<std::int64_t>());
+}
+
+/// The message of the std::invalid_argument that refuses `plan` ("" when it is performed).
+std::string refusal(GpuExecutor& ex, const BatchPlan& plan) {
+  try {
+    ex.execute(plan);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
 }
 
 BatchPlan decode_plan(RequestId r, std::uint32_t context) {
@@ -254,6 +265,44 @@ TEST_CASE("per-request facts beyond the reserved area are injected in rounds") {
   CHECK(ex.pool().resident_facts() == 0);
   CHECK(ex.last_stats().injected_tokens == 5 + 7 + 6 + 4);
   CHECK(max_rel_diff(ex.last_logits().select(0, 0), expect) < 1e-6);
+}
+
+TEST_CASE("per-request KV may come steps before the request's first chunk") {
+  // The simulator admits a request, plans its not-admitted encode, and prefills it a step later
+  // (the prefill waited for budget): the encode sets up the request's cache.
+  PromptSpec p;
+  p.facts = {{41, 5}, {42, 7}};
+  GpuExecutor ref(cpu_options());
+  encode_facts(ref, {p}, 2);
+  BatchPlan plain;
+  add_prefill(plain, p, 0, p.computed_total());
+  ref.execute(plain);
+  const at::Tensor expect = ref.last_logits().select(0, 0).clone();
+
+  GpuExecutor ex(cpu_options());
+  PromptSpec only42 = p;
+  only42.facts = {{42, 7}};
+  encode_facts(ex, {only42}, 2);
+  FactEncode e41;
+  e41.fact = 41;
+  e41.tokens = 5;
+  e41.context_tokens = 2;
+  e41.store = false;
+  e41.for_request = p.request;
+  e41.position = p.fact_position(0);
+  BatchPlan early;
+  early.encodes.push_back(e41);
+  CHECK(refusal(ex, early).find("names no prompt_tokens") != std::string::npos);
+  early.encodes[0].prompt_tokens = p.prompt_tokens();
+  ex.execute(early);
+  CHECK(ex.pool().find(41) == nullptr);
+  BatchPlan later;
+  add_prefill(later, p, 0, p.computed_total());
+  later.prompt_facts[0].private_kv = true;
+  ex.execute(later);
+  CHECK(max_rel_diff(ex.last_logits().select(0, 0), expect) < 1e-6);
+  // A second first chunk for the same request is still refused.
+  CHECK(refusal(ex, later).find("already running") != std::string::npos);
 }
 
 TEST_CASE("plans the executor cannot perform are refused") {

@@ -1,0 +1,99 @@
+// Hardware in the loop on the CPU: `inferscale run` with executor kind `gpu` (device cpu, fp32,
+// the tiny model) performs every step the scheduler plans, in text and kv_inject mode, with a
+// small GPU store and a host tier so that loads, offloads, encodes and per-request KV all occur.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/catch.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+int run_cli(const std::string& args, const fs::path& log) {
+  const std::string cmd =
+      std::string(INFERSCALE_BINARY_DIR) + "/inferscale " + args + " > " + log.string() + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream f(p);
+  std::ostringstream os;
+  os << f.rdbuf();
+  return os.str();
+}
+
+/// A new folder per process (not fs::remove_all: in a process with PyTorch's CUDA libtorch that
+/// may bind to libtorch's own copy, which crashes; see sim/runner.cpp).
+fs::path fresh_dir(const std::string& name) {
+  const fs::path d =
+      fs::temp_directory_path() / ("inferscale_hil_" + name + "_" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+std::string experiment(const std::string& extra) {
+  return "experiment: hil_cpu\n"
+         "seed: 3\n"
+         "trace: {generate: {users: 8, requests: 40, facts_per_user: 12, k: 6, rate: 200, seed: "
+         "2}}\n"
+         "model: " +
+         std::string(INFERSCALE_SOURCE_DIR) +
+         "/tests/sim/data/tiny_model.yaml\n"
+         "gpu: {name: small, memory: 8MiB, bf16_tflops: 1, hbm_gbps: 1, pcie_gbps: 1, "
+         "step_overhead_us: 100}\n"
+         "memory: {activation_reserve: 1KiB}\n"
+         "scheduler: {max_batch_tokens: 64, max_seqs: 8}\n"
+         "serving: {k: 6, header_tokens: 8, footer_tokens: 4, cwe_window: 2, turn_tokens: 6}\n"
+         "store: {gpu: {capacity: 6KiB, eviction: lru}, host: {capacity: 16KiB, eviction: "
+         "fifo}}\n" +
+         extra;
+}
+
+}  // namespace
+
+TEST_CASE("hardware in the loop on the CPU: text and kv_inject runs complete every request") {
+  const fs::path dir = fresh_dir("cpu");
+  std::ofstream(dir / "exp.yaml") << experiment(
+      "executor: {kind: gpu, device: cpu}\n"
+      "runs:\n  - {name: text, serving: {mode: text}}\n"
+      "  - {name: kv_inject, serving: {mode: kv_inject}}\n");
+  const int rc = run_cli(
+      "run " + (dir / "exp.yaml").string() + " --no-progress --out " + (dir / "out").string(),
+      dir / "log.txt");
+  INFO(read(dir / "log.txt"));
+  REQUIRE(rc == 0);
+  for (const char* run : {"text", "kv_inject"}) {
+    const auto s = nlohmann::json::parse(read(dir / "out" / "hil_cpu" / run / "summary.json"));
+    CHECK(s["requests"].get<int>() == 40);
+    if (std::string(run) == "kv_inject") {
+      // The store is small on purpose: host loads, encodes of misses and GPU hits all happen.
+      CHECK(s["work"]["host_loads"].get<int>() > 0);
+      CHECK(s["work"]["encodes"].get<int>() > 0);
+      CHECK(s["hit_ratio"]["gpu_object"].get<double>() > 0);
+    }
+  }
+}
+
+TEST_CASE("a gpu run whose host tier cannot be page-locked on this machine is an input error") {
+  const fs::path dir = fresh_dir("pinned");
+  std::ofstream(dir / "exp.yaml") << experiment(
+      "executor: {kind: gpu, device: cuda}\n"
+      "runs:\n  - {name: kv_inject, serving: {mode: kv_inject}, store: {host: {capacity: "
+      "1000000GB}}}\n");
+  const int rc = run_cli("validate " + (dir / "exp.yaml").string(), dir / "log.txt");
+  const std::string log = read(dir / "log.txt");
+  INFO(log);
+  CHECK(rc == 2);
+  CHECK(log.find("page-locks the host tier") != std::string::npos);
+  CHECK(log.find("store.host") != std::string::npos);
+}
