@@ -59,6 +59,7 @@ const char* kStress =
 /// perform (a fact injected that the pool does not hold, a load the host tier does not hold, an
 /// offload or eviction of a fact that is not resident, a placement past the pool's capacity).
 std::vector<std::string> plan_errors;
+std::uint64_t private_items = 0;  // per-request loads and encodes seen
 
 class PlanCheckExecutor final : public Executor {
  public:
@@ -90,7 +91,15 @@ class PlanCheckExecutor final : public Executor {
         pool_.erase(it);
       }
     }
+    auto check_private = [&](RequestId r, std::uint32_t position, std::uint32_t tokens,
+                             std::uint32_t prompt_tokens, FactId f) {
+      if (r != kNoRequest) ++private_items;
+      if (r != kNoRequest && position + tokens > prompt_tokens) {
+        fail("per-request KV past its prompt_tokens:", f);
+      }
+    };
     for (const FactLoad& l : plan.loads) {
+      check_private(l.for_request, l.position, l.tokens, l.prompt_tokens, l.fact);
       if (!host_.count(l.fact)) fail("load of a fact not in the host tier:", l.fact);
       if (l.for_request == kNoRequest) place(l.fact, l.tokens);
     }
@@ -98,6 +107,7 @@ class PlanCheckExecutor final : public Executor {
       if (host_.erase(f) == 0) fail("host eviction of a fact not in the host tier:", f);
     }
     for (const FactEncode& e : plan.encodes) {
+      if (!e.store) check_private(e.for_request, e.position, e.tokens, e.prompt_tokens, e.fact);
       if (e.store) place(e.fact, e.tokens);
     }
     for (const PrefillItem& p : plan.prefills) {
@@ -164,6 +174,7 @@ TEST_CASE("every plan of a stressed run can be performed: injected facts are in 
   // A request's load from the host tier may evict to make room; it must not evict a fact the
   // same request injects from the pool (it once did: GPU hits were pinned after earlier loads).
   const auto dir = temp_dir("plans");
+  private_items = 0;
   // 2 KiB: the GPU store holds 8 blocks, fewer than a forward of max_batch_tokens may encode
   // (the preload of host-tier facts must pass through the pool in smaller forwards).
   for (std::uint64_t seed : {3, 4}) {
@@ -187,6 +198,7 @@ TEST_CASE("every plan of a stressed run can be performed: injected facts are in 
       CHECK(plan_errors.empty());
     }
   }
+  CHECK(private_items > 0);  // per-request loads or encodes occurred, and were checked
 }
 
 TEST_CASE("same seed gives byte-identical requests.csv, another seed differs") {
