@@ -353,8 +353,8 @@ at::Tensor GpuExecutor::prefill_logits(const std::vector<std::int32_t>& tokens) 
 }
 
 void GpuExecutor::warm_up() {
-  // Prefills of a few lengths, with a short segment over a long context among them, so that
-  // the GEMM shapes and both attention paths have run once.
+  // A 512-token prefill, then one token over its keys: the GEMMs, the sampling and both
+  // attention paths (flash or math for the prefill, split-KV for the token) run once.
   c10::InferenceMode guard;
   const std::int32_t n = std::min<std::int32_t>(512, std::int32_t(cache_.rows()) / 4);
   if (n < 2) return;
