@@ -9,9 +9,17 @@
 // chosen): then on_evict() can replay them without knowing the pins. Passing M once over facts
 // that all have a count >= f decrements every count by f and leaves the order unchanged, so M's
 // victim is the unpinned fact with the smallest (count, position).
+//
+// Layout for speed: the queues are rings of (id, bytes, generation) entries, oldest first, so
+// moving and evicting touch consecutive memory; hit counts are one byte per fact id (1M facts:
+// 1 MiB), the only per-fact memory a hit touches. A fact that leaves a queue other than from its
+// front (removed, or a ghost coming back) leaves a dead entry behind: its fact's record names
+// another queue or a later generation. Dead entries are skipped (checked only while a queue has
+// some), dropped when they reach the front and compacted away when they outnumber the live ones.
 #include <algorithm>
 
 #include "policies/id_list.h"
+#include "policies/id_ring.h"
 #include "policies/registry.h"
 
 namespace inferscale {
@@ -26,120 +34,227 @@ class S3Fifo final : public EvictionPolicy {
         threshold_(static_cast<std::uint8_t>(move_threshold)) {}
 
   void on_insert(const CacheEntry& e, SimTime) override {
-    grow_to(bytes_, e.id);
-    const bool ghost = q_.list_of(e.id) == kGhost || pending_ghost_ == e.id;
-    if (q_.list_of(e.id) == kGhost) unlink(e.id);
+    grow_to(meta_, e.id);
+    grow_to(count_, e.id);
+    Meta& m = meta_[e.id];
+    const bool ghost = m.queue == kGhost || pending_ghost_ == e.id;
+    if (m.queue == kGhost) leave(m);
     pending_ghost_ = kNoFact;
-    bytes_[e.id] = e.bytes;
-    link(ghost ? kMain : kSmall, e.id);
-    q_.set_mark(static_cast<std::uint32_t>(e.id), 0);
+    m.bytes = e.bytes;
+    ++m.gen;
+    push(ghost ? kMain : kSmall, Entry{e.bytes, static_cast<std::uint32_t>(e.id), m.gen});
+    count_[e.id] = 0;
   }
 
   void on_hit(const CacheEntry& e, SimTime) override {
-    const auto i = static_cast<std::uint32_t>(e.id);
-    const std::uint8_t count = q_.mark(i);
-    if (count < 3) q_.set_mark(i, count + 1);
+    std::uint8_t& count = count_[e.id];
+    if (count < 3) ++count;
   }
 
-  void on_remove(FactId id) override { unlink(id); }
+  void on_remove(FactId id) override {
+    const std::uint8_t q = meta_[id].queue;
+    if (q == kNone) return;
+    leave(meta_[id]);
+    maybe_compact(q);
+  }
 
   std::optional<FactId> victim(const EvictionContext& ctx) const override {
+    const Queue& s = q_[kSmall];
+    const Queue& mq = q_[kMain];
     // S: facts hit often enough would move to M; the first other unpinned one is the victim.
-    std::uint64_t s_bytes = bytes_of_[kSmall];
+    std::uint64_t s_bytes = s.bytes;
     std::size_t moved = 0;
-    auto i = q_.back(kSmall);
-    for (; i != kNil && (s_bytes > small_target_ || q_.size(kMain) + moved == 0);
-         i = q_.next_toward_front(i)) {
-      if (q_.mark(i) >= threshold_) {
-        s_bytes -= bytes_[i];
+    std::uint64_t p = s.ring.begin();
+    for (; p != s.ring.end() && (s_bytes > small_target_ || mq.live + moved == 0); ++p) {
+      const Entry& x = s.ring[p];
+      if (s.dead != 0 && !live(x, kSmall)) continue;
+      if (count_[x.id] >= threshold_) {
+        s_bytes -= x.bytes;
         ++moved;
-      } else if (!ctx.pinned(i)) {
-        return i;
+      } else if (!ctx.pinned(x.id)) {
+        return x.id;
       }
     }
-    const auto s_stop = i;
+    const std::uint64_t s_stop = p;
     // M, in the order the hand meets it: M oldest to newest, then the facts moved from S
     // (count 0). The first unpinned fact with count 0 wins, else the smallest (count, position).
     std::uint32_t best = kNil;
     std::uint8_t best_count = 0xff;
-    for (auto j = q_.back(kMain); j != kNil; j = q_.next_toward_front(j)) {
-      if (ctx.pinned(j)) continue;
-      const std::uint8_t count = q_.mark(j);
-      if (count == 0) return j;
-      if (count < best_count) best = j, best_count = count;
+    for (std::uint64_t j = mq.ring.begin(); j != mq.ring.end(); ++j) {
+      const Entry& x = mq.ring[j];
+      if (mq.dead != 0 && !live(x, kMain)) continue;
+      if (ctx.pinned(x.id)) continue;
+      const std::uint8_t count = count_[x.id];
+      if (count == 0) return x.id;
+      if (count < best_count) best = x.id, best_count = count;
     }
     if (moved > 0) {
-      for (auto j = q_.back(kSmall); j != s_stop; j = q_.next_toward_front(j)) {
-        if (q_.mark(j) >= threshold_ && !ctx.pinned(j)) return j;
+      for (std::uint64_t j = s.ring.begin(); j != s_stop; ++j) {
+        const Entry& x = s.ring[j];
+        if (s.dead != 0 && !live(x, kSmall)) continue;
+        if (count_[x.id] >= threshold_ && !ctx.pinned(x.id)) return x.id;
       }
     }
     if (best != kNil) return best;
     // Only pinned facts in M: evict from what S has left, oldest first.
-    for (auto j = s_stop; j != kNil; j = q_.next_toward_front(j)) {
-      if (!ctx.pinned(j)) return j;
+    for (std::uint64_t j = s_stop; j != s.ring.end(); ++j) {
+      const Entry& x = s.ring[j];
+      if (s.dead != 0 && !live(x, kSmall)) continue;
+      if (!ctx.pinned(x.id)) return x.id;
     }
     return std::nullopt;
   }
 
   void on_evict(FactId v, const EvictionContext& ctx) override {
     // The incoming fact leaves G now, before G is trimmed below; on_insert sends it to M.
-    if (ctx.incoming != nullptr && q_.list_of(ctx.incoming->id) == kGhost) {
-      unlink(ctx.incoming->id);
+    if (ctx.incoming != nullptr && ctx.incoming->id < meta_.size() &&
+        meta_[ctx.incoming->id].queue == kGhost) {
+      leave(meta_[ctx.incoming->id]);
       pending_ghost_ = ctx.incoming->id;
     }
-    // Replay S: the same moves as victim() computed, up to v if v is S's victim.
-    for (auto i = q_.back(kSmall);
-         i != kNil && (bytes_of_[kSmall] > small_target_ || q_.size(kMain) == 0);) {
-      const auto next = q_.next_toward_front(i);
-      if (q_.mark(i) >= threshold_) {
-        unlink(i);
-        link(kMain, i);
-        q_.set_mark(i, 0);
-      } else if (i == v) {
-        break;
+    // Replay S: the same moves as victim() computed, up to v if v is S's victim. The facts
+    // passed and kept (pinned ones) go back to S's front in their order.
+    Queue& s = q_[kSmall];
+    Queue& mq = q_[kMain];
+    kept_.clear();
+    bool v_in_small = false;
+    while (!s.ring.empty() && (s.bytes > small_target_ || mq.live == 0)) {
+      const Entry x = s.ring.front();
+      if (s.dead != 0 && !live(x, kSmall)) {
+        s.ring.pop_front();
+        --s.dead;
+        continue;
       }
-      i = next;
+      if (count_[x.id] >= threshold_) {
+        s.ring.pop_front();
+        --s.live;
+        s.bytes -= x.bytes;
+        meta_[x.id].queue = kMain;
+        push(kMain, x);
+        count_[x.id] = 0;
+      } else if (x.id == v) {
+        v_in_small = true;
+        break;
+      } else {
+        s.ring.pop_front();
+        kept_.push_back(x);
+      }
     }
-    if (q_.list_of(v) == kSmall) {
-      unlink(v);
-      link(kGhost, v);
-      while (bytes_of_[kGhost] > ghost_target_ && !q_.empty(kGhost)) unlink(q_.back(kGhost));
+    if (v_in_small) {
+      s.ring.pop_front();
+      --s.live;
+      s.bytes -= meta_[v].bytes;
+    }
+    restore_kept();
+    if (v_in_small || meta_[v].queue == kSmall) {
+      // v is S's victim; from behind the facts the replay left (only pinned ones in M), it
+      // leaves S from the middle and its entry stays there, dead.
+      if (!v_in_small) leave(meta_[v]);
+      const Meta& m = meta_[v];
+      push(kGhost, Entry{m.bytes, static_cast<std::uint32_t>(v), m.gen});
+      Queue& g = q_[kGhost];
+      while (g.bytes > ghost_target_ && g.live != 0) {
+        const Entry y = g.ring.front();
+        g.ring.pop_front();
+        if (g.dead != 0 && !live(y, kGhost)) {
+          --g.dead;
+          continue;
+        }
+        --g.live;
+        g.bytes -= y.bytes;
+        meta_[y.id].queue = kNone;
+      }
+      maybe_compact(kSmall);
+      maybe_compact(kGhost);
       return;
     }
     // M: f full turns, then the facts before v are passed once more.
-    const std::uint8_t f = q_.mark(static_cast<std::uint32_t>(v));
+    const std::uint8_t f = count_[v];
     if (f > 0) {
-      for (auto j = q_.back(kMain); j != kNil; j = q_.next_toward_front(j)) {
-        const std::uint8_t count = q_.mark(j);
-        q_.set_mark(j, count > f ? count - f : 0);
+      for (std::uint64_t j = mq.ring.begin(); j != mq.ring.end(); ++j) {
+        const Entry& x = mq.ring[j];
+        if (mq.dead != 0 && !live(x, kMain)) continue;
+        std::uint8_t& count = count_[x.id];
+        count = count > f ? count - f : 0;
       }
     }
-    for (auto j = q_.back(kMain); j != v; j = q_.back(kMain)) {
-      const std::uint8_t count = q_.mark(j);
-      if (count > 0) q_.set_mark(j, count - 1);
-      q_.move_to_front(kMain, j);
+    for (;;) {
+      const Entry x = mq.ring.front();
+      mq.ring.pop_front();
+      if (mq.dead != 0 && !live(x, kMain)) {
+        --mq.dead;
+        continue;
+      }
+      if (x.id == v) {
+        --mq.live;
+        mq.bytes -= x.bytes;
+        meta_[x.id].queue = kNone;
+        break;
+      }
+      std::uint8_t& count = count_[x.id];
+      if (count > 0) --count;
+      mq.ring.push_back(x);
     }
-    unlink(v);
   }
 
  private:
-  enum : std::uint32_t { kSmall = 0, kMain = 1, kGhost = 2 };
-  static constexpr std::uint32_t kNil = IdListSet::kNil;
-  void link(std::uint32_t l, FactId id) {
-    q_.push_front(l, id);
-    bytes_of_[l] += bytes_[id];
+  enum : std::uint8_t { kSmall = 0, kMain = 1, kGhost = 2, kNone = 3 };
+  static constexpr std::uint32_t kNil = 0xffffffffu;
+  struct Entry {
+    std::uint64_t bytes;
+    std::uint32_t id;
+    std::uint32_t gen;  // the fact's generation when it entered the queues
+  };
+  struct Meta {  // per fact id
+    std::uint64_t bytes = 0;
+    std::uint32_t gen = 0;  // counts insertions: tells a returning fact from its dead entries
+    std::uint8_t queue = kNone;
+  };
+  struct Queue {
+    IdRing<Entry> ring;
+    std::uint64_t bytes = 0;  // of the live entries
+    std::size_t live = 0, dead = 0;
+  };
+
+  bool live(const Entry& x, std::uint8_t q) const {
+    const Meta& m = meta_[x.id];
+    return m.queue == q && m.gen == x.gen;
   }
-  void unlink(FactId id) {
-    bytes_of_[q_.list_of(id)] -= bytes_[id];
-    q_.erase(id);
+  void push(std::uint8_t q, const Entry& x) {
+    q_[q].ring.push_back(x);
+    ++q_[q].live;
+    q_[q].bytes += x.bytes;
+    meta_[x.id].queue = q;
+  }
+  /// The fact leaves its queue from anywhere: its entry stays there, dead.
+  void leave(Meta& m) {
+    Queue& q = q_[m.queue];
+    --q.live;
+    ++q.dead;
+    q.bytes -= m.bytes;
+    m.queue = kNone;
+  }
+  void restore_kept() {
+    for (auto it = kept_.rbegin(); it != kept_.rend(); ++it) q_[kSmall].ring.push_front(*it);
+  }
+  void maybe_compact(std::uint8_t q) {
+    Queue& x = q_[q];
+    if (x.dead <= x.live + 1024) return;
+    IdRing<Entry> ring;
+    for (std::uint64_t p = x.ring.begin(); p != x.ring.end(); ++p) {
+      if (live(x.ring[p], q)) ring.push_back(x.ring[p]);
+    }
+    x.ring = std::move(ring);
+    x.dead = 0;
   }
 
   std::uint64_t small_target_, ghost_target_;
   std::uint8_t threshold_;
-  IdListSet q_{3};  // mark: hit count, 0..3
-  std::vector<std::uint64_t> bytes_;
-  std::uint64_t bytes_of_[3] = {0, 0, 0};
-  FactId pending_ghost_ = kNoFact;  // taken from G by on_evict, inserted next
+  Queue q_[3];
+  std::vector<Meta> meta_;
+  std::vector<std::uint8_t> count_;  // hit count, 0..3, by fact id
+  std::vector<Entry> kept_;          // scratch of on_evict
+  FactId pending_ghost_ = kNoFact;   // taken from G by on_evict, inserted next
 };
 
 }  // namespace
