@@ -10,12 +10,12 @@
 // that all have a count >= f decrements every count by f and leaves the order unchanged, so M's
 // victim is the unpinned fact with the smallest (count, position).
 //
-// Layout for speed: the queues are rings of (id, bytes, generation) entries, oldest first, so
-// moving and evicting touch consecutive memory; hit counts are one byte per fact id (1M facts:
-// 1 MiB), the only per-fact memory a hit touches. A fact that leaves a queue other than from its
-// front (removed, or a ghost coming back) leaves a dead entry behind: its fact's record names
-// another queue or a later generation. Dead entries are skipped (checked only while a queue has
-// some), dropped when they reach the front and compacted away when they outnumber the live ones.
+// Layout for speed: the queues are rings of (bytes, id) entries, oldest first, so moving and
+// evicting touch consecutive memory. Per fact id there is one byte (hit count and queue; 1M facts:
+// 1 MiB), the only per-fact memory a hit touches, and the low 32 bits of its entry's ring
+// position, written when it enters a queue and read only when it leaves one from the middle (a
+// ghost coming back, a removal, S's victim from behind pinned facts): it leaves a hole, skipped,
+// dropped at the front, and compacted away when holes outnumber the live entries.
 #include <algorithm>
 
 #include "policies/id_list.h"
@@ -34,27 +34,26 @@ class S3Fifo final : public EvictionPolicy {
         threshold_(static_cast<std::uint8_t>(move_threshold)) {}
 
   void on_insert(const CacheEntry& e, SimTime) override {
-    grow_to(meta_, e.id);
-    grow_to(count_, e.id);
-    Meta& m = meta_[e.id];
-    const bool ghost = m.queue == kGhost || pending_ghost_ == e.id;
-    if (m.queue == kGhost) leave(m);
+    grow_to(state_, e.id, kNoneState);
+    grow_to(pos_, e.id);
+    const auto id = static_cast<std::uint32_t>(e.id);
+    const bool ghost = queue(id) == kGhost || pending_ghost_ == e.id;
+    if (queue(id) == kGhost) punch(kGhost, id);
     pending_ghost_ = kNoFact;
-    m.bytes = e.bytes;
-    ++m.gen;
-    push(ghost ? kMain : kSmall, Entry{e.bytes, static_cast<std::uint32_t>(e.id), m.gen});
-    count_[e.id] = 0;
+    push_back(ghost ? kMain : kSmall, Entry{e.bytes, id});
+    set_count(id, 0);
   }
 
   void on_hit(const CacheEntry& e, SimTime) override {
-    std::uint8_t& count = count_[e.id];
-    if (count < 3) ++count;
+    std::uint8_t& s = state_[e.id];
+    if ((s & kCountMask) < 3) ++s;
   }
 
   void on_remove(FactId id) override {
-    const std::uint8_t q = meta_[id].queue;
+    const auto i = static_cast<std::uint32_t>(id);
+    const std::uint8_t q = queue(i);
     if (q == kNone) return;
-    leave(meta_[id]);
+    punch(q, i);
     maybe_compact(q);
   }
 
@@ -67,8 +66,8 @@ class S3Fifo final : public EvictionPolicy {
     std::uint64_t p = s.ring.begin();
     for (; p != s.ring.end() && (s_bytes > small_target_ || mq.live + moved == 0); ++p) {
       const Entry& x = s.ring[p];
-      if (s.dead != 0 && !live(x, kSmall)) continue;
-      if (count_[x.id] >= threshold_) {
+      if (x.id == kHole) continue;
+      if (count(x.id) >= threshold_) {
         s_bytes -= x.bytes;
         ++moved;
       } else if (!ctx.pinned(x.id)) {
@@ -78,38 +77,36 @@ class S3Fifo final : public EvictionPolicy {
     const std::uint64_t s_stop = p;
     // M, in the order the hand meets it: M oldest to newest, then the facts moved from S
     // (count 0). The first unpinned fact with count 0 wins, else the smallest (count, position).
-    std::uint32_t best = kNil;
+    std::uint32_t best = kHole;
     std::uint8_t best_count = 0xff;
     for (std::uint64_t j = mq.ring.begin(); j != mq.ring.end(); ++j) {
-      const Entry& x = mq.ring[j];
-      if (mq.dead != 0 && !live(x, kMain)) continue;
-      if (ctx.pinned(x.id)) continue;
-      const std::uint8_t count = count_[x.id];
-      if (count == 0) return x.id;
-      if (count < best_count) best = x.id, best_count = count;
+      const std::uint32_t id = mq.ring[j].id;
+      if (id == kHole || ctx.pinned(id)) continue;
+      const std::uint8_t c = count(id);
+      if (c == 0) return id;
+      if (c < best_count) best = id, best_count = c;
     }
     if (moved > 0) {
       for (std::uint64_t j = s.ring.begin(); j != s_stop; ++j) {
-        const Entry& x = s.ring[j];
-        if (s.dead != 0 && !live(x, kSmall)) continue;
-        if (count_[x.id] >= threshold_ && !ctx.pinned(x.id)) return x.id;
+        const std::uint32_t id = s.ring[j].id;
+        if (id != kHole && count(id) >= threshold_ && !ctx.pinned(id)) return id;
       }
     }
-    if (best != kNil) return best;
+    if (best != kHole) return best;
     // Only pinned facts in M: evict from what S has left, oldest first.
     for (std::uint64_t j = s_stop; j != s.ring.end(); ++j) {
-      const Entry& x = s.ring[j];
-      if (s.dead != 0 && !live(x, kSmall)) continue;
-      if (!ctx.pinned(x.id)) return x.id;
+      const std::uint32_t id = s.ring[j].id;
+      if (id != kHole && !ctx.pinned(id)) return id;
     }
     return std::nullopt;
   }
 
   void on_evict(FactId v, const EvictionContext& ctx) override {
+    const auto vid = static_cast<std::uint32_t>(v);
     // The incoming fact leaves G now, before G is trimmed below; on_insert sends it to M.
-    if (ctx.incoming != nullptr && ctx.incoming->id < meta_.size() &&
-        meta_[ctx.incoming->id].queue == kGhost) {
-      leave(meta_[ctx.incoming->id]);
+    if (ctx.incoming != nullptr && ctx.incoming->id < state_.size() &&
+        queue(static_cast<std::uint32_t>(ctx.incoming->id)) == kGhost) {
+      punch(kGhost, static_cast<std::uint32_t>(ctx.incoming->id));
       pending_ghost_ = ctx.incoming->id;
     }
     // Replay S: the same moves as victim() computed, up to v if v is S's victim. The facts
@@ -117,142 +114,157 @@ class S3Fifo final : public EvictionPolicy {
     Queue& s = q_[kSmall];
     Queue& mq = q_[kMain];
     kept_.clear();
-    bool v_in_small = false;
+    bool v_at_front = false;
     while (!s.ring.empty() && (s.bytes > small_target_ || mq.live == 0)) {
       const Entry x = s.ring.front();
-      if (s.dead != 0 && !live(x, kSmall)) {
+      if (x.id == kHole) {
         s.ring.pop_front();
-        --s.dead;
+        --s.holes;
         continue;
       }
-      if (count_[x.id] >= threshold_) {
-        s.ring.pop_front();
-        --s.live;
-        s.bytes -= x.bytes;
-        meta_[x.id].queue = kMain;
-        push(kMain, x);
-        count_[x.id] = 0;
-      } else if (x.id == v) {
-        v_in_small = true;
+      if (count(x.id) >= threshold_) {
+        pop_front(kSmall);
+        push_back(kMain, x);
+        set_count(x.id, 0);
+      } else if (x.id == vid) {
+        v_at_front = true;
         break;
       } else {
         s.ring.pop_front();
         kept_.push_back(x);
       }
     }
-    if (v_in_small) {
-      s.ring.pop_front();
-      --s.live;
-      s.bytes -= meta_[v].bytes;
-    }
-    restore_kept();
-    if (v_in_small || meta_[v].queue == kSmall) {
-      // v is S's victim; from behind the facts the replay left (only pinned ones in M), it
-      // leaves S from the middle and its entry stays there, dead.
-      if (!v_in_small) leave(meta_[v]);
-      const Meta& m = meta_[v];
-      push(kGhost, Entry{m.bytes, static_cast<std::uint32_t>(v), m.gen});
+    Entry out{};
+    if (v_at_front) out = pop_front(kSmall);
+    for (auto it = kept_.rbegin(); it != kept_.rend(); ++it) put_back_small(*it);
+    if (v_at_front || queue(vid) == kSmall) {
+      // v is S's victim; from behind what the replay left (only pinned facts in M) it leaves
+      // S from the middle.
+      if (!v_at_front) out = punch(kSmall, vid);
+      push_back(kGhost, out);
       Queue& g = q_[kGhost];
       while (g.bytes > ghost_target_ && g.live != 0) {
         const Entry y = g.ring.front();
-        g.ring.pop_front();
-        if (g.dead != 0 && !live(y, kGhost)) {
-          --g.dead;
+        if (y.id == kHole) {
+          g.ring.pop_front();
+          --g.holes;
           continue;
         }
-        --g.live;
-        g.bytes -= y.bytes;
-        meta_[y.id].queue = kNone;
+        pop_front(kGhost);
+        set_queue(y.id, kNone);
       }
       maybe_compact(kSmall);
       maybe_compact(kGhost);
       return;
     }
     // M: f full turns, then the facts before v are passed once more.
-    const std::uint8_t f = count_[v];
+    const std::uint8_t f = count(vid);
     if (f > 0) {
       for (std::uint64_t j = mq.ring.begin(); j != mq.ring.end(); ++j) {
-        const Entry& x = mq.ring[j];
-        if (mq.dead != 0 && !live(x, kMain)) continue;
-        std::uint8_t& count = count_[x.id];
-        count = count > f ? count - f : 0;
+        const std::uint32_t id = mq.ring[j].id;
+        if (id == kHole) continue;
+        const std::uint8_t c = count(id);
+        set_count(id, c > f ? c - f : 0);
       }
     }
     for (;;) {
       const Entry x = mq.ring.front();
-      mq.ring.pop_front();
-      if (mq.dead != 0 && !live(x, kMain)) {
-        --mq.dead;
+      if (x.id == kHole) {
+        mq.ring.pop_front();
+        --mq.holes;
         continue;
       }
-      if (x.id == v) {
-        --mq.live;
-        mq.bytes -= x.bytes;
-        meta_[x.id].queue = kNone;
+      pop_front(kMain);
+      if (x.id == vid) {
+        set_queue(vid, kNone);
         break;
       }
-      std::uint8_t& count = count_[x.id];
-      if (count > 0) --count;
-      mq.ring.push_back(x);
+      const std::uint8_t c = count(x.id);
+      if (c > 0) set_count(x.id, c - 1);
+      push_back(kMain, x);
     }
   }
 
  private:
   enum : std::uint8_t { kSmall = 0, kMain = 1, kGhost = 2, kNone = 3 };
-  static constexpr std::uint32_t kNil = 0xffffffffu;
+  static constexpr std::uint32_t kHole = 0xffffffffu;     // id of an entry whose fact left
+  static constexpr std::uint8_t kCountMask = 3;           // state: hit count in bits 0-1
+  static constexpr std::uint8_t kNoneState = kNone << 2;  // queue in bits 2-3
   struct Entry {
     std::uint64_t bytes;
     std::uint32_t id;
-    std::uint32_t gen;  // the fact's generation when it entered the queues
-  };
-  struct Meta {  // per fact id
-    std::uint64_t bytes = 0;
-    std::uint32_t gen = 0;  // counts insertions: tells a returning fact from its dead entries
-    std::uint8_t queue = kNone;
   };
   struct Queue {
     IdRing<Entry> ring;
     std::uint64_t bytes = 0;  // of the live entries
-    std::size_t live = 0, dead = 0;
+    std::size_t live = 0, holes = 0;
   };
 
-  bool live(const Entry& x, std::uint8_t q) const {
-    const Meta& m = meta_[x.id];
-    return m.queue == q && m.gen == x.gen;
+  std::uint8_t count(std::uint32_t id) const { return state_[id] & kCountMask; }
+  std::uint8_t queue(std::uint32_t id) const { return state_[id] >> 2; }
+  void set_count(std::uint32_t id, std::uint8_t c) {
+    state_[id] = static_cast<std::uint8_t>((state_[id] & ~kCountMask) | c);
   }
-  void push(std::uint8_t q, const Entry& x) {
-    q_[q].ring.push_back(x);
-    ++q_[q].live;
-    q_[q].bytes += x.bytes;
-    meta_[x.id].queue = q;
+  void set_queue(std::uint32_t id, std::uint8_t q) {
+    state_[id] = static_cast<std::uint8_t>((state_[id] & kCountMask) | q << 2);
   }
-  /// The fact leaves its queue from anywhere: its entry stays there, dead.
-  void leave(Meta& m) {
-    Queue& q = q_[m.queue];
-    --q.live;
-    ++q.dead;
-    q.bytes -= m.bytes;
-    m.queue = kNone;
+  void push_back(std::uint8_t q, const Entry& x) {
+    Queue& r = q_[q];
+    pos_[x.id] = static_cast<std::uint32_t>(r.ring.end());
+    r.ring.push_back(x);
+    ++r.live;
+    r.bytes += x.bytes;
+    set_queue(x.id, q);
   }
-  void restore_kept() {
-    for (auto it = kept_.rbegin(); it != kept_.rend(); ++it) q_[kSmall].ring.push_front(*it);
+  /// Puts back at S's front an entry the replay took from there (still counted in S).
+  void put_back_small(const Entry& x) {
+    IdRing<Entry>& ring = q_[kSmall].ring;
+    ring.push_front(x);
+    pos_[x.id] = static_cast<std::uint32_t>(ring.begin());
+  }
+  /// Pops the live entry at the front of `q` (its fact's queue is left as it was).
+  Entry pop_front(std::uint8_t q) {
+    Queue& r = q_[q];
+    const Entry x = r.ring.front();
+    r.ring.pop_front();
+    --r.live;
+    r.bytes -= x.bytes;
+    return x;
+  }
+  /// The fact leaves queue `q` from anywhere: its entry becomes a hole. Returns the entry.
+  Entry punch(std::uint8_t q, std::uint32_t id) {
+    Queue& r = q_[q];
+    // The entry's position from its low 32 bits: a ring holds fewer than 2^32 entries.
+    const std::uint64_t p =
+        r.ring.begin() +
+        static_cast<std::uint32_t>(pos_[id] - static_cast<std::uint32_t>(r.ring.begin()));
+    const Entry x = r.ring[p];
+    r.ring[p].id = kHole;
+    --r.live;
+    ++r.holes;
+    r.bytes -= x.bytes;
+    set_queue(id, kNone);
+    return x;
   }
   void maybe_compact(std::uint8_t q) {
-    Queue& x = q_[q];
-    if (x.dead <= x.live + 1024) return;
+    Queue& r = q_[q];
+    if (r.holes <= r.live + 1024) return;
     IdRing<Entry> ring;
-    for (std::uint64_t p = x.ring.begin(); p != x.ring.end(); ++p) {
-      if (live(x.ring[p], q)) ring.push_back(x.ring[p]);
+    for (std::uint64_t p = r.ring.begin(); p != r.ring.end(); ++p) {
+      const Entry& x = r.ring[p];
+      if (x.id == kHole) continue;
+      pos_[x.id] = static_cast<std::uint32_t>(ring.end());
+      ring.push_back(x);
     }
-    x.ring = std::move(ring);
-    x.dead = 0;
+    r.ring = std::move(ring);
+    r.holes = 0;
   }
 
   std::uint64_t small_target_, ghost_target_;
   std::uint8_t threshold_;
   Queue q_[3];
-  std::vector<Meta> meta_;
-  std::vector<std::uint8_t> count_;  // hit count, 0..3, by fact id
+  std::vector<std::uint8_t> state_;  // by fact id: hit count (0..3) and queue
+  std::vector<std::uint32_t> pos_;   // by fact id: low 32 bits of its entry's ring position
   std::vector<Entry> kept_;          // scratch of on_evict
   FactId pending_ghost_ = kNoFact;   // taken from G by on_evict, inserted next
 };
