@@ -49,17 +49,21 @@ class Clock final : public EvictionPolicy {
   }
 
   void on_evict(FactId v, const EvictionContext&) override {
+    // The hand walks from where it is to the victim's frame (found in the walk: its frame_of_
+    // entry would be one more cache line of an unrelated fact), clearing the bits it passes.
     const std::size_t n = frames_.size();
-    const std::uint32_t target = frame_of_[v];
+    const auto id = static_cast<std::uint32_t>(v);
+    std::size_t f = hand_;
     if (ref(v)) {  // the hand went round once: every bit cleared
       std::fill(ref_.begin(), ref_.end(), 0);
+      while (frames_[f] != id) f = f + 1 == n ? 0 : f + 1;
     } else {
-      for (std::size_t f = hand_; f != target; f = f + 1 == n ? 0 : f + 1) {
+      for (; frames_[f] != id; f = f + 1 == n ? 0 : f + 1) {
         if (frames_[f] != kEmpty) set_ref(frames_[f], false);
       }
     }
-    hand_ = target + 1 == n ? 0 : target + 1;
-    free_frame(target);
+    hand_ = f + 1 == n ? 0 : f + 1;
+    free_frame(static_cast<std::uint32_t>(f));
   }
 
  private:

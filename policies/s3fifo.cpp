@@ -9,9 +9,17 @@
 // chosen): then on_evict() can replay them without knowing the pins. Passing M once over facts
 // that all have a count >= f decrements every count by f and leaves the order unchanged, so M's
 // victim is the unpinned fact with the smallest (count, position).
+//
+// Layout for speed: the queues are rings of (bytes, id) entries, oldest first, so moving and
+// evicting touch consecutive memory. Per fact id there is one byte (hit count and queue; 1M facts:
+// 1 MiB), the only per-fact memory a hit touches, and the low 32 bits of its entry's ring
+// position, written when it enters a queue and read only when it leaves one from the middle (a
+// ghost coming back, a removal, S's victim from behind pinned facts): it leaves a hole, skipped,
+// dropped at the front, and compacted away when holes outnumber the live entries.
 #include <algorithm>
 
 #include "policies/id_list.h"
+#include "policies/id_ring.h"
 #include "policies/registry.h"
 
 namespace inferscale {
@@ -26,120 +34,239 @@ class S3Fifo final : public EvictionPolicy {
         threshold_(static_cast<std::uint8_t>(move_threshold)) {}
 
   void on_insert(const CacheEntry& e, SimTime) override {
-    grow_to(bytes_, e.id);
-    const bool ghost = q_.list_of(e.id) == kGhost || pending_ghost_ == e.id;
-    if (q_.list_of(e.id) == kGhost) unlink(e.id);
+    grow_to(state_, e.id, kNoneState);
+    grow_to(pos_, e.id);
+    const auto id = static_cast<std::uint32_t>(e.id);
+    const bool ghost = queue(id) == kGhost || pending_ghost_ == e.id;
+    if (queue(id) == kGhost) punch(kGhost, id);
     pending_ghost_ = kNoFact;
-    bytes_[e.id] = e.bytes;
-    link(ghost ? kMain : kSmall, e.id);
-    q_.set_mark(static_cast<std::uint32_t>(e.id), 0);
+    push_back(ghost ? kMain : kSmall, Entry{e.bytes, id});
+    set_count(id, 0);
   }
 
   void on_hit(const CacheEntry& e, SimTime) override {
-    const auto i = static_cast<std::uint32_t>(e.id);
-    const std::uint8_t count = q_.mark(i);
-    if (count < 3) q_.set_mark(i, count + 1);
+    std::uint8_t& s = state_[e.id];
+    if ((s & kCountMask) < 3) ++s;
   }
 
-  void on_remove(FactId id) override { unlink(id); }
+  void on_remove(FactId id) override {
+    const auto i = static_cast<std::uint32_t>(id);
+    const std::uint8_t q = queue(i);
+    if (q == kNone) return;
+    punch(q, i);
+    maybe_compact(q);
+  }
 
   std::optional<FactId> victim(const EvictionContext& ctx) const override {
+    const Queue& s = q_[kSmall];
+    const Queue& mq = q_[kMain];
     // S: facts hit often enough would move to M; the first other unpinned one is the victim.
-    std::uint64_t s_bytes = bytes_of_[kSmall];
+    std::uint64_t s_bytes = s.bytes;
     std::size_t moved = 0;
-    auto i = q_.back(kSmall);
-    for (; i != kNil && (s_bytes > small_target_ || q_.size(kMain) + moved == 0);
-         i = q_.next_toward_front(i)) {
-      if (q_.mark(i) >= threshold_) {
-        s_bytes -= bytes_[i];
+    std::uint64_t p = s.ring.begin();
+    for (; p != s.ring.end() && (s_bytes > small_target_ || mq.live + moved == 0); ++p) {
+      const Entry& x = s.ring[p];
+      if (x.id == kHole) continue;
+      if (count(x.id) >= threshold_) {
+        s_bytes -= x.bytes;
         ++moved;
-      } else if (!ctx.pinned(i)) {
-        return i;
+      } else if (!ctx.pinned(x.id)) {
+        return x.id;
       }
     }
-    const auto s_stop = i;
+    const std::uint64_t s_stop = p;
     // M, in the order the hand meets it: M oldest to newest, then the facts moved from S
     // (count 0). The first unpinned fact with count 0 wins, else the smallest (count, position).
-    std::uint32_t best = kNil;
+    std::uint32_t best = kHole;
     std::uint8_t best_count = 0xff;
-    for (auto j = q_.back(kMain); j != kNil; j = q_.next_toward_front(j)) {
-      if (ctx.pinned(j)) continue;
-      const std::uint8_t count = q_.mark(j);
-      if (count == 0) return j;
-      if (count < best_count) best = j, best_count = count;
+    for (std::uint64_t j = mq.ring.begin(); j != mq.ring.end(); ++j) {
+      const std::uint32_t id = mq.ring[j].id;
+      if (id == kHole || ctx.pinned(id)) continue;
+      const std::uint8_t c = count(id);
+      if (c == 0) return id;
+      if (c < best_count) best = id, best_count = c;
     }
     if (moved > 0) {
-      for (auto j = q_.back(kSmall); j != s_stop; j = q_.next_toward_front(j)) {
-        if (q_.mark(j) >= threshold_ && !ctx.pinned(j)) return j;
+      for (std::uint64_t j = s.ring.begin(); j != s_stop; ++j) {
+        const std::uint32_t id = s.ring[j].id;
+        if (id != kHole && count(id) >= threshold_ && !ctx.pinned(id)) return id;
       }
     }
-    if (best != kNil) return best;
+    if (best != kHole) return best;
     // Only pinned facts in M: evict from what S has left, oldest first.
-    for (auto j = s_stop; j != kNil; j = q_.next_toward_front(j)) {
-      if (!ctx.pinned(j)) return j;
+    for (std::uint64_t j = s_stop; j != s.ring.end(); ++j) {
+      const std::uint32_t id = s.ring[j].id;
+      if (id != kHole && !ctx.pinned(id)) return id;
     }
     return std::nullopt;
   }
 
   void on_evict(FactId v, const EvictionContext& ctx) override {
+    const auto vid = static_cast<std::uint32_t>(v);
     // The incoming fact leaves G now, before G is trimmed below; on_insert sends it to M.
-    if (ctx.incoming != nullptr && q_.list_of(ctx.incoming->id) == kGhost) {
-      unlink(ctx.incoming->id);
+    if (ctx.incoming != nullptr && ctx.incoming->id < state_.size() &&
+        queue(static_cast<std::uint32_t>(ctx.incoming->id)) == kGhost) {
+      punch(kGhost, static_cast<std::uint32_t>(ctx.incoming->id));
       pending_ghost_ = ctx.incoming->id;
     }
-    // Replay S: the same moves as victim() computed, up to v if v is S's victim.
-    for (auto i = q_.back(kSmall);
-         i != kNil && (bytes_of_[kSmall] > small_target_ || q_.size(kMain) == 0);) {
-      const auto next = q_.next_toward_front(i);
-      if (q_.mark(i) >= threshold_) {
-        unlink(i);
-        link(kMain, i);
-        q_.set_mark(i, 0);
-      } else if (i == v) {
-        break;
+    // Replay S: the same moves as victim() computed, up to v if v is S's victim. The facts
+    // passed and kept (pinned ones) go back to S's front in their order.
+    Queue& s = q_[kSmall];
+    Queue& mq = q_[kMain];
+    kept_.clear();
+    bool v_at_front = false;
+    while (!s.ring.empty() && (s.bytes > small_target_ || mq.live == 0)) {
+      const Entry x = s.ring.front();
+      if (x.id == kHole) {
+        s.ring.pop_front();
+        --s.holes;
+        continue;
       }
-      i = next;
+      if (count(x.id) >= threshold_) {
+        pop_front(kSmall);
+        push_back(kMain, x);
+        set_count(x.id, 0);
+      } else if (x.id == vid) {
+        v_at_front = true;
+        break;
+      } else {
+        s.ring.pop_front();
+        kept_.push_back(x);
+      }
     }
-    if (q_.list_of(v) == kSmall) {
-      unlink(v);
-      link(kGhost, v);
-      while (bytes_of_[kGhost] > ghost_target_ && !q_.empty(kGhost)) unlink(q_.back(kGhost));
+    Entry out{};
+    if (v_at_front) out = pop_front(kSmall);
+    for (auto it = kept_.rbegin(); it != kept_.rend(); ++it) put_back_small(*it);
+    if (v_at_front || queue(vid) == kSmall) {
+      // v is S's victim; from behind what the replay left (only pinned facts in M) it leaves
+      // S from the middle.
+      if (!v_at_front) out = punch(kSmall, vid);
+      push_back(kGhost, out);
+      Queue& g = q_[kGhost];
+      while (g.bytes > ghost_target_ && g.live != 0) {
+        const Entry y = g.ring.front();
+        if (y.id == kHole) {
+          g.ring.pop_front();
+          --g.holes;
+          continue;
+        }
+        pop_front(kGhost);
+        set_queue(y.id, kNone);
+      }
+      maybe_compact(kSmall);
+      maybe_compact(kGhost);
       return;
     }
     // M: f full turns, then the facts before v are passed once more.
-    const std::uint8_t f = q_.mark(static_cast<std::uint32_t>(v));
+    const std::uint8_t f = count(vid);
     if (f > 0) {
-      for (auto j = q_.back(kMain); j != kNil; j = q_.next_toward_front(j)) {
-        const std::uint8_t count = q_.mark(j);
-        q_.set_mark(j, count > f ? count - f : 0);
+      for (std::uint64_t j = mq.ring.begin(); j != mq.ring.end(); ++j) {
+        const std::uint32_t id = mq.ring[j].id;
+        if (id == kHole) continue;
+        const std::uint8_t c = count(id);
+        set_count(id, c > f ? c - f : 0);
       }
     }
-    for (auto j = q_.back(kMain); j != v; j = q_.back(kMain)) {
-      const std::uint8_t count = q_.mark(j);
-      if (count > 0) q_.set_mark(j, count - 1);
-      q_.move_to_front(kMain, j);
+    for (;;) {
+      const Entry x = mq.ring.front();
+      if (x.id == kHole) {
+        mq.ring.pop_front();
+        --mq.holes;
+        continue;
+      }
+      pop_front(kMain);
+      if (x.id == vid) {
+        set_queue(vid, kNone);
+        break;
+      }
+      const std::uint8_t c = count(x.id);
+      if (c > 0) set_count(x.id, c - 1);
+      push_back(kMain, x);
     }
-    unlink(v);
   }
 
  private:
-  enum : std::uint32_t { kSmall = 0, kMain = 1, kGhost = 2 };
-  static constexpr std::uint32_t kNil = IdListSet::kNil;
-  void link(std::uint32_t l, FactId id) {
-    q_.push_front(l, id);
-    bytes_of_[l] += bytes_[id];
+  enum : std::uint8_t { kSmall = 0, kMain = 1, kGhost = 2, kNone = 3 };
+  static constexpr std::uint32_t kHole = 0xffffffffu;     // id of an entry whose fact left
+  static constexpr std::uint8_t kCountMask = 3;           // state: hit count in bits 0-1
+  static constexpr std::uint8_t kNoneState = kNone << 2;  // queue in bits 2-3
+  struct Entry {
+    std::uint64_t bytes;
+    std::uint32_t id;
+  };
+  struct Queue {
+    IdRing<Entry> ring;
+    std::uint64_t bytes = 0;  // of the live entries
+    std::size_t live = 0, holes = 0;
+  };
+
+  std::uint8_t count(std::uint32_t id) const { return state_[id] & kCountMask; }
+  std::uint8_t queue(std::uint32_t id) const { return state_[id] >> 2; }
+  void set_count(std::uint32_t id, std::uint8_t c) {
+    state_[id] = static_cast<std::uint8_t>((state_[id] & ~kCountMask) | c);
   }
-  void unlink(FactId id) {
-    bytes_of_[q_.list_of(id)] -= bytes_[id];
-    q_.erase(id);
+  void set_queue(std::uint32_t id, std::uint8_t q) {
+    state_[id] = static_cast<std::uint8_t>((state_[id] & kCountMask) | q << 2);
+  }
+  void push_back(std::uint8_t q, const Entry& x) {
+    Queue& r = q_[q];
+    pos_[x.id] = static_cast<std::uint32_t>(r.ring.end());
+    r.ring.push_back(x);
+    ++r.live;
+    r.bytes += x.bytes;
+    set_queue(x.id, q);
+  }
+  /// Puts back at S's front an entry the replay took from there (still counted in S).
+  void put_back_small(const Entry& x) {
+    IdRing<Entry>& ring = q_[kSmall].ring;
+    ring.push_front(x);
+    pos_[x.id] = static_cast<std::uint32_t>(ring.begin());
+  }
+  /// Pops the live entry at the front of `q` (its fact's queue is left as it was).
+  Entry pop_front(std::uint8_t q) {
+    Queue& r = q_[q];
+    const Entry x = r.ring.front();
+    r.ring.pop_front();
+    --r.live;
+    r.bytes -= x.bytes;
+    return x;
+  }
+  /// The fact leaves queue `q` from anywhere: its entry becomes a hole. Returns the entry.
+  Entry punch(std::uint8_t q, std::uint32_t id) {
+    Queue& r = q_[q];
+    // The entry's position from its low 32 bits: a ring holds fewer than 2^32 entries.
+    const std::uint64_t p =
+        r.ring.begin() +
+        static_cast<std::uint32_t>(pos_[id] - static_cast<std::uint32_t>(r.ring.begin()));
+    const Entry x = r.ring[p];
+    r.ring[p].id = kHole;
+    --r.live;
+    ++r.holes;
+    r.bytes -= x.bytes;
+    set_queue(id, kNone);
+    return x;
+  }
+  void maybe_compact(std::uint8_t q) {
+    Queue& r = q_[q];
+    if (r.holes <= r.live + 1024) return;
+    IdRing<Entry> ring;
+    for (std::uint64_t p = r.ring.begin(); p != r.ring.end(); ++p) {
+      const Entry& x = r.ring[p];
+      if (x.id == kHole) continue;
+      pos_[x.id] = static_cast<std::uint32_t>(ring.end());
+      ring.push_back(x);
+    }
+    r.ring = std::move(ring);
+    r.holes = 0;
   }
 
   std::uint64_t small_target_, ghost_target_;
   std::uint8_t threshold_;
-  IdListSet q_{3};  // mark: hit count, 0..3
-  std::vector<std::uint64_t> bytes_;
-  std::uint64_t bytes_of_[3] = {0, 0, 0};
-  FactId pending_ghost_ = kNoFact;  // taken from G by on_evict, inserted next
+  Queue q_[3];
+  std::vector<std::uint8_t> state_;  // by fact id: hit count (0..3) and queue
+  std::vector<std::uint32_t> pos_;   // by fact id: low 32 bits of its entry's ring position
+  std::vector<Entry> kept_;          // scratch of on_evict
+  FactId pending_ghost_ = kNoFact;   // taken from G by on_evict, inserted next
 };
 
 }  // namespace

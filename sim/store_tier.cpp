@@ -16,6 +16,46 @@ StoreTier::StoreTier(std::string name, std::uint64_t capacity_bytes,
       admission_(std::move(admission)),
       track_last_access_(eviction_->needs_last_access()) {}
 
+void FactBytes::resize(std::size_t n) {
+  size_ = n;
+  if (width_ == 1) codes1_.resize(n, 0);
+  if (width_ == 2) codes2_.resize(n, 0);
+  if (width_ == 8) raw_.resize(n, 0);
+}
+
+std::uint32_t FactBytes::code(std::uint64_t bytes) {
+  auto it = code_of_.find(bytes);
+  if (it == code_of_.end()) {
+    const auto c = static_cast<std::uint32_t>(values_.size());
+    if (c == (width_ == 1 ? 256u : 65536u)) {
+      widen(width_ == 1 ? 2 : 8);
+      if (width_ == 8) return 0;  // raw bytes from now on; the caller stores them
+    }
+    values_.push_back(bytes);
+    it = code_of_.emplace(bytes, c).first;
+  }
+  last_bytes_ = bytes;
+  last_code_ = it->second;
+  return it->second;
+}
+
+void FactBytes::widen(int width) {
+  if (width == 2) {
+    codes2_.assign(codes1_.begin(), codes1_.end());
+    std::vector<std::uint8_t>().swap(codes1_);
+  } else {
+    raw_.resize(size_);
+    for (std::size_t i = 0; i < size_; ++i) {
+      raw_[i] = values_[width_ == 1 ? codes1_[i] : codes2_[i]];
+    }
+    std::vector<std::uint8_t>().swap(codes1_);
+    std::vector<std::uint16_t>().swap(codes2_);
+    values_.clear();
+    code_of_.clear();
+  }
+  width_ = width;
+}
+
 void StoreTier::grow(FactId id) {
   if (id >= bytes_.size()) {
     bytes_.resize(std::max<std::size_t>(id + 1, bytes_.size() * 2));
@@ -87,7 +127,7 @@ bool StoreTier::force_insert(const CacheEntry& e, SimTime now, std::vector<FactI
     return false;
   }
   grow(e.id);
-  bytes_[e.id] = e.bytes;
+  bytes_.set(e.id, e.bytes);
   if (track_last_access_) last_access_[e.id] = now;
   resident_bits_[e.id >> 6] |= std::uint64_t{1} << (e.id & 63);
   used_bytes_ += e.bytes;
@@ -101,7 +141,7 @@ bool StoreTier::force_insert(const CacheEntry& e, SimTime now, std::vector<FactI
 
 void StoreTier::drop(FactId id) {
   resident_bits_[id >> 6] &= ~(std::uint64_t{1} << (id & 63));
-  used_bytes_ -= bytes_[id];
+  used_bytes_ -= bytes_.get(id);
   --resident_count_;
 }
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "policies/policy.h"
@@ -18,6 +19,49 @@ namespace inferscale {
 class PolicyContractError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+/// @brief Bytes per fact id, dictionary-coded: a fact stores the index of its size among the
+/// distinct sizes seen, in 1 byte while there are at most 256 of them, then in 2 bytes up to
+/// 65536, then the bytes themselves. Facts' sizes are few (tokens x bytes per token), so with 1M
+/// facts the codes take 1 MiB and an eviction's read usually stays in the core's cache.
+class FactBytes {
+ public:
+  std::uint64_t get(FactId id) const {
+    if (width_ == 1) return values_[codes1_[id]];
+    if (width_ == 2) return values_[codes2_[id]];
+    return raw_[id];
+  }
+  void set(FactId id, std::uint64_t bytes) {
+    if (width_ == 8) {
+      raw_[id] = bytes;
+      return;
+    }
+    const std::uint32_t c = bytes == last_bytes_ ? last_code_ : code(bytes);
+    if (width_ == 1) {
+      codes1_[id] = static_cast<std::uint8_t>(c);
+    } else if (width_ == 2) {
+      codes2_[id] = static_cast<std::uint16_t>(c);
+    } else {
+      raw_[id] = bytes;  // code() widened to raw bytes
+    }
+  }
+  std::size_t size() const { return size_; }
+  void resize(std::size_t n);
+
+ private:
+  std::uint32_t code(std::uint64_t bytes);  // adds new sizes; widens the codes when needed
+  void widen(int width);
+
+  int width_ = 1;
+  std::size_t size_ = 0;
+  std::vector<std::uint8_t> codes1_;
+  std::vector<std::uint16_t> codes2_;
+  std::vector<std::uint64_t> raw_;
+  std::vector<std::uint64_t> values_;  // by code
+  std::unordered_map<std::uint64_t, std::uint32_t> code_of_;
+  std::uint64_t last_bytes_ = ~std::uint64_t{0};
+  std::uint32_t last_code_ = 0;
 };
 
 struct TierStats {
@@ -77,9 +121,10 @@ class StoreTier {
   std::unique_ptr<AdmissionPolicy> admission_;
   const RunView* view_ = nullptr;
   // Residency is a bitmap (1M facts: 128 KiB, cache-resident), so a lookup touches no per-fact
-  // memory of the tier; bytes are read on eviction, last access only for policies that use it.
+  // memory of the tier; bytes (dictionary-coded) are read on eviction, last access only for
+  // policies that use it.
   std::vector<std::uint64_t> resident_bits_;
-  std::vector<std::uint64_t> bytes_;
+  FactBytes bytes_;
   std::vector<SimTime> last_access_;
   bool track_last_access_ = false;
   std::uint64_t used_bytes_ = 0;

@@ -83,3 +83,40 @@ TEST_CASE("a policy returning a pinned victim is stopped with a clear error") {
                     Catch::Matchers::Contains("pinned by a running request"));
   CHECK(tier.resident(0));
 }
+
+TEST_CASE("fact bytes stay exact as the distinct sizes outgrow 1- and 2-byte codes") {
+  FactBytes b;
+  const std::size_t n = 200'000;
+  b.resize(n);
+  // Fact i has size f(i, round); each round sets every fact, with more distinct sizes.
+  const auto size_of = [](std::size_t i, int round) -> std::uint64_t {
+    if (round == 0) return 10;                                   // one size
+    if (round == 1) return 1 + i % 200;                          // fits 1-byte codes
+    if (round == 2) return (std::uint64_t{1} << 33) + i % 1000;  // 2-byte codes
+    return 7 + i;                                                // 200k sizes: raw bytes
+  };
+  for (int round = 0; round < 4; ++round) {
+    for (std::size_t i = 0; i < n; ++i) b.set(i, size_of(i, round));
+    bool exact = true;
+    for (std::size_t i = 0; i < n; ++i) exact = exact && b.get(i) == size_of(i, round);
+    INFO("round " << round);
+    CHECK(exact);
+  }
+}
+
+TEST_CASE("a tier's used bytes stay exact with many distinct fact sizes") {
+  auto tier = make_tier("fifo", 5'000'000);
+  std::uint64_t expected = 0;
+  std::vector<FactId> evicted;
+  std::vector<std::uint64_t> size(100'000);
+  for (FactId id = 0; id < size.size(); ++id) {
+    size[id] = 1 + id % 70'000;  // 70k distinct sizes
+    const auto e = entry(id, size[id]);
+    if (!tier.lookup(e, 0)) tier.insert(e, 0, &evicted);
+  }
+  for (FactId id = 0; id < size.size(); ++id) {
+    if (tier.resident(id)) expected += size[id];
+  }
+  CHECK(tier.used_bytes() == expected);
+  CHECK(!evicted.empty());
+}
