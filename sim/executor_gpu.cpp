@@ -42,12 +42,12 @@ void check_gpu(const RunConfig& run) {
     const double ram = double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGE_SIZE));
     const double pinned = double(run.store.host.capacity_bytes) * double(run.replicas);
     if (ram > 0 && pinned > 0.8 * ram) {
-      throw InputError(run.store.host.where,
-                       "executor kind 'gpu' page-locks the host tier up front: " +
-                           std::to_string(run.replicas) + " x " +
-                           std::to_string(run.store.host.capacity_bytes / 1000000000) +
-                           " GB is more than 80 % of this machine's " +
-                           std::to_string(std::uint64_t(ram / 1e9)) + " GB of memory");
+      throw InputError(
+          run.store.host.where,
+          "executor kind 'gpu' page-locks the host tier up front: " + std::to_string(run.replicas) +
+              " x " + std::to_string(run.store.host.capacity_bytes / 1000000000) +
+              " GB is more than 80 % of this machine's " +
+              std::to_string(std::uint64_t(ram / 1e9)) + " GB of memory");
     }
   }
   const int gpus = hil_cuda_devices();

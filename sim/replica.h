@@ -46,8 +46,8 @@ struct ReplicaStats {
 
 class Replica final : public RunView {
  public:
-  Replica(int index, const RunConfig& cfg, FactTable& facts, RequestPool& pool,
-          Executor& executor, NextAccessFn next_access = {});
+  Replica(int index, const RunConfig& cfg, FactTable& facts, RequestPool& pool, Executor& executor,
+          NextAccessFn next_access = {});
 
   /// A routed request joins the waiting queue.
   void enqueue(std::uint32_t request, SimTime now);
@@ -94,7 +94,7 @@ class Replica final : public RunView {
     FactId global = 0;
     std::uint32_t request = kNone;  // pool index of the request waiting for it (kNone: a write)
     RequestId request_id = 0;
-    std::uint32_t fact_index = 0;   // index in that request's layout
+    std::uint32_t fact_index = 0;  // index in that request's layout
   };
   static constexpr std::uint32_t kNone = 0xffffffffu;
   struct UserState {

@@ -23,9 +23,9 @@ using ExecutorFactory = std::function<std::unique_ptr<Executor>(int index)>;
 using EncodeCostFn = std::function<SimTime(std::uint32_t tokens, std::uint32_t context_tokens)>;
 
 struct SimOutputs {
-  std::string requests_csv;  // empty: none
+  std::string requests_csv;   // empty: none
   std::string timeline_json;  // empty: none
-  bool progress = true;      // progress bar on stderr for runs longer than a second
+  bool progress = true;       // progress bar on stderr for runs longer than a second
 };
 
 /// The figures summary.json reports (besides the config).

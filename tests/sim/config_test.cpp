@@ -12,7 +12,9 @@ using namespace inferscale::test;
 
 namespace {
 
-std::string trace_path() { return source_path("tests/sim/data/golden.jsonl"); }
+std::string trace_path() {
+  return source_path("tests/sim/data/golden.jsonl");
+}
 
 /// Loads and validates `yaml`; returns the InputError's text ("" when it is accepted).
 std::string error_of(const std::string& name, const std::string& yaml,
@@ -43,15 +45,15 @@ TEST_CASE("config errors carry file:line:column, key path and what was expected"
       {"negative_k", base + "serving:\n  k: -5\n", ":4:6: serving.k", "in [0, 65536]"},
       {"store_too_big", base + "store:\n  gpu: {capacity: 200GB}\n", ":4:8: store.gpu",
        "does not fit"},
-      {"model_too_big", base + "gpu: l40s\nmodel: {layers: 200, hidden: 8192, heads: 64, ffn: "
-                               "28672, vocab: 128256}\n",
+      {"model_too_big",
+       base + "gpu: l40s\nmodel: {layers: 200, hidden: 8192, heads: 64, ffn: "
+              "28672, vocab: 128256}\n",
        ":4:8: model", "does not fit"},
       {"unknown_mode", base + "serving: {mode: magic}\n", ":3:17: serving.mode",
        "expected one of text, kv_inject"},
       {"unknown_policy", base + "store:\n  gpu: {capacity: 10GB, eviction: lruu}\n",
        ":4:35: store.gpu.eviction", "known: "},
-      {"missing_trace", "experiment: e\ntrace: /nonexistent/t.jsonl\n", ":2:8: trace",
-       "not found"},
+      {"missing_trace", "experiment: e\ntrace: /nonexistent/t.jsonl\n", ":2:8: trace", "not found"},
       {"unknown_model", base + "model: llama-9\n", ":3:8: model", "presets: "},
       {"bad_size", base + "store:\n  gpu: {capacity: 12 parsecs}\n", ":4:19: store.gpu.capacity",
        "unknown size unit"},
