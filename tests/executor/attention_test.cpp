@@ -25,6 +25,33 @@ BatchPlan decode_plan(const std::vector<PromptSpec>& prompts, std::uint32_t step
   return plan;
 }
 
+/// bf16 on the GPU, split-KV attention on or off (the A/B of the GPU tests).
+GpuExecutorOptions gpu_options(const ModelConfig& m, bool split_kv) {
+  GpuExecutorOptions o;
+  o.model = m;
+  o.device = "cuda";
+  o.dtype = DType::kBF16;
+  o.pool_bytes = 64 * FactPool::block_bytes(m, 2);
+  o.kv_cache_tokens = 8192;
+  o.seed = 3;
+  o.keep_logits = true;
+  o.split_kv.enabled = split_kv;
+  return o;
+}
+
+/// Header 64 (cached) + 12 injected facts of 24 (ids first_fact..) + footer 8 + query 24: 384
+/// keys, 32 computed tokens.
+PromptSpec cached_header_prompt(RequestId request, FactId first_fact) {
+  PromptSpec p;
+  p.request = request;
+  p.header = 64;
+  p.footer = 8;
+  p.query = 24;
+  p.header_cached = true;
+  for (FactId f = 0; f < 12; ++f) p.facts.push_back({first_fact + f, 24});
+  return p;
+}
+
 }  // namespace
 
 TEST_CASE("split-KV attention (its reference on the CPU) gives the logits of math attention") {
@@ -156,28 +183,13 @@ TEST_CASE("bf16 on the GPU: split-KV attention and flash attention give the same
   // computes 32 tokens over a context of 384 keys: split-KV by the default policy.
   std::vector<PromptSpec> prompts(2);
   for (std::size_t r = 0; r < prompts.size(); ++r) {
-    PromptSpec& p = prompts[r];
-    p.request = 100 + r;
-    p.header = 64;
-    p.footer = 8;
-    p.query = 24;
-    p.header_cached = true;
-    for (FactId f = 0; f < 12; ++f) p.facts.push_back({1000 * (r + 1) + f, 24});
+    prompts[r] = cached_header_prompt(100 + r, 1000 * (r + 1));
   }
   at::Tensor logits[2];
   std::vector<std::int32_t> tokens[2];
   GpuExecutor::StepStats stats[2];
   for (int split = 0; split < 2; ++split) {
-    GpuExecutorOptions o;
-    o.model = m;
-    o.device = "cuda";
-    o.dtype = DType::kBF16;
-    o.pool_bytes = 64 * FactPool::block_bytes(m, 2);
-    o.kv_cache_tokens = 8192;
-    o.seed = 3;
-    o.keep_logits = true;
-    o.split_kv.enabled = split == 1;
-    GpuExecutor ex(o);
+    GpuExecutor ex(gpu_options(m, split == 1));
     encode_facts(ex, prompts, 2);
     BatchPlan plan;
     for (const PromptSpec& p : prompts) add_prefill(plan, p, 0, p.computed_total());
@@ -211,28 +223,14 @@ TEST_CASE("bf16 on the GPU: a step of decodes and a long prefill chunk, split, m
   // Request 1 (header 64 cached + 12 injected facts of 24 + footer 8 + query 24: 384 keys)
   // decodes while request 2 prefills a 217-token chunk: split-KV for the decode (1 query over
   // 385 keys), flash for the chunk; with split-KV off, flash for both.
-  PromptSpec a, b;
-  a.request = 1;
-  a.header = 64;
-  a.footer = 8;
-  a.query = 24;
-  a.header_cached = true;
-  for (FactId f = 0; f < 12; ++f) a.facts.push_back({1000 + f, 24});
+  const PromptSpec a = cached_header_prompt(1, 1000);
+  PromptSpec b;
   b.request = 2;
   b.facts = {{9001, 200, false}};
   at::Tensor logits[2];
   GpuExecutor::StepStats stats[2];
   for (int split = 0; split < 2; ++split) {
-    GpuExecutorOptions o;
-    o.model = m;
-    o.device = "cuda";
-    o.dtype = DType::kBF16;
-    o.pool_bytes = 64 * FactPool::block_bytes(m, 2);
-    o.kv_cache_tokens = 8192;
-    o.seed = 3;
-    o.keep_logits = true;
-    o.split_kv.enabled = split == 1;
-    GpuExecutor ex(o);
+    GpuExecutor ex(gpu_options(m, split == 1));
     encode_facts(ex, {a}, 2);
     BatchPlan first;
     add_prefill(first, a, 0, a.computed_total());

@@ -1,36 +1,22 @@
 // Hardware in the loop on the CPU: `inferscale run` with executor kind `gpu` (device cpu, fp32,
 // the tiny model) performs every step the scheduler plans, in text and kv_inject mode, with a
 // small GPU store and a host tier so that loads, offloads, encodes and per-request KV all occur.
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "tests/catch.h"
+#include "tests/sim/sim_test_util.h"
+
+using namespace inferscale::test;
 
 namespace {
 
 namespace fs = std::filesystem;
-
-int run_cli(const std::string& args, const fs::path& log) {
-  const std::string cmd =
-      std::string(INFERSCALE_BINARY_DIR) + "/inferscale " + args + " > " + log.string() + " 2>&1";
-  const int status = std::system(cmd.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-std::string read(const fs::path& p) {
-  std::ifstream f(p);
-  std::ostringstream os;
-  os << f.rdbuf();
-  return os.str();
-}
 
 /// A new folder per process (not fs::remove_all: in a process with PyTorch's CUDA libtorch that
 /// may bind to libtorch's own copy, which crashes; see sim/runner.cpp).
@@ -70,10 +56,10 @@ TEST_CASE("hardware in the loop on the CPU: text and kv_inject runs complete eve
   const int rc = run_cli(
       "run " + (dir / "exp.yaml").string() + " --no-progress --out " + (dir / "out").string(),
       dir / "log.txt");
-  INFO(read(dir / "log.txt"));
+  INFO(read_text(dir / "log.txt"));
   REQUIRE(rc == 0);
   for (const char* run : {"text", "kv_inject"}) {
-    const auto s = nlohmann::json::parse(read(dir / "out" / "hil_cpu" / run / "summary.json"));
+    const auto s = nlohmann::json::parse(read_text(dir / "out" / "hil_cpu" / run / "summary.json"));
     CHECK(s["requests"].get<int>() == 40);
     if (std::string(run) == "kv_inject") {
       // The store is small on purpose: host loads, encodes of misses and GPU hits all happen.
@@ -91,7 +77,7 @@ TEST_CASE("a gpu run whose host tier cannot be page-locked on this machine is an
       "runs:\n  - {name: kv_inject, serving: {mode: kv_inject}, store: {host: {capacity: "
       "1000000GB}}}\n");
   const int rc = run_cli("validate " + (dir / "exp.yaml").string(), dir / "log.txt");
-  const std::string log = read(dir / "log.txt");
+  const std::string log = read_text(dir / "log.txt");
   INFO(log);
   CHECK(rc == 2);
   CHECK(log.find("page-locks the host tier") != std::string::npos);

@@ -19,6 +19,18 @@ std::int32_t top_token(const at::Tensor& logits) {
   return std::int32_t(logits.argmax().item<std::int64_t>());
 }
 
+/// An encode of `p`'s i-th fact for `p`'s request only (store=false), at its composed position.
+FactEncode private_encode(const PromptSpec& p, std::size_t i, std::uint32_t context_tokens) {
+  FactEncode e;
+  e.fact = p.facts[i].id;
+  e.tokens = p.facts[i].tokens;
+  e.context_tokens = context_tokens;
+  e.store = false;
+  e.for_request = p.request;
+  e.position = p.fact_position(i);
+  return e;
+}
+
 /// The message of the std::invalid_argument that refuses `plan` ("" when it is performed).
 std::string refusal(GpuExecutor& ex, const BatchPlan& plan) {
   try {
@@ -185,14 +197,7 @@ TEST_CASE("not-admitted facts go to the request only and offloaded facts come ba
   BatchPlan step;
   add_prefill(step, p, 0, p.computed_total());
   step.prompt_facts[0].private_kv = true;
-  FactEncode e41;
-  e41.fact = 41;
-  e41.tokens = 5;
-  e41.context_tokens = 3;
-  e41.store = false;
-  e41.for_request = p.request;
-  e41.position = p.fact_position(0);
-  step.encodes.push_back(e41);
+  step.encodes.push_back(private_encode(p, 0, 3));
   ex.execute(step);
   CHECK(ex.pool().find(41) == nullptr);
   CHECK(max_rel_diff(ex.last_logits().select(0, 0), expect) < 1e-6);
@@ -253,13 +258,7 @@ TEST_CASE("per-request facts beyond the reserved area are injected in rounds") {
         FactLoad{p.facts[i].id, p.facts[i].tokens, 0, p.request, p.fact_position(i)});
     step.prompt_facts[i].private_kv = true;
   }
-  FactEncode e44;
-  e44.fact = 44;
-  e44.tokens = 4;
-  e44.store = false;
-  e44.for_request = p.request;
-  e44.position = p.fact_position(3);
-  step.encodes.push_back(e44);
+  step.encodes.push_back(private_encode(p, 3, 0));
   step.prompt_facts[3].private_kv = true;
   ex.execute(step);
   CHECK(ex.pool().resident_facts() == 0);
@@ -283,15 +282,8 @@ TEST_CASE("per-request KV may come steps before the request's first chunk") {
   PromptSpec only42 = p;
   only42.facts = {{42, 7}};
   encode_facts(ex, {only42}, 2);
-  FactEncode e41;
-  e41.fact = 41;
-  e41.tokens = 5;
-  e41.context_tokens = 2;
-  e41.store = false;
-  e41.for_request = p.request;
-  e41.position = p.fact_position(0);
   BatchPlan early;
-  early.encodes.push_back(e41);
+  early.encodes.push_back(private_encode(p, 0, 2));
   CHECK(refusal(ex, early).find("names no prompt_tokens") != std::string::npos);
   early.encodes[0].prompt_tokens = p.prompt_tokens();
   ex.execute(early);

@@ -1,7 +1,6 @@
 // Calibrated runs: the profile file (round trip, positioned errors), `executor: {kind:
 // calibrated}` (hand-checked golden run, a profile fitted on the cost model reproduces its run,
 // other coefficients change it, model and GPU mismatches), and `inferscale calibrate`.
-#include <sys/wait.h>
 
 #include <cstdlib>
 #include <regex>
@@ -53,13 +52,6 @@ std::string input_error(F&& f) {
     return e.what();
   }
   return "";
-}
-
-int run_cli(const std::string& args, const std::filesystem::path& log) {
-  const std::string cmd =
-      std::string(INFERSCALE_BINARY_DIR) + "/inferscale " + args + " > " + log.string() + " 2>&1";
-  const int status = std::system(cmd.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 #pragma once
 // Helpers for the simulator tests: temp files, small configs, reading results.
 
+#include <sys/wait.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -32,6 +35,14 @@ inline std::string read_text(const std::filesystem::path& p) {
   return os.str();
 }
 
+/// Runs the built `inferscale` with `args`, its stdout and stderr to `log`; its exit status.
+inline int run_cli(const std::string& args, const std::filesystem::path& log) {
+  const std::string cmd =
+      std::string(INFERSCALE_BINARY_DIR) + "/inferscale " + args + " > " + log.string() + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 /// requests.csv as rows of fields (header skipped).
 inline std::vector<std::vector<std::string>> read_csv(const std::filesystem::path& p) {
   std::vector<std::vector<std::string>> rows;
@@ -53,8 +64,11 @@ inline std::vector<std::vector<std::string>> read_csv(const std::filesystem::pat
 inline std::string tiny_config(const std::string& trace, const std::string& extra) {
   const bool own_gpu = extra.rfind("gpu:", 0) == 0 || extra.find("\ngpu:") != std::string::npos;
   return "experiment: t\n"
-         "trace: " + trace + "\n"
-         "model: " + source_path("tests/sim/data/tiny_model.yaml") + "\n" +
+         "trace: " +
+         trace +
+         "\n"
+         "model: " +
+         source_path("tests/sim/data/tiny_model.yaml") + "\n" +
          (own_gpu ? "" : "gpu: " + source_path("tests/sim/data/tiny_gpu.yaml") + "\n") +
          "memory: {activation_reserve: 1KiB}\n" + extra;
 }
