@@ -4,7 +4,11 @@ from `scripts/device/h200.sh` phase `hil`) next to the same runs in calibrated s
 the datasheet cost model, which this script runs here.
 
     python3 bench/headline_table.py [--inferscale build/inferscale] [--data ../shared/data/locomo10]
-        [--figure bench/results/headline_hil.png]
+        [--figure bench/results/headline_hil.png] [--steps]
+
+--steps also compares the runs step by step (same decisions, so the same steps): total time of
+each kind of step in hardware in the loop and in calibrated simulation, and the hardware's time
+per host load.
 """
 import argparse
 import json
@@ -35,11 +39,13 @@ def main():
     ap.add_argument("--inferscale", default=os.path.join(ROOT, "build", "inferscale"))
     ap.add_argument("--data", default=os.path.join(ROOT, "..", "shared", "data", "locomo10"))
     ap.add_argument("--figure", help="also draw throughput and TTFT p99 by users (PNG)")
+    ap.add_argument("--steps", action="store_true", help="also compare the runs step by step")
     a = ap.parse_args()
-    calibrated = ["--set", "executor.kind=calibrated", "--set", "executor.profile=h200-llama-3.1-8b"]
+    calibrated = ["--set", "executor.kind=calibrated", "--set", "executor.profile=h200-llama-3.1-8b",
+                  "--set", "output.timeline=true"]
     print("| users | mode | source | req/s | TTFT p50 ms | TTFT p99 ms | GPU hit | host loads |")
     print("|---:|---|---|---:|---:|---:|---:|---:|")
-    ratios = []
+    ratios, step_rows = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for u in USERS:
             hil = {m: json.load(open(os.path.join(HIL, f"{u}_{m}.json"))) for m in MODES}
@@ -57,6 +63,10 @@ def main():
                       f"| {c[2] / h[2]:.2f}x | | |")
             ratios.append((u, figures(hil["kv_inject"]), figures(hil["text"]),
                            figures(cal["kv_inject"]), figures(cal["text"])))
+            if a.steps:
+                for m in MODES:
+                    step_rows += compare_steps(u, m, os.path.join(HIL, f"{u}_{m}_timeline.json"),
+                                               os.path.join(tmp, "cal", f"h{u}", m, "timeline.json"))
     print()
     print("| users | kv_inject / text throughput (hardware) | TTFT p50 text / kv_inject (hardware) "
           "| TTFT p99 text / kv_inject (hardware) | throughput ratio (calibrated) |")
@@ -66,6 +76,34 @@ def main():
               f"| {ckv[0] / ctext[0]:.2f}x |")
     if a.figure:
         draw(ratios, a.figure)
+    if a.steps:
+        print()
+        print("| users | mode | steps | count | hardware ms | calibrated ms | calibrated / hardware "
+              "| hardware us per host load |")
+        print("|---:|---|---|---:|---:|---:|---:|---:|")
+        for row in step_rows:
+            print("| " + " | ".join(str(x) for x in row) + " |")
+
+
+def compare_steps(users, mode, hil_path, cal_path):
+    """Rows by kind of step: prefill (with or without host loads) or decode."""
+    hil = json.load(open(hil_path))["traceEvents"]
+    cal = json.load(open(cal_path))["traceEvents"]
+    assert len(hil) == len(cal), f"{hil_path}: the runs took different steps"
+    kinds = {}
+    for h, c in zip(hil, cal):
+        kind = "prefill" if h["args"]["prefills"] else "decode"
+        if h["args"]["loads"]:
+            kind += " + host loads"
+        k = kinds.setdefault(kind, [0, 0.0, 0.0, 0, 0.0])
+        k[0] += 1
+        k[1] += h["dur"] / 1000
+        k[2] += c["dur"] / 1000
+        k[3] += h["args"]["loads"]
+        k[4] += h["args"]["load_us"]
+    return [(users, mode, kind, n, f"{hw:.1f}", f"{cm:.1f}", f"{cm / hw:.2f}x",
+             f"{load_us / loads:.0f}" if loads else "")
+            for kind, (n, hw, cm, loads, load_us) in sorted(kinds.items())]
 
 
 def draw(ratios, path):

@@ -37,8 +37,8 @@ struct GpuExecutorOptions {
   std::uint64_t pool_bytes = 1ull << 30;      // fact blocks (the store's GPU tier)
   std::uint32_t reserved_pool_tokens = 4096;  // header KV and per-request (not admitted) facts
   /// Host-tier bytes allocated (page-locked) at construction; 0: as the tier grows. Pinning
-  /// host memory runs at a few GB/s and stalls the device, so a tier that grows inside a
-  /// measured step makes that step's offloads look ten times slower than PCIe.
+  /// host memory stalls the device, so a tier that grows inside a measured step makes that
+  /// step's host loads and offloads far slower than PCIe (bench/results/headline_hil.md).
   std::uint64_t host_bytes = 0;
   std::uint32_t kv_cache_tokens = 32768;     // KV cache rows for running requests and encodes
   std::uint32_t decode_reserve_tokens = 64;  // rows reserved past a prompt for its output

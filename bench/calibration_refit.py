@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Refits of the committed calibration points with other feature sets (exploration: what the
+features alone can reach). The same fit as `inferscale calibrate`: non-negative least squares on
+relative errors over the training points; error on the held-out ones.
+
+    python3 bench/calibration_refit.py [bench/results/calibration_h200.csv]
+"""
+import csv
+import os
+import re
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def nnls(a, b, iterations=500):
+    """Lawson-Hanson non-negative least squares."""
+    n = a.shape[1]
+    x, active = np.zeros(n), []
+    w = a.T @ (b - a @ x)
+    for _ in range(iterations):
+        free = [j for j in range(n) if j not in active]
+        if not free or max(w[free]) <= 1e-10:
+            break
+        active.append(free[int(np.argmax(w[free]))])
+        while True:
+            s = np.zeros(n)
+            s[active] = np.linalg.lstsq(a[:, active], b, rcond=None)[0]
+            if min(s[active]) > 0:
+                x = s
+                break
+            alpha = min(x[k] / (x[k] - s[k]) for k in active if s[k] <= 0)
+            x = x + alpha * (s - x)
+            active = [k for k in active if x[k] > 1e-12]
+        w = a.T @ (b - a @ x)
+    return x
+
+
+def main():
+    path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "bench", "results",
+                                                             "calibration_h200.csv")
+    rows = list(csv.reader(open(path)))
+    header, rows = rows[0], rows[1:]
+    first = {}
+    for i, h in enumerate(header):
+        first.setdefault(h, i)  # feature columns come before the raw counts of the same name
+
+    def col(name):
+        return np.array([float(r[first[name]]) for r in rows])
+
+    labels = [r[first["label"]] for r in rows]
+    train = np.array([r[first["split"]] == "train" for r in rows])
+    y = col("measured_ns")
+    prefill, decode, encode = col("prefill_tokens"), col("decode_tokens"), col("encode_tokens")
+    mixed = ((prefill > 0) & (decode > 0)).astype(float)
+    transfers = np.array([sum(int(m) for m in re.findall(r"load (\d+)x", l)) for l in labels],
+                         float)
+    v1 = ["roofline", "linear", "attention", "kv", "inject", "pcie", "encode_pass", "tokens",
+          "sequences", "encodes", "step"]
+    split_tokens = [c for c in v1 if c != "tokens"] + [prefill, decode, encode]
+    sets = [
+        ("roofline-v1 (the shipped features)", v1),
+        ("tokens split into prefill, decode, encode", split_tokens),
+        ("v1 + facts loaded or offloaded", v1 + [transfers]),
+        ("split tokens + mixed-step linear term + facts moved",
+         split_tokens + [mixed * col("linear"), transfers]),
+    ]
+    print("| features | train MAPE | held-out MAPE | held-out worst |")
+    print("|---|---:|---:|---:|")
+    for name, features in sets:
+        f = np.column_stack([col(c) if isinstance(c, str) else c for c in features])
+        x = nnls(f[train] / y[train, None], np.ones(train.sum()))
+        err = np.abs(f @ x - y) / y * 100
+        print(f"| {name} | {err[train].mean():.2f} % | {err[~train].mean():.2f} % "
+              f"| {err[~train].max():.1f} % |")
+
+
+if __name__ == "__main__":
+    main()
