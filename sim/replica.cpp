@@ -54,6 +54,7 @@ FactId Replica::local_id(FactId global) {
   if (local_plus1_[global] == 0) {
     global_of_.push_back(global);
     pins_.push_back(0);
+    host_dropped_step_.push_back(0);
     local_plus1_[global] = static_cast<std::uint32_t>(global_of_.size());
   }
   return local_plus1_[global] - 1;
@@ -200,16 +201,21 @@ bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission) {
     plan_.evictions.push_back(vg);
     if (host_ && !host_->resident(v)) {
       const CacheEntry ve = entry(vg, v, now);
-      std::vector<FactId> host_evicted;
-      if (host_->insert(ve, now, &host_evicted)) {
+      host_evicted_.clear();
+      if (host_->insert(ve, now, &host_evicted_)) {
         // The executor offloads before it drops host copies: a fact dropped from the host tier
         // earlier in this step and offloaded again now must stay.
-        auto& hev = plan_.host_evictions;
-        hev.erase(std::remove(hev.begin(), hev.end(), vg), hev.end());
+        if (host_dropped_step_[v] == stats_.steps + 1) {
+          auto& hev = plan_.host_evictions;
+          hev.erase(std::remove(hev.begin(), hev.end(), vg), hev.end());
+        }
         plan_.offloads.push_back(FactLoad{vg, ve.tokens, ve.bytes, kNoRequest, 0});
         ++stats_.offloads;
       }
-      for (const FactId h : host_evicted) plan_.host_evictions.push_back(global_of_[h]);
+      for (const FactId h : host_evicted_) {
+        plan_.host_evictions.push_back(global_of_[h]);
+        host_dropped_step_[h] = stats_.steps + 1;  // this step's plan (steps counts executed ones)
+      }
     }
   }
   if (ok) {

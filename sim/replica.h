@@ -140,10 +140,13 @@ class Replica final : public RunView {
   std::uint64_t kv_bytes_per_token_;
 
   std::unique_ptr<StoreTier> gpu_, host_;
-  std::vector<std::uint32_t> local_plus1_;  // global -> local + 1 (0: never seen here)
-  std::vector<FactId> global_of_;           // local -> global
-  std::vector<std::uint16_t> pins_;         // by local id
-  std::uint64_t unpins_ = 0;                // pins that dropped to zero (RunView::unpin_count)
+  std::vector<std::uint32_t> local_plus1_;        // global -> local + 1 (0: never seen here)
+  std::vector<FactId> global_of_;                 // local -> global
+  std::vector<std::uint16_t> pins_;               // by local id
+  std::vector<std::uint64_t> host_dropped_step_;  // by local id: steps + 1 of the plan that
+                                                  // dropped it from the host tier (0: none)
+  std::vector<FactId> host_evicted_;              // scratch of insert_gpu
+  std::uint64_t unpins_ = 0;  // pins that dropped to zero (RunView::unpin_count)
   std::unordered_map<UserId, UserState> users_;
 
   std::deque<std::uint32_t> waiting_;
