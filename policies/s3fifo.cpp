@@ -11,11 +11,18 @@
 // victim is the unpinned fact with the smallest (count, position).
 //
 // Layout for speed: the queues are rings of (bytes, id) entries, oldest first, so moving and
-// evicting touch consecutive memory. Per fact id there is one byte (hit count and queue; 1M facts:
-// 1 MiB), the only per-fact memory a hit touches, and the low 32 bits of its entry's ring
-// position, written when it enters a queue and read only when it leaves one from the middle (a
-// ghost coming back, a removal, S's victim from behind pinned facts): it leaves a hole, skipped,
-// dropped at the front, and compacted away when holes outnumber the live entries.
+// evicting touch consecutive memory, and per fact id there is one byte, its state (hit count,
+// queue, stale ghost entries; 1M facts: 1 MiB), the only per-fact memory a miss or a hit touches.
+// A fact that leaves a queue from the middle leaves a hole, skipped, dropped at the front, and
+// compacted away when holes outnumber the live entries. A ghost that comes back leaves its G
+// entry in place, stale, and counts it in its state byte: an id's stale entries are its oldest
+// ones in G, so trimming G tells them from the state byte it updates anyway. That needs their
+// bytes, known while all ghosts had one size. S's victim from behind pinned facts is found by a
+// scan of S, as victim() found it. After a first removal or a ghost of another size, each
+// entry's ring position is recorded per fact id (low 32 bits, 4 bytes per fact), written on
+// every push, so that a removal or a returning ghost finds its entry in O(1).
+// After each insertion the ring slots and states at the queues' fronts are prefetched: the next
+// evictions read them, and the fronts of M and G were written about a whole queue ago.
 #include <algorithm>
 
 #include "policies/id_list.h"
@@ -33,15 +40,22 @@ class S3Fifo final : public EvictionPolicy {
         ghost_target_(static_cast<std::uint64_t>(ghost_fraction * capacity_bytes)),
         threshold_(static_cast<std::uint8_t>(move_threshold)) {}
 
+  void on_access(const CacheEntry& e, SimTime) override {
+    // A hit updates the state byte, a miss reads it: start the load while the tier checks
+    // residency.
+    if (e.id < state_.size()) __builtin_prefetch(&state_[e.id], 1);
+  }
+
   void on_insert(const CacheEntry& e, SimTime) override {
     grow_to(state_, e.id, kNoneState);
-    grow_to(pos_, e.id);
+    if (positions_) grow_to(pos_, e.id);
     const auto id = static_cast<std::uint32_t>(e.id);
     const bool ghost = queue(id) == kGhost || pending_ghost_ == e.id;
-    if (queue(id) == kGhost) punch(kGhost, id);
+    if (queue(id) == kGhost) leave_ghost(id);
     pending_ghost_ = kNoFact;
     push_back(ghost ? kMain : kSmall, Entry{e.bytes, id});
     set_count(id, 0);
+    prefetch_fronts();
   }
 
   void on_hit(const CacheEntry& e, SimTime) override {
@@ -53,7 +67,12 @@ class S3Fifo final : public EvictionPolicy {
     const auto i = static_cast<std::uint32_t>(id);
     const std::uint8_t q = queue(i);
     if (q == kNone) return;
-    punch(q, i);
+    if (!positions_) record_positions();
+    if (q == kGhost) {
+      leave_ghost(i);
+    } else {
+      punch(q, i);
+    }
     maybe_compact(q);
   }
 
@@ -106,7 +125,7 @@ class S3Fifo final : public EvictionPolicy {
     // The incoming fact leaves G now, before G is trimmed below; on_insert sends it to M.
     if (ctx.incoming != nullptr && ctx.incoming->id < state_.size() &&
         queue(static_cast<std::uint32_t>(ctx.incoming->id)) == kGhost) {
-      punch(kGhost, static_cast<std::uint32_t>(ctx.incoming->id));
+      leave_ghost(static_cast<std::uint32_t>(ctx.incoming->id));
       pending_ghost_ = ctx.incoming->id;
     }
     // Replay S: the same moves as victim() computed, up to v if v is S's victim. The facts
@@ -141,17 +160,24 @@ class S3Fifo final : public EvictionPolicy {
       // v is S's victim; from behind what the replay left (only pinned facts in M) it leaves
       // S from the middle.
       if (!v_at_front) out = punch(kSmall, vid);
-      push_back(kGhost, out);
+      push_ghost(out);
       Queue& g = q_[kGhost];
       while (g.bytes > ghost_target_ && g.live != 0) {
         const Entry y = g.ring.front();
+        g.ring.pop_front();
         if (y.id == kHole) {
-          g.ring.pop_front();
           --g.holes;
           continue;
         }
-        pop_front(kGhost);
-        set_queue(y.id, kNone);
+        std::uint8_t& st = state_[y.id];
+        if (st >= kStaleOne) {  // an older entry of a ghost that came back
+          st = static_cast<std::uint8_t>(st - kStaleOne);
+          --g.holes;
+          continue;
+        }
+        --g.live;
+        g.bytes -= y.bytes;
+        st = static_cast<std::uint8_t>((st & ~kQueueMask) | kNoneState);
       }
       maybe_compact(kSmall);
       maybe_compact(kGhost);
@@ -187,40 +213,72 @@ class S3Fifo final : public EvictionPolicy {
 
  private:
   enum : std::uint8_t { kSmall = 0, kMain = 1, kGhost = 2, kNone = 3 };
-  static constexpr std::uint32_t kHole = 0xffffffffu;     // id of an entry whose fact left
-  static constexpr std::uint8_t kCountMask = 3;           // state: hit count in bits 0-1
-  static constexpr std::uint8_t kNoneState = kNone << 2;  // queue in bits 2-3
+  static constexpr std::uint32_t kHole = 0xffffffffu;  // id of an entry whose fact left
+  // State byte: hit count in bits 0-1, queue in bits 2-3, stale G entries in bits 4-7.
+  static constexpr std::uint8_t kCountMask = 3;
+  static constexpr std::uint8_t kQueueMask = 3 << 2;
+  static constexpr std::uint8_t kNoneState = kNone << 2;
+  static constexpr std::uint8_t kStaleOne = 1 << 4;
+  static constexpr std::uint8_t kStaleMax = 15;
+  static constexpr std::uint64_t kNoBytes = ~std::uint64_t{0};
+  static constexpr std::uint64_t kPrefetchSlots = 64;   // ring entries ahead of a front
+  static constexpr std::uint64_t kPrefetchStates = 16;  // state bytes ahead of a front
   struct Entry {
     std::uint64_t bytes;
     std::uint32_t id;
   };
   struct Queue {
     IdRing<Entry> ring;
-    std::uint64_t bytes = 0;  // of the live entries
-    std::size_t live = 0, holes = 0;
+    std::uint64_t bytes = 0;          // of the live entries
+    std::size_t live = 0, holes = 0;  // holes: entries that are not live (G: stale ones too)
   };
 
   std::uint8_t count(std::uint32_t id) const { return state_[id] & kCountMask; }
-  std::uint8_t queue(std::uint32_t id) const { return state_[id] >> 2; }
+  std::uint8_t queue(std::uint32_t id) const { return (state_[id] & kQueueMask) >> 2; }
+  std::uint8_t stale(std::uint32_t id) const { return state_[id] >> 4; }
   void set_count(std::uint32_t id, std::uint8_t c) {
     state_[id] = static_cast<std::uint8_t>((state_[id] & ~kCountMask) | c);
   }
   void set_queue(std::uint32_t id, std::uint8_t q) {
-    state_[id] = static_cast<std::uint8_t>((state_[id] & kCountMask) | q << 2);
+    state_[id] = static_cast<std::uint8_t>((state_[id] & ~kQueueMask) | q << 2);
   }
   void push_back(std::uint8_t q, const Entry& x) {
     Queue& r = q_[q];
-    pos_[x.id] = static_cast<std::uint32_t>(r.ring.end());
+    if (positions_) pos_[x.id] = static_cast<std::uint32_t>(r.ring.end());
     r.ring.push_back(x);
     ++r.live;
     r.bytes += x.bytes;
     set_queue(x.id, q);
   }
+  void push_ghost(const Entry& x) {
+    if (!positions_ && x.bytes != ghost_bytes_) {
+      if (ghost_bytes_ == kNoBytes) {
+        ghost_bytes_ = x.bytes;
+      } else {
+        record_positions();
+      }
+    }
+    push_back(kGhost, x);
+  }
+  /// The fact leaves G (it came back, or was removed): its entry stays, stale, or with recorded
+  /// positions becomes a hole.
+  void leave_ghost(std::uint32_t id) {
+    if (positions_) {
+      punch(kGhost, id);
+      return;
+    }
+    if (stale(id) == kStaleMax) compact(kGhost);
+    Queue& g = q_[kGhost];
+    --g.live;
+    ++g.holes;
+    g.bytes -= ghost_bytes_;
+    state_[id] = static_cast<std::uint8_t>(((state_[id] & ~kQueueMask) | kNoneState) + kStaleOne);
+  }
   /// Puts back at S's front an entry the replay took from there (still counted in S).
   void put_back_small(const Entry& x) {
     IdRing<Entry>& ring = q_[kSmall].ring;
     ring.push_front(x);
-    pos_[x.id] = static_cast<std::uint32_t>(ring.begin());
+    if (positions_) pos_[x.id] = static_cast<std::uint32_t>(ring.begin());
   }
   /// Pops the live entry at the front of `q` (its fact's queue is left as it was).
   Entry pop_front(std::uint8_t q) {
@@ -234,10 +292,7 @@ class S3Fifo final : public EvictionPolicy {
   /// The fact leaves queue `q` from anywhere: its entry becomes a hole. Returns the entry.
   Entry punch(std::uint8_t q, std::uint32_t id) {
     Queue& r = q_[q];
-    // The entry's position from its low 32 bits: a ring holds fewer than 2^32 entries.
-    const std::uint64_t p =
-        r.ring.begin() +
-        static_cast<std::uint32_t>(pos_[id] - static_cast<std::uint32_t>(r.ring.begin()));
+    const std::uint64_t p = position(q, id);
     const Entry x = r.ring[p];
     r.ring[p].id = kHole;
     --r.live;
@@ -246,27 +301,78 @@ class S3Fifo final : public EvictionPolicy {
     set_queue(id, kNone);
     return x;
   }
+  /// Where the live entry of `id` is in `q` (S or M, or G with recorded positions).
+  std::uint64_t position(std::uint8_t q, std::uint32_t id) const {
+    const IdRing<Entry>& ring = q_[q].ring;
+    if (positions_) {
+      // From the low 32 bits: a ring holds fewer than 2^32 entries.
+      return ring.begin() +
+             static_cast<std::uint32_t>(pos_[id] - static_cast<std::uint32_t>(ring.begin()));
+    }
+    std::uint64_t p = ring.begin();
+    while (ring[p].id != id) ++p;  // only one entry of S or M that is not a hole has it
+    return p;
+  }
+  /// From now on every entry's position is recorded; G keeps no stale entries.
+  void record_positions() {
+    positions_ = true;
+    pos_.assign(state_.size(), 0);
+    for (std::uint8_t q = kSmall; q <= kGhost; ++q) compact(q);
+  }
   void maybe_compact(std::uint8_t q) {
+    const Queue& r = q_[q];
+    if (r.holes > r.live + 1024) compact(q);
+  }
+  /// Drops the holes of `q` and G's stale entries (an id's oldest ones).
+  void compact(std::uint8_t q) {
     Queue& r = q_[q];
-    if (r.holes <= r.live + 1024) return;
     IdRing<Entry> ring;
     for (std::uint64_t p = r.ring.begin(); p != r.ring.end(); ++p) {
       const Entry& x = r.ring[p];
       if (x.id == kHole) continue;
-      pos_[x.id] = static_cast<std::uint32_t>(ring.end());
+      if (q == kGhost && state_[x.id] >= kStaleOne) {
+        state_[x.id] = static_cast<std::uint8_t>(state_[x.id] - kStaleOne);
+        continue;
+      }
+      if (positions_) pos_[x.id] = static_cast<std::uint32_t>(ring.end());
       ring.push_back(x);
     }
     r.ring = std::move(ring);
     r.holes = 0;
+    slots_prefetched_[q] = states_prefetched_[q] = 0;
+  }
+  /// Prefetches, ahead of each queue's front, its ring slots and then (once the slots are in
+  /// cache) the state bytes of their facts, each once: the front of M or G was written about a
+  /// full queue ago, so both are cold.
+  void prefetch_fronts() {
+    for (std::uint8_t q = kSmall; q <= kGhost; ++q) {
+      const IdRing<Entry>& ring = q_[q].ring;
+      const std::uint64_t b = ring.begin(), e = ring.end();
+      std::uint64_t p = std::max(slots_prefetched_[q], b);
+      for (const std::uint64_t stop = std::min(b + kPrefetchSlots, e); p < stop; p += 4) {
+        __builtin_prefetch(&ring[p]);  // 4 entries per cache line
+      }
+      slots_prefetched_[q] = std::max(slots_prefetched_[q], p);
+      const std::uint64_t stop = std::min(b + kPrefetchStates, e);
+      for (p = std::max(states_prefetched_[q], b); p < stop; ++p) {
+        const std::uint32_t id = ring[p].id;
+        if (id != kHole) __builtin_prefetch(&state_[id], 1);
+      }
+      states_prefetched_[q] = std::max(states_prefetched_[q], stop);
+    }
   }
 
   std::uint64_t small_target_, ghost_target_;
   std::uint8_t threshold_;
   Queue q_[3];
-  std::vector<std::uint8_t> state_;  // by fact id: hit count (0..3) and queue
-  std::vector<std::uint32_t> pos_;   // by fact id: low 32 bits of its entry's ring position
+  std::vector<std::uint8_t> state_;  // by fact id: hit count (0..3), queue, stale G entries
+  std::vector<std::uint32_t> pos_;   // by fact id, if positions_: low 32 bits of its ring position
   std::vector<Entry> kept_;          // scratch of on_evict
   FactId pending_ghost_ = kNoFact;   // taken from G by on_evict, inserted next
+  std::uint64_t ghost_bytes_ = kNoBytes;  // the size of every ghost so far
+  bool positions_ = false;                // pos_ is kept (after a removal or mixed ghost sizes)
+  // Ring positions up to which slots and states were prefetched.
+  std::uint64_t slots_prefetched_[3] = {0, 0, 0}, states_prefetched_[3] = {0, 0, 0};
 };
 
 }  // namespace
