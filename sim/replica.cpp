@@ -33,10 +33,10 @@ Replica::Replica(int index, const RunConfig& cfg, FactTable& facts, RequestPool&
   if (kv_inject_) {
     const std::uint64_t seed = cfg.seed * 1000003ull + static_cast<std::uint64_t>(index);
     gpu_ = make_tier("gpu", cfg.store.gpu, seed);
-    gpu_->set_view(this);
+    gpu_->set_view(this, true);
     if (cfg.store.host.enabled) {
       host_ = make_tier("host", cfg.store.host, seed + 17);
-      host_->set_view(this);
+      host_->set_view(this, true);
     }
   }
   total_blocks_ = cfg.request_kv_bytes() / (kv_bytes_per_token_ * kBlockTokens);
@@ -52,10 +52,9 @@ FactId Replica::local_id(FactId global) {
     local_plus1_.resize(std::max<std::size_t>(global + 1, local_plus1_.size() * 2), 0);
   }
   if (local_plus1_[global] == 0) {
-    global_of_.push_back(global);
-    pins_.push_back(0);
-    host_dropped_step_.push_back(0);
-    local_plus1_[global] = static_cast<std::uint32_t>(global_of_.size());
+    local_.push_back(LocalFact{static_cast<std::uint32_t>(global), 0});
+    if (host_) host_dropped_step_.push_back(0);
+    local_plus1_[global] = static_cast<std::uint32_t>(local_.size());
   }
   return local_plus1_[global] - 1;
 }
@@ -89,7 +88,7 @@ SimTime Replica::user_last_active(UserId user) const {
 }
 
 std::int64_t Replica::next_access(FactId local) const {
-  return next_access_ ? next_access_(global_of_[local], position_) : kNever;
+  return next_access_ ? next_access_(local_[local].global, position_) : kNever;
 }
 
 void Replica::enqueue(std::uint32_t ri, SimTime now) {
@@ -118,7 +117,7 @@ void Replica::warm_insert(FactId global) {
   // What the GPU tier does not keep goes to the host tier, as it would have over time.
   std::vector<FactId> dropped;
   for (const FactId v : evicted_) {
-    if (!host_->resident(v)) host_->insert(entry(global_of_[v], v, 0), 0, &dropped);
+    if (!host_->resident(v)) host_->insert(entry(local_[v].global, v, 0), 0, &dropped);
   }
   if (!placed && !host_->resident(local)) host_->insert(entry(global, local, 0), 0, &dropped);
 }
@@ -176,14 +175,14 @@ bool Replica::has_work() const {
 
 void Replica::pin(Request&, RequestFact& f) {
   if (f.pinned) return;
-  ++pins_[f.local];
+  add_pin(f.local);
   f.pinned = true;
 }
 
 void Replica::unpin_all(Request& r) {
   for (auto& f : r.layout) {
     if (f.pinned) {
-      INFERSCALE_ASSERT(pins_[f.local] > 0, "pin count underflow");
+      INFERSCALE_ASSERT(local_[f.local].pins > 0, "pin count underflow");
       unpin(f.local);
       f.pinned = false;
     }
@@ -197,7 +196,7 @@ bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission) {
   const bool ok =
       use_admission ? gpu_->insert(e, now, &evicted_) : gpu_->force_insert(e, now, &evicted_);
   for (const FactId v : evicted_) {
-    const FactId vg = global_of_[v];
+    const FactId vg = local_[v].global;
     plan_.evictions.push_back(vg);
     if (host_ && !host_->resident(v)) {
       const CacheEntry ve = entry(vg, v, now);
@@ -213,7 +212,7 @@ bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission) {
         ++stats_.offloads;
       }
       for (const FactId h : host_evicted_) {
-        plan_.host_evictions.push_back(global_of_[h]);
+        plan_.host_evictions.push_back(local_[h].global);
         host_dropped_step_[h] = stats_.steps + 1;  // this step's plan (steps counts executed ones)
       }
     }
@@ -221,7 +220,7 @@ bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission) {
   if (ok) {
     // Pinned until the step ends: a fact placed in this step must not be evicted by a later
     // insertion of the same step (the executor frees before it encodes).
-    ++pins_[local];
+    add_pin(local);
     step_pins_.push_back(local);
   }
   return ok;
@@ -253,8 +252,13 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now) {
   std::uint32_t present = shared;
   r.layout.clear();
   r.layout.reserve(r.facts.size());
+  // The facts' records are far apart: start every miss before the loop waits on the first.
   for (const FactId g : r.facts) {
-    RequestFact f;
+    facts_.prefetch(g);
+    if (g < local_plus1_.size()) __builtin_prefetch(local_plus1_.data() + g);
+  }
+  for (const FactId g : r.facts) {
+    RequestFact& f = r.layout.emplace_back();  // in place, as in plan_encode_job
     f.global = g;
     f.tokens = facts_[g].tokens;
     f.position = pos;
@@ -263,6 +267,7 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now) {
       f.source = FactSource::kText;
     } else {
       f.local = local_id(g);
+      __builtin_prefetch(local_.data() + f.local);  // pinned or placed below
       const CacheEntry e = entry(g, f.local, now);
       if (gpu_->lookup(e, now)) {
         f.source = FactSource::kGpuHit;
@@ -280,7 +285,6 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now) {
     } else {
       present += f.tokens;
     }
-    r.layout.push_back(f);
   }
   r.prompt_tokens = pos + s.footer_tokens + r.query_tokens;  // per-request loads name it
   // Then pins (the layout vector no longer moves): every GPU hit before any load, since a load
@@ -326,7 +330,7 @@ bool Replica::plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& 
   }
   const std::uint32_t tokens = encode_tokens(job.global);
   if (tokens > cfg_.scheduler.max_batch_tokens) {
-    throw InputError(cfg_.trace.where, "fact " + std::to_string(facts_[job.global].external) +
+    throw InputError(cfg_.trace.where, "fact " + std::to_string(facts_.external(job.global)) +
                                            " needs " + std::to_string(tokens) +
                                            " tokens to encode (with cwe_window " +
                                            std::to_string(cfg_.serving.cwe_window) +
@@ -338,8 +342,14 @@ bool Replica::plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& 
   const FactInfo& info = facts_[job.global];
   if (r == nullptr && !stored) return true;  // a memory write the store did not admit
   budget -= tokens;
-  FactEncode enc{job.global, info.user, info.tokens, info.encode_context_tokens, stored,
-                 kNoRequest, 0};
+  // Written in place: a copy from the stack would wait for the insertion's stores to random
+  // cache lines to drain (a wide load of narrow stores is not forwarded).
+  FactEncode& enc = plan_.encodes.emplace_back();
+  enc.fact = job.global;
+  enc.user = info.user;
+  enc.tokens = info.tokens;
+  enc.context_tokens = info.encode_context_tokens;
+  enc.store = stored;
   if (f != nullptr) {
     if (stored) {
       pin(*r, *f);
@@ -353,7 +363,6 @@ bool Replica::plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& 
   } else {
     ++stats_.memory_write_encodes;
   }
-  plan_.encodes.push_back(enc);
   ++stats_.encodes;
   stats_.encode_tokens += tokens;
   step_tokens_ += tokens;

@@ -81,13 +81,15 @@ class Replica final : public RunView {
   const BatchPlan& plan() const { return plan_; }
 
   // RunView (ids are this replica's local ids)
-  bool pinned(FactId local) const override { return local < pins_.size() && pins_[local] > 0; }
+  bool pinned(FactId local) const override {
+    return local < local_.size() && local_[local].pins > 0;
+  }
   std::uint64_t unpin_count() const override { return unpins_; }
   bool user_in_flight(UserId user) const override;
   SimTime user_last_active(UserId user) const override;
   std::int64_t next_access(FactId local) const override;
   std::int64_t position() const override { return position_; }
-  FactId fact_id_bound() const override { return global_of_.size(); }
+  FactId fact_id_bound() const override { return local_.size(); }
 
  private:
   struct EncodeJob {
@@ -127,7 +129,15 @@ class Replica final : public RunView {
   }
   void release_request(std::uint32_t ri);
   void unpin(FactId local) {
-    if (--pins_[local] == 0) ++unpins_;
+    if (--local_[local].pins != 0) return;
+    ++unpins_;
+    gpu_->on_unpinned(local);
+    if (host_) host_->on_unpinned(local);
+  }
+  void add_pin(FactId local) {
+    if (local_[local].pins++ != 0) return;
+    gpu_->on_pinned(local);
+    if (host_) host_->on_pinned(local);
   }
 
   int index_;
@@ -140,13 +150,19 @@ class Replica final : public RunView {
   std::uint64_t kv_bytes_per_token_;
 
   std::unique_ptr<StoreTier> gpu_, host_;
-  std::vector<std::uint32_t> local_plus1_;        // global -> local + 1 (0: never seen here)
-  std::vector<FactId> global_of_;                 // local -> global
-  std::vector<std::uint16_t> pins_;               // by local id
-  std::vector<std::uint64_t> host_dropped_step_;  // by local id: steps + 1 of the plan that
-                                                  // dropped it from the host tier (0: none)
-  std::vector<FactId> host_evicted_;              // scratch of insert_gpu
-  std::uint64_t unpins_ = 0;  // pins that dropped to zero (RunView::unpin_count)
+  std::vector<std::uint32_t> local_plus1_;  // global -> local + 1 (0: never seen here)
+  /// A fact as this replica knows it, by local id: one record, so that an eviction reads the
+  /// victim's pins and global id in one cache line.
+  struct LocalFact {
+    std::uint32_t global = 0;
+    std::uint16_t pins = 0;  // running requests (and this step's placement) holding it
+  };
+  std::vector<LocalFact> local_;
+  std::vector<std::uint64_t>
+      host_dropped_step_;             // by local id, with a host tier: steps + 1 of the plan that
+                                      // dropped it from the host tier (0: none)
+  std::vector<FactId> host_evicted_;  // scratch of insert_gpu
+  std::uint64_t unpins_ = 0;          // pins that dropped to zero (RunView::unpin_count)
   std::unordered_map<UserId, UserState> users_;
 
   std::deque<std::uint32_t> waiting_;

@@ -92,6 +92,11 @@ bool StoreTier::make_room(const CacheEntry& e, SimTime now, std::vector<FactId>*
   ctx.incoming = &e;
   while (used_bytes_ + e.bytes > capacity_bytes_) {
     ctx.bytes_needed = used_bytes_ + e.bytes - capacity_bytes_;
+    if (tracks_pins_ && unpinned_resident_ == 0) {
+      INFERSCALE_ASSERT(!eviction_->victim(ctx) || view_->pinned(*eviction_->victim(ctx)),
+                        "unpinned resident facts miscounted");
+      return false;
+    }
     const auto v = eviction_->victim(ctx);
     if (!v) return false;
     // Checked in every build: a plugin policy must not corrupt the store.
@@ -132,6 +137,7 @@ bool StoreTier::force_insert(const CacheEntry& e, SimTime now, std::vector<FactI
   resident_bits_[e.id >> 6] |= std::uint64_t{1} << (e.id & 63);
   used_bytes_ += e.bytes;
   ++resident_count_;
+  if (tracks_pins_ && !view_->pinned(e.id)) ++unpinned_resident_;
   ++stats_.inserts;
   stats_.peak_bytes = std::max(stats_.peak_bytes, used_bytes_);
   INFERSCALE_ASSERT(used_bytes_ <= capacity_bytes_, "tier capacity exceeded");
@@ -140,6 +146,7 @@ bool StoreTier::force_insert(const CacheEntry& e, SimTime now, std::vector<FactI
 }
 
 void StoreTier::drop(FactId id) {
+  if (tracks_pins_ && !view_->pinned(id)) --unpinned_resident_;
   resident_bits_[id >> 6] &= ~(std::uint64_t{1} << (id & 63));
   used_bytes_ -= bytes_.get(id);
   --resident_count_;

@@ -78,10 +78,20 @@ class StoreTier {
             std::string eviction_name = {});
 
   /// The run's view (pins, users, future); set before the first access. Also given to the
-  /// eviction policy (EvictionPolicy::attach).
-  void set_view(const RunView* view) {
+  /// eviction policy (EvictionPolicy::attach). With `tracks_pins`, the run calls on_pinned and
+  /// on_unpinned whenever RunView::pinned changes for a fact.
+  void set_view(const RunView* view, bool tracks_pins = false) {
     view_ = view;
     eviction_->attach(view);
+    tracks_pins_ = tracks_pins && view != nullptr;
+  }
+  /// `id` became pinned (set_view with tracks_pins).
+  void on_pinned(FactId id) {
+    if (resident(id)) --unpinned_resident_;
+  }
+  /// `id` is no longer pinned (set_view with tracks_pins).
+  void on_unpinned(FactId id) {
+    if (resident(id)) ++unpinned_resident_;
   }
 
   bool resident(FactId id) const {
@@ -129,6 +139,11 @@ class StoreTier {
   bool track_last_access_ = false;
   std::uint64_t used_bytes_ = 0;
   std::uint64_t resident_count_ = 0;
+  // With pins tracked: resident facts that are not pinned. None: every victim() answers nothing
+  // (it may not name a pinned fact), so make_room does not ask. With a store full of facts that
+  // running requests inject, that search would walk the pinned facts again after every unpin.
+  bool tracks_pins_ = false;
+  std::uint64_t unpinned_resident_ = 0;
   TierStats stats_;
 };
 

@@ -120,3 +120,46 @@ TEST_CASE("a tier's used bytes stay exact with many distinct fact sizes") {
   CHECK(tier.used_bytes() == expected);
   CHECK(!evicted.empty());
 }
+
+TEST_CASE("a tier told of pin changes decides what an untold tier decides") {
+  // Two tiers replay the same accesses, pins and unpins; one is told of every pin change (and
+  // skips the victim search when none of its facts is unpinned), the other asks its policy each
+  // time. 60 facts of 10 bytes, room for 15: the store is often entirely pinned.
+  for (const char* policy : {"lru", "fifo", "sieve", "s3fifo", "slru", "gdsf"}) {
+    INFO(policy);
+    auto told = make_tier(policy, 150);
+    auto untold = make_tier(policy, 150);
+    Pins pins;
+    told.set_view(&pins, true);
+    untold.set_view(&pins);
+    std::uint64_t state = 12345;
+    auto next = [&state] {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      return state >> 33;
+    };
+    std::vector<FactId> told_evicted, untold_evicted;
+    std::uint64_t evictions = 0, rejected_all_pinned = 0;
+    for (int step = 0; step < 30000; ++step) {
+      const auto op = next() % 10;
+      const FactId f = next() % 60;
+      if (op < 6) {
+        const bool hit = told.lookup(entry(f), step);
+        REQUIRE(untold.lookup(entry(f), step) == hit);
+        if (hit) continue;
+        told_evicted.clear();
+        untold_evicted.clear();
+        const bool placed = told.insert(entry(f), step, &told_evicted);
+        REQUIRE(untold.insert(entry(f), step, &untold_evicted) == placed);
+        REQUIRE(told_evicted == untold_evicted);
+        evictions += told_evicted.size();
+        if (!placed && told_evicted.empty()) ++rejected_all_pinned;
+      } else if (op < 9) {
+        if (told.resident(f) && pins.pinned_ids.insert(f).second) told.on_pinned(f);
+      } else if (pins.pinned_ids.erase(f) != 0) {
+        told.on_unpinned(f);
+      }
+    }
+    CHECK(evictions > 1000);
+    CHECK(rejected_all_pinned > 10);
+  }
+}
