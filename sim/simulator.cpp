@@ -39,7 +39,7 @@ struct PendingRequest {
   SimTime time;
   std::uint32_t query_tokens, output_tokens;
   std::int64_t trace_position;
-  std::vector<FactId> facts;
+  std::vector<std::uint32_t> facts;  // dense ids
 };
 
 struct ClosedUser {
@@ -188,14 +188,12 @@ struct Simulator::Impl {
 
   FactId add_fact(const FactRecord& f, bool memory_write) {
     FactInfo info;
-    info.external = f.id;
     info.user = f.user;
     info.tokens = f.tokens;
     info.encode_context_tokens = cwe_context_tokens(f, cfg.serving);
     info.created = f.time;
-    info.memory_write = memory_write;
     info.recompute_cost_ns = recompute_cost(info.tokens, info.encode_context_tokens);
-    return facts.add(info);
+    return facts.add(info, f.id, memory_write);
   }
 
   /// encode_cost, memoized: facts repeat a few token counts and the price is a pure function.
@@ -231,8 +229,10 @@ struct Simulator::Impl {
     kick(rep, now);
   }
 
+  /// `ids`: the request's dense fact ids, best last.
   void issue(RequestId id, UserId user, SimTime now, std::uint32_t query_tokens,
-             std::uint32_t output_tokens, const FactId* ids, std::size_t n, std::int64_t pos) {
+             std::uint32_t output_tokens, const std::uint32_t* ids, std::size_t n,
+             std::int64_t pos) {
     const std::uint32_t ri = pool.acquire();
     Request& r = pool[ri];
     r.id = id;
@@ -244,6 +244,7 @@ struct Simulator::Impl {
     const std::size_t k = std::min<std::size_t>(n, cfg.serving.k);
     r.facts.assign(ids + (n - k), ids + n);  // best last: keep the last k
     r.fact_tokens = 0;
+    for (const FactId f : r.facts) facts.prefetch(f);
     for (const FactId f : r.facts) r.fact_tokens += facts[f].tokens;
     users_seen[user] = true;
     const int rep = router->route(user, replicas);
@@ -334,10 +335,8 @@ struct Simulator::Impl {
             break;
           case RecordKind::kRequest: {
             const auto& dense = reader.request_fact_indices();
-            std::vector<FactId>& ids = scratch_ids;
-            ids.assign(dense.begin(), dense.end());
             issue(rec.request.id, rec.request.user, now, rec.request.query_tokens,
-                  rec.request.output_tokens, ids.data(), ids.size(), requests_seen++);
+                  rec.request.output_tokens, dense.data(), dense.size(), requests_seen++);
             break;
           }
         }
@@ -374,9 +373,9 @@ struct Simulator::Impl {
           auto [it, inserted] = closed_index.emplace(rec.request.user, closed_users.size());
           if (inserted) closed_users.push_back(ClosedUser{rec.request.user, {}});
           const auto& dense = reader.request_fact_indices();
-          closed_users[it->second].pending.push_back(PendingRequest{
-              rec.request.id, rec.request.time, rec.request.query_tokens, rec.request.output_tokens,
-              requests_seen++, std::vector<FactId>(dense.begin(), dense.end())});
+          closed_users[it->second].pending.push_back(
+              PendingRequest{rec.request.id, rec.request.time, rec.request.query_tokens,
+                             rec.request.output_tokens, requests_seen++, dense});
           ++closed_total;
           break;
         }
@@ -485,8 +484,6 @@ struct Simulator::Impl {
     s.events_per_s = s.wall_s > 0 ? double(events) / s.wall_s : 0;
     return s;
   }
-
-  std::vector<FactId> scratch_ids;
 };
 
 Simulator::Simulator(const RunConfig& cfg, std::string trace_path, ExecutorFactory executors,

@@ -23,8 +23,7 @@ std::uint32_t FactIndex::add(FactId id, UserId user) {
   return dense;
 }
 
-std::uint32_t FactIndex::find(FactId id) const {
-  if (id < kDenseLimit) return id < dense_.size() ? dense_[id] : kAbsent;
+std::uint32_t FactIndex::find_sparse(FactId id) const {
   auto it = sparse_.find(id);
   return it == sparse_.end() ? kAbsent : it->second;
 }

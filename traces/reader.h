@@ -21,12 +21,16 @@ class FactIndex {
   /// Registers a fact; returns its dense index, or kAbsent if the id exists already.
   std::uint32_t add(FactId id, UserId user);
   /// Dense index of `id`, or kAbsent.
-  std::uint32_t find(FactId id) const;
+  std::uint32_t find(FactId id) const {
+    if (id < kDenseLimit) return id < dense_.size() ? dense_[id] : kAbsent;
+    return find_sparse(id);
+  }
   UserId owner(std::uint32_t dense) const { return owner_[dense]; }
   std::size_t size() const { return owner_.size(); }
 
  private:
   static constexpr FactId kDenseLimit = FactId{1} << 28;
+  std::uint32_t find_sparse(FactId id) const;
   std::vector<std::uint32_t> dense_;  // by id, for ids < kDenseLimit
   std::unordered_map<FactId, std::uint32_t> sparse_;
   std::vector<UserId> owner_;  // by dense index

@@ -34,9 +34,23 @@ struct Cursor {
     ++p;
     return eat(':');
   }
+  /// What std::from_chars accepts for a non-negative `lo`, digit by digit: up to 18 digits
+  /// cannot overflow; longer runs of digits go to from_chars.
   bool integer(std::int64_t& v, std::int64_t lo, std::int64_t hi) {
-    auto [q, ec] = std::from_chars(p, end, v);
-    if (ec != std::errc() || q == p) return false;
+    const char* q = p;
+    std::uint64_t x = 0;
+    while (q != end && q - p < 18 && static_cast<unsigned char>(*q - '0') < 10) {
+      x = x * 10 + static_cast<unsigned>(*q - '0');
+      ++q;
+    }
+    if (q == p) return false;
+    if (q != end && static_cast<unsigned char>(*q - '0') < 10) {
+      auto [r, ec] = std::from_chars(p, end, v);
+      if (ec != std::errc()) return false;
+      q = r;
+    } else {
+      v = static_cast<std::int64_t>(x);
+    }
     if (q != end && (*q == '.' || *q == 'e' || *q == 'E')) return false;
     p = q;
     return v >= lo && v <= hi;
@@ -166,7 +180,10 @@ bool TraceReader::fast_request(TraceRecord& out) {
     } else if (first(k, "output_tokens", has_output)) {
       ok = c.integer(output, 1, kMaxTokens);
     } else if (first(k, "facts", has_facts)) {
-      ok = c.int_array(0, kMaxId, [&](std::int64_t v) { fast_ints_.push_back(v); });
+      // Straight into the record: a line the fast path gives up on is parsed again in full.
+      r.facts.clear();
+      ok = c.int_array(0, kMaxId,
+                       [&](std::int64_t v) { r.facts.push_back(static_cast<FactId>(v)); });
     } else if (first(k, "text", has_text)) {
       ok = c.string(text);
     }
@@ -176,13 +193,13 @@ bool TraceReader::fast_request(TraceRecord& out) {
     return false;
   }
   if (time < last_time_) return false;
-  dense_facts_.clear();
-  for (const std::int64_t f : fast_ints_) {
-    const auto dense = facts_.find(static_cast<FactId>(f));
+  dense_facts_.resize(r.facts.size());
+  for (std::size_t i = 0; i < r.facts.size(); ++i) {
+    const auto dense = facts_.find(r.facts[i]);
     if (dense == FactIndex::kAbsent || facts_.owner(dense) != static_cast<UserId>(user)) {
       return false;
     }
-    dense_facts_.push_back(dense);
+    dense_facts_[i] = dense;
   }
   last_time_ = time;
   r.id = static_cast<RequestId>(id);
@@ -190,7 +207,6 @@ bool TraceReader::fast_request(TraceRecord& out) {
   r.time = time;
   r.query_tokens = static_cast<std::uint32_t>(query);
   r.output_tokens = static_cast<std::uint32_t>(output);
-  r.facts.assign(fast_ints_.begin(), fast_ints_.end());
   r.text.assign(text);
   r.qa.category = 0;
   r.qa.answer.clear();
