@@ -50,21 +50,21 @@ BatchResult CalibratedCostModel::price(const StepWork& w) const {
   auto term = [&](CalibrationFeature i) { return f[i] * c[i]; };
   const double forward_ns = term(kFeatureRoofline) + term(kFeatureLinear) +
                             term(kFeatureAttention) + term(kFeatureKv) + term(kFeatureTokens);
-  const double encode_pass_ns = term(kFeatureEncodePass);
   const double inject_ns = term(kFeatureInject);
-  const double load_ns = term(kFeaturePcie);
-  const double overhead_ns = term(kFeatureSequences) + term(kFeatureEncodes) + term(kFeatureStep);
+  const double load_ns = term(kFeaturePcie) + term(kFeatureTransfers);
+  const double overhead_ns = term(kFeaturePasses) + term(kFeatureSequences) + term(kFeatureMixed) +
+                             term(kFeatureEncodes) + term(kFeatureStep);
   // The forward pass is split over its phases by token count, as in the roofline cost model.
   const double tokens = w.prefill_tokens + w.decode_tokens + w.encode_tokens;
   auto share = [&](double t) { return tokens > 0 ? forward_ns * t / tokens : 0.0; };
   BatchResult r;
   r.phases.prefill_ns = round_ns(share(w.prefill_tokens));
   r.phases.decode_ns = round_ns(share(w.decode_tokens));
-  r.phases.encode_ns = round_ns(share(w.encode_tokens) + encode_pass_ns);
+  r.phases.encode_ns = round_ns(share(w.encode_tokens));
   r.phases.inject_ns = round_ns(inject_ns);
   r.phases.load_ns = round_ns(load_ns);
   r.phases.overhead_ns = round_ns(overhead_ns);
-  r.duration_ns = round_ns(forward_ns + encode_pass_ns + inject_ns + load_ns + overhead_ns);
+  r.duration_ns = round_ns(forward_ns + inject_ns + load_ns + overhead_ns);
   return r;
 }
 

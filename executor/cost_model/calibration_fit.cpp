@@ -9,22 +9,24 @@ namespace inferscale {
 
 const std::array<const char*, kFeatureCount>& calibration_feature_names() {
   static const std::array<const char*, kFeatureCount> names = {
-      "roofline",    "linear", "attention", "kv",      "inject", "pcie",
-      "encode_pass", "tokens", "sequences", "encodes", "step"};
+      "roofline", "linear", "attention", "kv",    "inject",  "pcie", "transfers",
+      "passes",   "tokens", "sequences", "mixed", "encodes", "step"};
   return names;
 }
 
 const std::array<const char*, kFeatureCount>& calibration_feature_meanings() {
   static const std::array<const char*, kFeatureCount> meanings = {
       "max((gemm_flops + attention_flops) / F, (weight_bytes + KV bytes) / B) in ns",
-      "max(gemm_flops / F, weight_bytes / B) in ns",
+      "per forward pass, max(gemm_flops / F, weight_bytes / B), summed, in ns",
       "attention_flops / F in ns",
       "forward KV bytes read and written / B in ns",
       "injected KV bytes (read + write) / B in ns",
       "host <-> GPU bytes / P in ns",
-      "weight_bytes / B in ns when the step encodes facts",
+      "ns per fact loaded from or offloaded to the host tier",
+      "ns per forward pass (prefills and decodes: one; fact encodes: one more)",
       "ns per token through the model",
       "ns per prefill or decode item",
+      "ns per step that runs prefills beside decodes",
       "ns per fact encode",
       "ns per step that does any work"};
   return meanings;
@@ -43,16 +45,24 @@ FeatureVector calibration_features(const StepWork& w, const ModelConfig& model,
   const double kv = std::max(0.0, w.hbm_bytes - weights);
   const double f_s = 1e9 / knee.gemm_flops_per_s, b_s = 1e9 / knee.hbm_bytes_per_s;
   f[kFeatureRoofline] = std::max((w.gemm_flops + w.attention_flops) * f_s, (weights + kv) * b_s);
-  f[kFeatureLinear] = std::max(w.gemm_flops * f_s, weights * b_s);
+  // Fact encodes run as a forward pass of their own, which reads the weights again.
+  const double encode_gemm = w.encode_tokens * model.layer_flops_per_token();
+  const bool main_pass = w.prefill_tokens + w.decode_tokens > 0, encode_pass = w.encode_tokens > 0;
+  const double w_ns = double(model.weight_bytes()) * b_s;
+  f[kFeatureLinear] = (main_pass ? std::max((w.gemm_flops - encode_gemm) * f_s, w_ns) : 0.0) +
+                      (encode_pass ? std::max(encode_gemm * f_s, w_ns) : 0.0);
   f[kFeatureAttention] = w.attention_flops * f_s;
   f[kFeatureKv] = kv * b_s;
   f[kFeatureInject] = w.inject_bytes * b_s;
   f[kFeaturePcie] = w.pcie_bytes * 1e9 / knee.pcie_bytes_per_s;
-  f[kFeatureEncodePass] = w.encodes > 0 ? double(model.weight_bytes()) * b_s : 0.0;
+  f[kFeatureTransfers] = w.transfers;
+  f[kFeaturePasses] = double(main_pass) + double(encode_pass);
   f[kFeatureTokens] = tokens;
   f[kFeatureSequences] = w.sequences;
+  f[kFeatureMixed] = w.prefill_tokens > 0 && w.decode_tokens > 0 ? 1.0 : 0.0;
   f[kFeatureEncodes] = w.encodes;
-  const bool busy = tokens > 0 || w.inject_bytes > 0 || w.pcie_bytes > 0 || w.encodes > 0;
+  const bool busy =
+      tokens > 0 || w.inject_bytes > 0 || w.pcie_bytes > 0 || w.transfers > 0 || w.encodes > 0;
   f[kFeatureStep] = busy ? 1.0 : 0.0;
   return f;
 }

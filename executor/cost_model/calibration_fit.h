@@ -18,23 +18,26 @@ namespace inferscale {
 
 /// Version of the feature definitions below; a profile records it and is read only by a build
 /// with the same definitions.
-inline constexpr const char* kCalibrationFeatures = "roofline-v1";
+inline constexpr const char* kCalibrationFeatures = "roofline-v2";
 
 /// The features, in profile order. Rates F (GEMM FLOP/s), B (HBM bytes/s) and P (PCIe bytes/s)
 /// are the profile's knee; W is the model's weight bytes.
 enum CalibrationFeature : std::size_t {
-  kFeatureRoofline,    // max((gemm + attention flops) / F, (W + KV bytes) / B): the forward as
-                       // one overlapped roofline, ns
-  kFeatureLinear,      // max(gemm_flops / F, W / B): the matmuls, compute- or weight-bound, ns
-  kFeatureAttention,   // attention_flops / F, ns
-  kFeatureKv,          // KV bytes the forward reads and writes / B, ns
-  kFeatureInject,      // injected KV bytes (read + write) / B, ns
-  kFeaturePcie,        // host <-> GPU bytes / P, ns
-  kFeatureEncodePass,  // W / B when the step encodes facts (a separate forward pass), ns
-  kFeatureTokens,      // tokens through the model (prefill + decode + encode)
-  kFeatureSequences,   // prefill and decode items
-  kFeatureEncodes,     // fact encodes
-  kFeatureStep,        // 1 for a step that does any work
+  kFeatureRoofline,   // max((gemm + attention flops) / F, (W + KV bytes) / B): the forward as
+                      // one overlapped roofline, ns
+  kFeatureLinear,     // per forward pass, max(gemm_flops / F, W / B), summed: the matmuls,
+                      // compute- or weight-bound, ns (encodes run as a pass of their own)
+  kFeatureAttention,  // attention_flops / F, ns
+  kFeatureKv,         // KV bytes the forward reads and writes / B, ns
+  kFeatureInject,     // injected KV bytes (read + write) / B, ns
+  kFeaturePcie,       // host <-> GPU bytes / P, ns
+  kFeatureTransfers,  // facts moved between host and GPU (each a set of per-block copies)
+  kFeaturePasses,     // forward passes: one for prefills and decodes, one for fact encodes
+  kFeatureTokens,     // tokens through the model (prefill + decode + encode)
+  kFeatureSequences,  // prefill and decode items
+  kFeatureMixed,      // 1 for a step that runs prefills beside decodes
+  kFeatureEncodes,    // fact encodes
+  kFeatureStep,       // 1 for a step that does any work
   kFeatureCount
 };
 

@@ -12,10 +12,9 @@ namespace {
 // Step limits of the grid: a scheduler token budget (prefill + decode), KV of the decoders and
 // of continuation chunks, and one encode forward.
 constexpr std::uint64_t kMaxStepTokens = 8192;
-constexpr std::uint64_t kMaxDecodeKvTokens = 262144;
+constexpr std::uint64_t kMaxDecodeKvTokens = 589824;  // 72 GiB of Llama-3.1-8B KV
 constexpr std::uint64_t kMaxChunkKvTokens = 65536;
 constexpr std::uint64_t kMaxEncodeTokens = 16384;
-constexpr std::uint32_t kBlockTokens = 16;
 
 std::uint32_t decoder_prompt(const CalibrationShape& s, std::uint32_t chunks) {
   return s.header_tokens + chunks * s.chunk_tokens + s.query_tokens;
@@ -105,11 +104,11 @@ CalibrationGrid full_grid() {
               {&P::prefill_chunks, {2, 8, 16}}});
   // Decode alone: batch x context.
   add_family(v, s,
-             {{&P::decode_batch, {1, 2, 4, 8, 16, 32, 64, 128, 256}},
+             {{&P::decode_batch, {1, 2, 4, 8, 16, 32, 64, 128, 256, 512}},
               {&P::decode_chunks, {0, 1, 4, 8, 16}}});
   // Continuous batching: decodes with new prefills.
   add_family(v, s,
-             {{&P::decode_batch, {8, 64, 128}},
+             {{&P::decode_batch, {8, 64, 128, 256}},
               {&P::decode_chunks, {1, 8}},
               {&P::prefill_batch, {1, 4}},
               {&P::prefill_tokens, {64, 512}},
@@ -326,6 +325,8 @@ std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& p
                                                        std::uint32_t measured) {
   std::vector<CalibrationStep> out;
   const std::uint64_t kv = model_.kv_bytes_per_token();
+  // A fact moves as whole blocks of the pool, as the simulator's store counts its bytes.
+  const std::uint64_t move_bytes = blocks_of(pt.move_tokens) * kBlockTokens * kv;
 
   // Decoders: prefilled (context injected, query computed) before the measured steps.
   std::vector<Prompt> decoders;
@@ -351,7 +352,7 @@ std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& p
     if (!load_facts.empty()) {
       CalibrationStep park;
       for (FactId f : load_facts) {
-        park.plan.offloads.push_back(FactLoad{f, pt.move_tokens, pt.move_tokens * kv});
+        park.plan.offloads.push_back(FactLoad{f, pt.move_tokens, move_bytes});
         park.plan.evictions.push_back(f);
       }
       out.push_back(std::move(park));
@@ -392,10 +393,10 @@ std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& p
           FactEncode{encoded.back(), 0, pt.encode_tokens, pt.encode_context, true});
     }
     for (FactId f : load_facts) {
-      m.plan.loads.push_back(FactLoad{f, pt.move_tokens, pt.move_tokens * kv});
+      m.plan.loads.push_back(FactLoad{f, pt.move_tokens, move_bytes});
     }
     for (FactId f : offload_facts) {
-      m.plan.offloads.push_back(FactLoad{f, pt.move_tokens, pt.move_tokens * kv});
+      m.plan.offloads.push_back(FactLoad{f, pt.move_tokens, move_bytes});
     }
     if (rep + 1 == measured) {
       for (const Prompt& d : decoders) m.plan.released.push_back(d.request);

@@ -23,22 +23,25 @@ void accumulate(StepWork& sum, const StepWork& w, double scale) {
   sum.pcie_bytes += scale * w.pcie_bytes;
   sum.sequences += scale * w.sequences;
   sum.encodes += scale * w.encodes;
+  sum.transfers += scale * w.transfers;
   sum.prefill_tokens += scale * w.prefill_tokens;
   sum.decode_tokens += scale * w.decode_tokens;
   sum.encode_tokens += scale * w.encode_tokens;
 }
 
-}  // namespace
-
-std::vector<PointMeasurement> profile_executor(Executor& executor, const CalibrationGrid& grid,
-                                               const ModelConfig& model,
-                                               const ProfileOptions& options,
-                                               const std::function<void(const std::string&)>& log) {
+/// Walks the grid's steps in order; `time_step` runs a step and returns its time in ns (or is
+/// empty: nothing runs, and the points keep the samples they were given). Each point's work is
+/// the mean over its kept steps.
+std::vector<PointMeasurement> walk_grid(const CalibrationGrid& grid, const ModelConfig& model,
+                                        const ProfileOptions& options,
+                                        const std::function<double(const BatchPlan&)>& time_step,
+                                        const std::function<void(const std::string&)>& log) {
   if (options.repeats == 0) throw std::invalid_argument("calibration: repeats must be positive");
   const CostModel counter(model, CostRates{});  // counts work; its rates are unused
   CalibrationPlanner planner(model, grid.shape);
-  for (const CalibrationStep& s : planner.preamble()) executor.execute(s.plan);
-
+  if (time_step) {
+    for (const CalibrationStep& s : planner.preamble()) time_step(s.plan);
+  }
   std::vector<PointMeasurement> out;
   const std::uint32_t timed = options.warmup + options.repeats;
   for (std::size_t i = 0; i < grid.points.size(); ++i) {
@@ -48,12 +51,12 @@ std::vector<PointMeasurement> profile_executor(Executor& executor, const Calibra
     m.held_out = calibration_held_out(i);
     std::uint32_t seen = 0;
     for (const CalibrationStep& s : planner.steps(pt, timed)) {
-      const BatchResult r = executor.execute(s.plan);
+      const double ns = time_step ? time_step(s.plan) : 0.0;
       if (!s.measured || seen++ < options.warmup) continue;
-      m.samples_ns.push_back(double(r.duration_ns));
+      if (time_step) m.samples_ns.push_back(ns);
       accumulate(m.work, counter.work(s.plan), 1.0 / options.repeats);
     }
-    m.duration_ns = median(m.samples_ns);
+    if (time_step) m.duration_ns = median(m.samples_ns);
     if (log) {
       char line[256];
       std::snprintf(line, sizeof line, "[%3zu/%zu] %-52s %10.3f ms%s", i + 1, grid.points.size(),
@@ -63,7 +66,47 @@ std::vector<PointMeasurement> profile_executor(Executor& executor, const Calibra
     }
     out.push_back(std::move(m));
   }
-  for (const CalibrationStep& s : planner.postamble()) executor.execute(s.plan);
+  if (time_step) {
+    for (const CalibrationStep& s : planner.postamble()) time_step(s.plan);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<PointMeasurement> profile_executor(Executor& executor, const CalibrationGrid& grid,
+                                               const ModelConfig& model,
+                                               const ProfileOptions& options,
+                                               const std::function<void(const std::string&)>& log) {
+  return walk_grid(
+      grid, model, options,
+      [&](const BatchPlan& plan) { return double(executor.execute(plan).duration_ns); }, log);
+}
+
+std::vector<PointMeasurement> replay_measurements(
+    const CalibrationGrid& grid, const ModelConfig& model, const ProfileOptions& options,
+    const std::vector<std::vector<double>>& samples_ns) {
+  if (samples_ns.size() != grid.points.size()) {
+    throw std::invalid_argument("calibration: " + std::to_string(samples_ns.size()) +
+                                " measured points for a grid of " +
+                                std::to_string(grid.points.size()));
+  }
+  std::vector<PointMeasurement> out = walk_grid(grid, model, options, {}, {});
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (samples_ns[i].size() != options.repeats) {
+      throw std::invalid_argument("calibration: point " + std::to_string(i) + " has " +
+                                  std::to_string(samples_ns[i].size()) + " samples, expected " +
+                                  std::to_string(options.repeats) + " (--repeats)");
+    }
+    for (double v : samples_ns[i]) {
+      if (!(v > 0)) {
+        throw std::invalid_argument("calibration: point " + std::to_string(i) +
+                                    " has a sample that is not a positive time");
+      }
+    }
+    out[i].samples_ns = samples_ns[i];
+    out[i].duration_ns = median(samples_ns[i]);
+  }
   return out;
 }
 
@@ -82,7 +125,7 @@ std::string calibration_points_csv(const CalibrationGrid& grid,
   // The step's work as counted (a refit with other features needs no new measurement).
   out +=
       ",gemm_flops,attention_flops,hbm_bytes,inject_bytes,pcie_bytes,sequences,encodes,"
-      "prefill_tokens,decode_tokens,encode_tokens,samples_ns\n";
+      "prefill_tokens,decode_tokens,encode_tokens,transfers,samples_ns\n";
   for (std::size_t i = 0; i < measurements.size(); ++i) {
     const PointMeasurement& m = measurements[i];
     const FeatureVector f = calibration_features(m.work, model, fit.knee);
@@ -97,8 +140,9 @@ std::string calibration_points_csv(const CalibrationGrid& grid,
       out += buf;
     }
     const StepWork& w = m.work;
-    for (double v : {w.gemm_flops, w.attention_flops, w.hbm_bytes, w.inject_bytes, w.pcie_bytes,
-                     w.sequences, w.encodes, w.prefill_tokens, w.decode_tokens, w.encode_tokens}) {
+    for (double v :
+         {w.gemm_flops, w.attention_flops, w.hbm_bytes, w.inject_bytes, w.pcie_bytes, w.sequences,
+          w.encodes, w.prefill_tokens, w.decode_tokens, w.encode_tokens, w.transfers}) {
       std::snprintf(buf, sizeof buf, ",%.17g", v);
       out += buf;
     }

@@ -33,6 +33,14 @@ std::vector<PointMeasurement> profile_executor(Executor& executor, const Calibra
                                                const ProfileOptions& options,
                                                const std::function<void(const std::string&)>& log);
 
+/// The measurements of an earlier profile (a points CSV's timed samples, one list per grid point,
+/// in grid order) with each point's work counted again from the grid's plans, as profile_executor
+/// counts it: a refit with other feature definitions needs no new measurement. Throws
+/// std::invalid_argument when the lists do not match the grid (count) or the options (samples).
+std::vector<PointMeasurement> replay_measurements(
+    const CalibrationGrid& grid, const ModelConfig& model, const ProfileOptions& options,
+    const std::vector<std::vector<double>>& samples_ns);
+
 /// The measurements as fit samples (work, median time, held-out flag).
 std::vector<FitSample> fit_samples(const std::vector<PointMeasurement>& measurements);
 

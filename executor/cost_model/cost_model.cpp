@@ -70,6 +70,7 @@ StepWork CostModel::work(const BatchPlan& plan) const {
   }
   for (const auto& l : plan.loads) w.pcie_bytes += double(l.bytes);
   for (const auto& o : plan.offloads) w.pcie_bytes += double(o.bytes);
+  w.transfers = double(plan.loads.size() + plan.offloads.size());
   const double tokens = w.prefill_tokens + w.decode_tokens + w.encode_tokens;
   w.gemm_flops = tokens * layer_flops + samples * head_flops;
   if (tokens > 0) w.hbm_bytes += double(model_.weight_bytes());

@@ -10,13 +10,13 @@ namespace inferscale {
 
 /// The rates a step is priced with. From a GpuConfig (peak x efficiency) or a calibrated profile.
 struct CostRates {
-  double gemm_flops_per_s = 0;       // decoder-layer and LM-head matmuls
-  double attention_flops_per_s = 0;  // QK^T and PV
-  double hbm_bytes_per_s = 0;        // weights, KV reads/writes, injection copies
-  double pcie_bytes_per_s = 0;       // host <-> GPU fact loads/offloads
-  double step_overhead_ns = 0;       // fixed per step
-  double per_seq_overhead_ns = 0;    // per sequence in the step (sampling, bookkeeping)
-  double per_encode_overhead_ns = 0; // per fact encode (a separate pass per fact)
+  double gemm_flops_per_s = 0;        // decoder-layer and LM-head matmuls
+  double attention_flops_per_s = 0;   // QK^T and PV
+  double hbm_bytes_per_s = 0;         // weights, KV reads/writes, injection copies
+  double pcie_bytes_per_s = 0;        // host <-> GPU fact loads/offloads
+  double step_overhead_ns = 0;        // fixed per step
+  double per_seq_overhead_ns = 0;     // per sequence in the step (sampling, bookkeeping)
+  double per_encode_overhead_ns = 0;  // per fact encode (a separate pass per fact)
 
   static CostRates from_gpu(const GpuConfig& gpu);
 };
@@ -25,11 +25,12 @@ struct CostRates {
 struct StepWork {
   double gemm_flops = 0;
   double attention_flops = 0;
-  double hbm_bytes = 0;       // weights + KV traffic of the forward pass
-  double inject_bytes = 0;    // KV gathered into request caches (read + write)
+  double hbm_bytes = 0;     // weights + KV traffic of the forward pass
+  double inject_bytes = 0;  // KV gathered into request caches (read + write)
   double pcie_bytes = 0;
   double sequences = 0;
   double encodes = 0;
+  double transfers = 0;  // facts moved between the host tier and the GPU (loads + offloads)
   double prefill_tokens = 0, decode_tokens = 0, encode_tokens = 0;
 };
 

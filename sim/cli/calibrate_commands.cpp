@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <sstream>
 
 #include "executor/cost_model/calibration_profiler.h"
 #include "sim/cli/calibrate.h"
@@ -34,7 +35,9 @@ struct CalibrateArgs {
   std::uint32_t warmup = 2;
   std::string device = "cuda";
   std::uint64_t seed = 0;
-  std::string points;  // optional CSV of every point
+  std::string points;   // optional CSV of every point
+  std::string refit;    // a points CSV to fit again instead of profiling
+  std::string machine;  // with --refit: the device the points were measured on
 };
 
 std::string utc_now() {
@@ -50,7 +53,8 @@ std::string command_line(const CalibrateArgs& a) {
   std::string c = "inferscale calibrate --executor " + a.executor + " --model " + a.model +
                   " --gpu " + a.gpu + " --grid " + a.grid + " --repeats " +
                   std::to_string(a.repeats) + " --warmup " + std::to_string(a.warmup);
-  if (a.executor != "cost_model") c += " --device " + a.device;
+  if (!a.refit.empty()) c += " --refit " + a.refit + " --machine \"" + a.machine + "\"";
+  if (a.executor != "cost_model" && a.refit.empty()) c += " --device " + a.device;
   if (!a.points.empty()) c += " --points " + a.points;
   return c + " --out " + a.out;
 }
@@ -65,6 +69,74 @@ void write_text(const std::string& path, const std::string& text, const std::str
     if (!f.flush()) throw InputError(where, "cannot write " + path);
   }
   std::filesystem::rename(tmp, path);
+}
+
+/// Splits one CSV line (fields may be double-quoted; no quote inside a field).
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (char c : line) {
+    if (c == '"') {
+      quoted = !quoted;
+    } else if (c == ',' && !quoted) {
+      out.emplace_back();
+    } else {
+      out.back() += c;
+    }
+  }
+  return out;
+}
+
+/// The timed samples of every point of a `--points` CSV, checked against the grid's labels.
+std::vector<std::vector<double>> read_points_samples(const std::string& path,
+                                                     const CalibrationGrid& grid) {
+  std::ifstream f(path);
+  if (!f) throw InputError("--refit", "cannot open " + path);
+  std::string line;
+  if (!std::getline(f, line)) throw InputError(path + ":1", "empty file, expected a header");
+  const std::vector<std::string> header = csv_fields(line);
+  auto column = [&](const std::string& name) {
+    for (std::size_t i = 0; i < header.size(); ++i) {
+      if (header[i] == name) return i;
+    }
+    throw InputError(path + ":1", "no column '" + name + "' (expected a calibrate --points CSV)");
+  };
+  const std::size_t c_point = column("point"), c_label = column("label"),
+                    c_samples = column("samples_ns");
+  std::vector<std::vector<double>> samples;
+  for (long n = 2; std::getline(f, line); ++n) {
+    if (line.empty()) continue;
+    const std::string where = position(path, n);
+    const std::vector<std::string> row = csv_fields(line);
+    if (row.size() != header.size()) {
+      throw InputError(
+          where, std::to_string(row.size()) + " fields, expected " + std::to_string(header.size()));
+    }
+    const std::size_t i = samples.size();
+    if (row[c_point] != std::to_string(i)) {
+      throw InputError(where, "point '" + row[c_point] + "', expected " + std::to_string(i));
+    }
+    if (i >= grid.points.size() || row[c_label] != grid.points[i].label(grid.shape)) {
+      throw InputError(where, "point '" + row[c_label] + "' is not point " + std::to_string(i) +
+                                  " of grid '" + grid.name + "' (--grid)");
+    }
+    std::vector<double> v;
+    std::istringstream in(row[c_samples]);
+    for (std::string tok; in >> tok;) {
+      char* end = nullptr;
+      const double x = std::strtod(tok.c_str(), &end);
+      if (end == tok.c_str() || *end != '\0' || !(x > 0)) {
+        throw InputError(where, "samples_ns: '" + tok + "' is not a positive number of ns");
+      }
+      v.push_back(x);
+    }
+    samples.push_back(std::move(v));
+  }
+  if (samples.size() != grid.points.size()) {
+    throw InputError(path, std::to_string(samples.size()) + " points, grid '" + grid.name +
+                               "' has " + std::to_string(grid.points.size()));
+  }
+  return samples;
 }
 
 /// Executor time of the whole grid as the datasheet roofline prices it (a forecast).
@@ -83,6 +155,10 @@ double forecast_s(const CalibrationGrid& grid, const ModelConfig& model, const G
   return ns / 1e9;
 }
 
+int fit_and_write(const CalibrateArgs& a, const CalibrationGrid& grid, const ModelConfig& model,
+                  const GpuConfig& gpu, const std::vector<PointMeasurement>& measured,
+                  const std::string& machine, double wall_s);
+
 int run_calibrate(const CalibrateArgs& a) {
   const ModelConfig model = load_model(a.model, "--model");
   const GpuConfig gpu = load_gpu(a.gpu, "--gpu");
@@ -93,6 +169,19 @@ int run_calibrate(const CalibrateArgs& a) {
     grid = make_calibration_grid(a.grid);
   } catch (const std::invalid_argument& e) {
     throw InputError("--grid", e.what());
+  }
+  const ProfileOptions options{a.warmup, a.repeats};
+  if (!a.refit.empty()) {
+    if (a.machine.empty()) throw InputError("--machine", "required with --refit");
+    std::vector<PointMeasurement> measured;
+    try {
+      measured = replay_measurements(grid, model, options, read_points_samples(a.refit, grid));
+    } catch (const std::invalid_argument& e) {
+      throw InputError(a.refit, e.what());
+    }
+    std::fprintf(stderr, "refitting %zu points of %s (measured on %s)\n", measured.size(),
+                 a.refit.c_str(), a.machine.c_str());
+    return fit_and_write(a, grid, model, gpu, measured, a.machine, 0.0);
   }
   const std::uint32_t timed = a.warmup + a.repeats;
   CalibrationTarget target{model, gpu, calibration_needs(grid, model, timed), a.device, a.seed};
@@ -125,10 +214,17 @@ int run_calibrate(const CalibrateArgs& a) {
 
   const auto start = std::chrono::steady_clock::now();
   const auto measured =
-      profile_executor(*profiled.executor, grid, model, ProfileOptions{a.warmup, a.repeats},
+      profile_executor(*profiled.executor, grid, model, options,
                        [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return fit_and_write(a, grid, model, gpu, measured, profiled.machine, wall_s);
+}
+
+/// Fits the profile to the measurements and writes it (and the points CSV when asked).
+int fit_and_write(const CalibrateArgs& a, const CalibrationGrid& grid, const ModelConfig& model,
+                  const GpuConfig& gpu, const std::vector<PointMeasurement>& measured,
+                  const std::string& machine, double wall_s) {
   const CalibrationFit fit =
       fit_calibration(fit_samples(measured), model, KneeRates::datasheet(gpu));
 
@@ -136,7 +232,7 @@ int run_calibrate(const CalibrateArgs& a) {
   p.model = CalibrationProfile::model_of(model);
   p.gpu = gpu.name;
   p.executor = a.executor;
-  p.machine = profiled.machine;
+  p.machine = machine;
   p.date = utc_now();
   p.command = command_line(a);
   p.knee = fit.knee;
@@ -167,8 +263,8 @@ int run_calibrate(const CalibrateArgs& a) {
       "\nbatch time MAPE: train %.2f %% (%zu points), held out %.2f %% (%zu points, "
       "worst %.2f %%)\n",
       fit.train_mape_pct, fit.train, fit.held_out_mape_pct, fit.held_out, fit.held_out_max_ape_pct);
-  std::printf("profiled in %.1f s; wrote %s%s%s\n", wall_s, a.out.c_str(),
-              a.points.empty() ? "" : " and ", a.points.c_str());
+  if (a.refit.empty()) std::printf("profiled in %.1f s; ", wall_s);
+  std::printf("wrote %s%s%s\n", a.out.c_str(), a.points.empty() ? "" : " and ", a.points.c_str());
   return 0;
 }
 
@@ -196,6 +292,11 @@ void add_calibrate_commands(CLI::App& app, Action& action) {
   cmd->add_option("--points", args->points,
                   "also write every point (CSV: measured, predicted, "
                   "features)");
+  cmd->add_option("--refit", args->refit,
+                  "fit again the points of an earlier --points CSV (same grid, warm-up and "
+                  "repeats) instead of profiling: for new feature definitions");
+  cmd->add_option("--machine", args->machine,
+                  "with --refit: the device the points were measured on (the profile records it)");
   cmd->callback([&action, args] { action = [args] { return run_calibrate(*args); }; });
 }
 

@@ -80,7 +80,9 @@ TEST_CASE("calibration grid: step sequences are valid for a stateful executor") 
         measured += s.measured;
         for (const auto& o : p.offloads) {
           CHECK(pool.count(o.fact) == 1);
-          CHECK(o.bytes == o.tokens * m.kv_bytes_per_token());
+          // Whole blocks, as the simulator's store counts a fact's bytes.
+          CHECK(o.bytes == (o.tokens + kBlockTokens - 1) / kBlockTokens * kBlockTokens *
+                               m.kv_bytes_per_token());
           host.insert(o.fact);
         }
         for (FactId f : p.evictions) CHECK(pool.erase(f) == 1);
@@ -203,11 +205,13 @@ TEST_CASE("calibration fit recovers known coefficients from noisy synthetic time
   truth[kFeatureKv] = 1.2;
   truth[kFeatureInject] = 1.6;
   truth[kFeaturePcie] = 1.25;
-  truth[kFeatureEncodePass] = 1.0;
-  truth[kFeatureTokens] = 40;       // ns per token
-  truth[kFeatureSequences] = 6000;  // ns per sequence
-  truth[kFeatureEncodes] = 20000;   // ns per encode
-  truth[kFeatureStep] = 1500000;    // ns per step
+  truth[kFeatureTransfers] = 30000;  // ns per fact moved
+  truth[kFeaturePasses] = 400000;    // ns per forward pass
+  truth[kFeatureTokens] = 40;        // ns per token
+  truth[kFeatureSequences] = 6000;   // ns per sequence
+  truth[kFeatureMixed] = 300000;     // ns per step of prefills beside decodes
+  truth[kFeatureEncodes] = 20000;    // ns per encode
+  truth[kFeatureStep] = 1500000;     // ns per step
   std::vector<FitSample> samples;
   for (std::size_t i = 0; i < work.size(); ++i) {
     const double t = calibrated_ns(calibration_features(work[i], m, truth_knee), truth);

@@ -114,7 +114,7 @@ TEST_CASE("a malformed profile is an error at its file, line and column") {
       {"  step: 1500", "  step: fast", "expected a number"},
       {"  step: 1500", "  stepp: 1000000", "unknown key 'stepp'"},
       {"  kv: 0", "  kv: 0\n  linearr: 1", "linearr"},
-      {"features: roofline-v1", "features: roofline-v0", "this build computes"},
+      {"features: roofline-v2", "features: roofline-v0", "this build computes"},
       {"format: 1", "format: 2", "format 2"},
       {"  hbm_bytes_per_s: 1e+12", "  hbm_bytes_per_s: 0", "knee.hbm_bytes_per_s"},
       {"  layers: 1\n", "", "missing key 'layers'"},
@@ -286,5 +286,48 @@ TEST_CASE("inferscale calibrate: cost_model profile, errors exit 2 and write not
   CHECK(run_cli(common + " --executor cost_model --repeats 0 --out " + bad, dir / "e3.txt") == 2);
   CHECK(run_cli("calibrate --executor cost_model --model nosuch --out " + bad, dir / "e4.txt") ==
         2);
+  CHECK_FALSE(std::filesystem::exists(bad));
+}
+
+TEST_CASE("inferscale calibrate --refit: the points of a profile fit again to the same profile") {
+  const auto dir = temp_dir("calibrate_refit");
+  const auto model = source_path("tests/sim/data/tiny_model.yaml");
+  const auto gpu = source_path("tests/sim/data/tiny_gpu.yaml");
+  const std::string common = "calibrate --executor cost_model --model " + model + " --gpu " + gpu +
+                             " --grid small --repeats 2 --warmup 1";
+  const auto points = (dir / "points.csv").string();
+  const auto first = (dir / "first.yaml").string(), again = (dir / "again.yaml").string();
+  REQUIRE(run_cli(common + " --out " + first + " --points " + points, dir / "log1.txt") == 0);
+  REQUIRE(run_cli(common + " --refit " + points + " --machine \"a machine\" --out " + again,
+                  dir / "log2.txt") == 0);
+  const CalibrationProfile a = load_profile(first, "test"), b = load_profile(again, "test");
+  CHECK(b.machine == "a machine");
+  CHECK(b.command.find("--refit " + points) != std::string::npos);
+  for (std::size_t i = 0; i < kFeatureCount; ++i) {
+    INFO(calibration_feature_names()[i]);
+    CHECK(b.coefficients[i] == Approx(a.coefficients[i]).margin(1e-9));
+  }
+  CHECK(b.held_out_mape_pct == Approx(a.held_out_mape_pct).margin(1e-9));
+
+  // A points file of another grid, other repeats or a damaged line: exit 2 at the place.
+  std::string csv = read_text(points);
+  const auto second_line = csv.find('\n', csv.find('\n') + 1) + 1;
+  std::string damaged = csv;
+  damaged.replace(damaged.find('"', second_line) + 1, 6, "zzzzzz");
+  const auto bad_points = (dir / "damaged.csv").string();
+  write_text(dir / "damaged.csv", damaged);
+  const auto bad = (dir / "bad.yaml").string();
+  CHECK(run_cli(common + " --refit " + bad_points + " --machine m --out " + bad, dir / "e1.txt") ==
+        2);
+  CHECK(read_text(dir / "e1.txt").find("damaged.csv:3") != std::string::npos);
+  CHECK(run_cli(common + " --refit " + points + " --out " + bad, dir / "e2.txt") == 2);
+  CHECK(read_text(dir / "e2.txt").find("--machine") != std::string::npos);
+  const std::string other = "calibrate --executor cost_model --model " + model + " --gpu " + gpu +
+                            " --grid small --repeats 3 --warmup 1";
+  CHECK(run_cli(other + " --refit " + points + " --machine m --out " + bad, dir / "e3.txt") == 2);
+  CHECK(read_text(dir / "e3.txt").find("--repeats") != std::string::npos);
+  CHECK(run_cli("calibrate --executor cost_model --grid full --refit " + points +
+                    " --machine m --out " + bad,
+                dir / "e4.txt") == 2);
   CHECK_FALSE(std::filesystem::exists(bad));
 }
