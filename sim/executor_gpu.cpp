@@ -32,6 +32,7 @@ HilExecutorOptions hil_options(const RunConfig& run, int replica) {
   o.max_batch_tokens = run.scheduler.max_batch_tokens;
   o.rope_delta = run.serving.rope == RopeMode::kDelta;
   o.seed = run.seed;
+  o.header_tokens = run.serving.header_cache ? run.serving.header_tokens : 0;
   return o;
 }
 

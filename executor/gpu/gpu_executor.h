@@ -87,6 +87,9 @@ class GpuExecutor : public Executor {
   /// Runs the one-time work of a fresh executor (library handles, first launches, allocator
   /// growth) outside any step, so that the first measured step costs what later ones do.
   void warm_up();
+  /// Computes the shared header of `tokens` tokens into the pool's reserved area now (outside
+  /// any step) if it is not there; steps that name it reuse it.
+  void prepare_header(std::uint32_t tokens);
   /// Whether the host tier holds a fact.
   bool host_has(FactId fact) const { return host_tier_->find(fact) != nullptr; }
 

@@ -81,6 +81,13 @@ void GpuExecutor::ensure_header(std::uint32_t tokens, Injections& inj) {
   stats_.encoded_tokens += tokens;
 }
 
+void GpuExecutor::prepare_header(std::uint32_t tokens) {
+  c10::InferenceMode guard;
+  Injections none;
+  ensure_header(tokens, none);
+  ops_->clock().synchronize();
+}
+
 void GpuExecutor::run_encodes(const std::vector<PendingEncode>& encodes, Injections& inj) {
   // Each encode is its own sequence: w context tokens, then the fact, at positions 0 ..; only
   // the fact tokens' K and V are stored (rows of the context are scratch and dropped).

@@ -27,6 +27,7 @@ class DeviceBoundExecutor final : public Executor {
     g.seed = o.seed;
     inner_ = std::make_unique<GpuExecutor>(std::move(g));
     inner_->warm_up();
+    if (o.header_tokens > 0) inner_->prepare_header(o.header_tokens);
   }
   ~DeviceBoundExecutor() override {
     c10::DeviceGuard guard(device_);
