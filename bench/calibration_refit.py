@@ -7,7 +7,6 @@ relative errors over the training points; error on the held-out ones.
 """
 import csv
 import os
-import re
 import sys
 
 import numpy as np
@@ -54,18 +53,14 @@ def main():
     train = np.array([r[first["split"]] == "train" for r in rows])
     y = col("measured_ns")
     prefill, decode, encode = col("prefill_tokens"), col("decode_tokens"), col("encode_tokens")
-    mixed = ((prefill > 0) & (decode > 0)).astype(float)
-    transfers = np.array([sum(int(m) for m in re.findall(r"load (\d+)x", l)) for l in labels],
-                         float)
-    v1 = ["roofline", "linear", "attention", "kv", "inject", "pcie", "encode_pass", "tokens",
-          "sequences", "encodes", "step"]
-    split_tokens = [c for c in v1 if c != "tokens"] + [prefill, decode, encode]
+    # The shipped features: the columns between error_pct and the raw work counts.
+    shipped = header[header.index("error_pct") + 1:header.index("gemm_flops")]
+    without = lambda *names: [c for c in shipped if c not in names]
     sets = [
-        ("roofline-v1 (the shipped features)", v1),
-        ("tokens split into prefill, decode, encode", split_tokens),
-        ("v1 + facts loaded or offloaded", v1 + [transfers]),
-        ("split tokens + mixed-step linear term + facts moved",
-         split_tokens + [mixed * col("linear"), transfers]),
+        ("the shipped features (" + ", ".join(shipped) + ")", shipped),
+        ("without mixed", without("mixed")),
+        ("without passes", without("passes")),
+        ("tokens split into prefill, decode, encode", without("tokens") + [prefill, decode, encode]),
     ]
     print("| features | train MAPE | held-out MAPE | held-out worst |")
     print("|---|---:|---:|---:|")
