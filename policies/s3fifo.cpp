@@ -21,8 +21,9 @@
 // scan of S, as victim() found it. After a first removal or a ghost of another size, each
 // entry's ring position is recorded per fact id (low 32 bits, 4 bytes per fact), written on
 // every push, so that a removal or a returning ghost finds its entry in O(1).
-// After each insertion the ring slots and states at the queues' fronts are prefetched: the next
-// evictions read them, and the fronts of M and G were written about a whole queue ago.
+// Each pop from a queue's front prefetches the slot and the state of entries further on, which
+// the next evictions read: the fronts of M and G were written about a whole queue ago. A lookup
+// prefetches its fact's state while the tier checks residency.
 #include <algorithm>
 
 #include "policies/id_list.h"
@@ -55,7 +56,6 @@ class S3Fifo final : public EvictionPolicy {
     pending_ghost_ = kNoFact;
     push_back(ghost ? kMain : kSmall, Entry{e.bytes, id});
     set_count(id, 0);
-    prefetch_fronts();
   }
 
   void on_hit(const CacheEntry& e, SimTime) override {
@@ -137,7 +137,7 @@ class S3Fifo final : public EvictionPolicy {
     while (!s.ring.empty() && (s.bytes > small_target_ || mq.live == 0)) {
       const Entry x = s.ring.front();
       if (x.id == kHole) {
-        s.ring.pop_front();
+        advance(s.ring);
         --s.holes;
         continue;
       }
@@ -149,7 +149,7 @@ class S3Fifo final : public EvictionPolicy {
         v_at_front = true;
         break;
       } else {
-        s.ring.pop_front();
+        advance(s.ring);
         kept_.push_back(x);
       }
     }
@@ -164,7 +164,7 @@ class S3Fifo final : public EvictionPolicy {
       Queue& g = q_[kGhost];
       while (g.bytes > ghost_target_ && g.live != 0) {
         const Entry y = g.ring.front();
-        g.ring.pop_front();
+        advance(g.ring);
         if (y.id == kHole) {
           --g.holes;
           continue;
@@ -195,19 +195,22 @@ class S3Fifo final : public EvictionPolicy {
     }
     for (;;) {
       const Entry x = mq.ring.front();
+      advance(mq.ring);
       if (x.id == kHole) {
-        mq.ring.pop_front();
         --mq.holes;
         continue;
       }
-      pop_front(kMain);
       if (x.id == vid) {
+        --mq.live;
+        mq.bytes -= x.bytes;
         set_queue(vid, kNone);
         break;
       }
+      // Passed: back to M's end, its count decremented (live entries and bytes unchanged).
       const std::uint8_t c = count(x.id);
       if (c > 0) set_count(x.id, c - 1);
-      push_back(kMain, x);
+      if (positions_) pos_[x.id] = static_cast<std::uint32_t>(mq.ring.end());
+      mq.ring.push_back(x);
     }
   }
 
@@ -221,8 +224,8 @@ class S3Fifo final : public EvictionPolicy {
   static constexpr std::uint8_t kStaleOne = 1 << 4;
   static constexpr std::uint8_t kStaleMax = 15;
   static constexpr std::uint64_t kNoBytes = ~std::uint64_t{0};
-  static constexpr std::uint64_t kPrefetchSlots = 64;   // ring entries ahead of a front
-  static constexpr std::uint64_t kPrefetchStates = 16;  // state bytes ahead of a front
+  static constexpr std::uint64_t kPrefetchSlots = 32;  // ring entries ahead of a front
+  static constexpr std::uint64_t kPrefetchStates = 8;  // state bytes ahead of a front
   struct Entry {
     std::uint64_t bytes;
     std::uint32_t id;
@@ -284,7 +287,7 @@ class S3Fifo final : public EvictionPolicy {
   Entry pop_front(std::uint8_t q) {
     Queue& r = q_[q];
     const Entry x = r.ring.front();
-    r.ring.pop_front();
+    advance(r.ring);
     --r.live;
     r.bytes -= x.bytes;
     return x;
@@ -339,26 +342,17 @@ class S3Fifo final : public EvictionPolicy {
     }
     r.ring = std::move(ring);
     r.holes = 0;
-    slots_prefetched_[q] = states_prefetched_[q] = 0;
   }
-  /// Prefetches, ahead of each queue's front, its ring slots and then (once the slots are in
-  /// cache) the state bytes of their facts, each once: the front of M or G was written about a
-  /// full queue ago, so both are cold.
-  void prefetch_fronts() {
-    for (std::uint8_t q = kSmall; q <= kGhost; ++q) {
-      const IdRing<Entry>& ring = q_[q].ring;
-      const std::uint64_t b = ring.begin(), e = ring.end();
-      std::uint64_t p = std::max(slots_prefetched_[q], b);
-      for (const std::uint64_t stop = std::min(b + kPrefetchSlots, e); p < stop; p += 4) {
-        __builtin_prefetch(&ring[p]);  // 4 entries per cache line
-      }
-      slots_prefetched_[q] = std::max(slots_prefetched_[q], p);
-      const std::uint64_t stop = std::min(b + kPrefetchStates, e);
-      for (p = std::max(states_prefetched_[q], b); p < stop; ++p) {
-        const std::uint32_t id = ring[p].id;
-        if (id != kHole) __builtin_prefetch(&state_[id], 1);
-      }
-      states_prefetched_[q] = std::max(states_prefetched_[q], stop);
+  /// Pops the front slot of `ring` and prefetches for the entries coming up to the front: the
+  /// slot kPrefetchSlots ahead, and the state of the fact kPrefetchStates ahead (whose slot was
+  /// prefetched before). The front of M or G was written about a whole queue ago: both are cold.
+  void advance(IdRing<Entry>& ring) {
+    ring.pop_front();
+    const std::uint64_t b = ring.begin(), n = ring.end() - b;
+    if (kPrefetchSlots < n) __builtin_prefetch(&ring[b + kPrefetchSlots]);
+    if (kPrefetchStates < n) {
+      const std::uint32_t id = ring[b + kPrefetchStates].id;
+      if (id != kHole) __builtin_prefetch(&state_[id], 1);
     }
   }
 
@@ -371,8 +365,6 @@ class S3Fifo final : public EvictionPolicy {
   FactId pending_ghost_ = kNoFact;   // taken from G by on_evict, inserted next
   std::uint64_t ghost_bytes_ = kNoBytes;  // the size of every ghost so far
   bool positions_ = false;                // pos_ is kept (after a removal or mixed ghost sizes)
-  // Ring positions up to which slots and states were prefetched.
-  std::uint64_t slots_prefetched_[3] = {0, 0, 0}, states_prefetched_[3] = {0, 0, 0};
 };
 
 }  // namespace
