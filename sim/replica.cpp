@@ -47,15 +47,13 @@ Replica::Replica(int index, const RunConfig& cfg, FactTable& facts, RequestPool&
   free_blocks_ = total_blocks_;
 }
 
-FactId Replica::local_id(FactId global) {
+FactId Replica::add_local(FactId global) {
   if (global >= local_plus1_.size()) {
     local_plus1_.resize(std::max<std::size_t>(global + 1, local_plus1_.size() * 2), 0);
   }
-  if (local_plus1_[global] == 0) {
-    local_.push_back(LocalFact{static_cast<std::uint32_t>(global), 0});
-    if (host_) host_dropped_step_.push_back(0);
-    local_plus1_[global] = static_cast<std::uint32_t>(local_.size());
-  }
+  local_.push_back(LocalFact{static_cast<std::uint32_t>(global), 0});
+  if (host_) host_dropped_step_.push_back(0);
+  local_plus1_[global] = static_cast<std::uint32_t>(local_.size());
   return local_plus1_[global] - 1;
 }
 
@@ -78,13 +76,13 @@ std::uint32_t Replica::encode_tokens(FactId global) const {
 }
 
 bool Replica::user_in_flight(UserId user) const {
-  auto it = users_.find(user);
-  return it != users_.end() && it->second.in_flight > 0;
+  const UserState* u = users_.find(user);
+  return u != nullptr && u->in_flight > 0;
 }
 
 SimTime Replica::user_last_active(UserId user) const {
-  auto it = users_.find(user);
-  return it == users_.end() ? kNever : it->second.last_active;
+  const UserState* u = users_.find(user);
+  return u == nullptr ? kNever : u->last_active;
 }
 
 std::int64_t Replica::next_access(FactId local) const {
@@ -569,8 +567,8 @@ void Replica::release_request(std::uint32_t ri) {
   r.kv_blocks = 0;
   running_.erase(std::find(running_.begin(), running_.end(), ri));
   to_release_.push_back(r.id);
-  auto it = users_.find(r.user);
-  if (it != users_.end() && it->second.in_flight > 0) --it->second.in_flight;
+  UserState* u = users_.find(r.user);
+  if (u != nullptr && u->in_flight > 0) --u->in_flight;
 }
 
 void Replica::finish_step(SimTime now, std::vector<std::uint32_t>& finished) {

@@ -14,6 +14,7 @@
 #include "sim/fact_table.h"
 #include "sim/request.h"
 #include "sim/store_tier.h"
+#include "sim/user_map.h"
 
 namespace inferscale {
 
@@ -110,7 +111,11 @@ class Replica final : public RunView {
     bool last_chunk;
   };
 
-  FactId local_id(FactId global);
+  FactId local_id(FactId global) {
+    if (global < local_plus1_.size() && local_plus1_[global] != 0) return local_plus1_[global] - 1;
+    return add_local(global);
+  }
+  FactId add_local(FactId global);  // first sight of `global` here
   CacheEntry entry(FactId global, FactId local, SimTime now) const;
   bool admit(std::uint32_t ri, SimTime now, std::uint32_t& budget);
   void resolve_facts(std::uint32_t ri, SimTime now);
@@ -163,7 +168,7 @@ class Replica final : public RunView {
                                       // dropped it from the host tier (0: none)
   std::vector<FactId> host_evicted_;  // scratch of insert_gpu
   std::uint64_t unpins_ = 0;          // pins that dropped to zero (RunView::unpin_count)
-  std::unordered_map<UserId, UserState> users_;
+  UserMap<UserState> users_;
 
   std::deque<std::uint32_t> waiting_;
   std::vector<std::uint32_t> running_;  // admission order

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "sim/router.h"
+#include "sim/user_map.h"
 #include "traces/error.h"
 #include "traces/reader.h"
 
@@ -104,7 +105,7 @@ struct Simulator::Impl {
   std::vector<std::uint8_t> kick_pending;
   std::vector<std::uint32_t> finished;
   std::int64_t requests_seen = 0;
-  std::unordered_map<UserId, bool> users_seen;
+  UserMap<std::uint8_t> users_seen;  // distinct users (the value is unused)
   Progress progress;
   std::FILE* timeline = nullptr;
   bool timeline_first = true;
@@ -246,7 +247,7 @@ struct Simulator::Impl {
     r.fact_tokens = 0;
     for (const FactId f : r.facts) facts.prefetch(f);
     for (const FactId f : r.facts) r.fact_tokens += facts[f].tokens;
-    users_seen[user] = true;
+    users_seen[user] = 1;
     const int rep = router->route(user, replicas);
     replicas[rep]->enqueue(ri, now);
     kick(rep, now);

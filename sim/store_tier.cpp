@@ -24,6 +24,15 @@ void FactBytes::resize(std::size_t n) {
 }
 
 std::uint32_t FactBytes::code(std::uint64_t bytes) {
+  // Facts come in a few sizes (whole KV blocks): a short scan beats hashing.
+  const std::size_t scan = std::min<std::size_t>(values_.size(), 8);
+  for (std::size_t c = 0; c < scan; ++c) {
+    if (values_[c] == bytes) {
+      last_bytes_ = bytes;
+      last_code_ = static_cast<std::uint32_t>(c);
+      return last_code_;
+    }
+  }
   auto it = code_of_.find(bytes);
   if (it == code_of_.end()) {
     const auto c = static_cast<std::uint32_t>(values_.size());
