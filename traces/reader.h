@@ -26,6 +26,11 @@ class FactIndex {
     return find_sparse(id);
   }
   UserId owner(std::uint32_t dense) const { return owner_[dense]; }
+  /// Cache hints for a loop over many ids (find, then owner).
+  void prefetch(FactId id) const {
+    if (id < dense_.size()) __builtin_prefetch(dense_.data() + id);
+  }
+  void prefetch_owner(std::uint32_t dense) const { __builtin_prefetch(owner_.data() + dense); }
   std::size_t size() const { return owner_.size(); }
 
  private:
