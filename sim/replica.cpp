@@ -57,24 +57,6 @@ FactId Replica::add_local(FactId global) {
   return local_plus1_[global] - 1;
 }
 
-CacheEntry Replica::entry(FactId global, FactId local, SimTime) const {
-  const FactInfo& f = facts_[global];
-  CacheEntry e;
-  e.id = local;
-  e.user = f.user;
-  e.tokens = f.tokens;
-  // The pool stores KV in 16-token blocks: a fact occupies whole blocks.
-  e.bytes = blocks_for(f.tokens) * kBlockTokens * kv_bytes_per_token_;
-  e.recompute_cost_ns = f.recompute_cost_ns;
-  e.created = f.created;
-  e.last_access = kNever;
-  return e;
-}
-
-std::uint32_t Replica::encode_tokens(FactId global) const {
-  return facts_[global].tokens + facts_[global].encode_context_tokens;
-}
-
 bool Replica::user_in_flight(UserId user) const {
   const UserState* u = users_.find(user);
   return u != nullptr && u->in_flight > 0;

@@ -116,14 +116,28 @@ class Replica final : public RunView {
     return add_local(global);
   }
   FactId add_local(FactId global);  // first sight of `global` here
-  CacheEntry entry(FactId global, FactId local, SimTime now) const;
+  CacheEntry entry(FactId global, FactId local, SimTime) const {
+    const FactInfo& f = facts_[global];
+    CacheEntry e;
+    e.id = local;
+    e.user = f.user;
+    e.tokens = f.tokens;
+    // The pool stores KV in 16-token blocks: a fact occupies whole blocks.
+    e.bytes = blocks_for(f.tokens) * kBlockTokens * kv_bytes_per_token_;
+    e.recompute_cost_ns = f.recompute_cost_ns;
+    e.created = f.created;
+    e.last_access = kNever;
+    return e;
+  }
   bool admit(std::uint32_t ri, SimTime now, std::uint32_t& budget);
   void resolve_facts(std::uint32_t ri, SimTime now);
   bool insert_gpu(FactId global, SimTime now, bool use_admission);
   void promote_from_host(Request& r, RequestFact& f, SimTime now);
   /// Plans one encode job; false when it does not fit in the budget (try next step).
   bool plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& budget);
-  std::uint32_t encode_tokens(FactId global) const;
+  std::uint32_t encode_tokens(FactId global) const {
+    return facts_[global].tokens + facts_[global].encode_context_tokens;
+  }
   void plan_first_chunk_facts(Request& r, PrefillItem& item);
   bool plan_prefill_chunk(std::uint32_t ri, std::uint32_t& budget);
   void pin(Request& r, RequestFact& f);
