@@ -421,6 +421,14 @@ bool Replica::admit(std::uint32_t ri, SimTime now, std::uint32_t& budget) {
   r.admitted = true;
   if (r.first_scheduled < 0) r.first_scheduled = now;
   running_.push_back(ri);
+  // The next request in line is likely admitted after this one: its fact records (read once at
+  // arrival, long evicted on a busy replica) load while this one is planned.
+  if (waiting_.size() > 1 && waiting_.front() == ri) {
+    for (const FactId g : pool_[waiting_[1]].facts) {
+      facts_.prefetch(g);
+      if (g < local_plus1_.size()) __builtin_prefetch(local_plus1_.data() + g);
+    }
+  }
   resolve_facts(ri, now);
   while (!request_jobs_.empty() && plan_encode_job(request_jobs_.front(), now, budget)) {
     request_jobs_.pop_front();
