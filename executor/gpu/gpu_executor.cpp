@@ -353,10 +353,13 @@ at::Tensor GpuExecutor::prefill_logits(const std::vector<std::int32_t>& tokens) 
 }
 
 void GpuExecutor::warm_up() {
-  // A 512-token prefill, then one token over its keys: the GEMMs, the sampling and both
-  // attention paths (flash or math for the prefill, split-KV for the token) run once.
+  // A prefill of a whole step's token budget, then one token over its keys: the GEMMs, the
+  // sampling and both attention paths (flash or math for the prefill, split-KV for the token)
+  // run once, and the allocator grows to the largest step's activations (a first step larger
+  // than the warm-up paid about 5 ms of allocations on an H200).
   c10::InferenceMode guard;
-  const std::int32_t n = std::min<std::int32_t>(512, std::int32_t(cache_.rows()) / 4);
+  const std::int32_t n = std::min<std::int32_t>(std::int32_t(options_.max_batch_tokens),
+                                                std::int32_t(cache_.rows()) / 4);
   if (n < 2) return;
   std::vector<std::int32_t> ids(std::size_t(n), 0);
   for (std::int32_t i = 0; i < n; ++i) ids[std::size_t(i)] = i % std::int32_t(options_.model.vocab);
