@@ -19,6 +19,9 @@ SimTime round_ns(double x) {
   return t;
 }
 
+/// Below this, integers are exact doubles and sums of them are exact in any order.
+constexpr double kExactDoubleBound = 0x1p53;
+
 }  // namespace
 
 CostRates CostRates::from_gpu(const GpuConfig& gpu) {
@@ -35,46 +38,79 @@ CostRates CostRates::from_gpu(const GpuConfig& gpu) {
 }
 
 CostModel::CostModel(ModelConfig model, CostRates rates)
-    : model_(std::move(model)), rates_(rates), kv_bytes_(double(model_.kv_bytes_per_token())) {}
+    : model_(std::move(model)),
+      rates_(rates),
+      kv_bytes_(double(model_.kv_bytes_per_token())),
+      hbm_rate_positive_(rates_.hbm_bytes_per_s > 0),
+      pcie_rate_positive_(rates_.pcie_bytes_per_s > 0) {}
 
 StepWork CostModel::work(const BatchPlan& plan) const {
-  StepWork w;
+  // Accumulated in locals and stored once: zeroing the struct up front cost more than a
+  // one-decode step's arithmetic.
+  double prefill_tokens = 0, decode_tokens = 0, encode_tokens = 0;
+  double attention_flops = 0, hbm_bytes = 0, inject_bytes = 0, pcie_bytes = 0, encodes = 0;
   const double layer_flops = model_.layer_flops_per_token();
   const double head_flops = model_.lm_head_flops();
   double samples = 0;
   for (const auto& p : plan.prefills) {
     const double n = p.computed_now, past = p.present_tokens;
-    w.prefill_tokens += n;
-    w.attention_flops += model_.attention_flops(n, past);
-    w.hbm_bytes += (past + n) * kv_bytes_;  // read the context once (flash), write the new KV
+    prefill_tokens += n;
+    attention_flops += model_.attention_flops(n, past);
+    hbm_bytes += (past + n) * kv_bytes_;  // read the context once (flash), write the new KV
     if (p.last_chunk) samples += 1;
     if (p.first_chunk) {
       for (auto i = p.facts_begin; i < p.facts_end; ++i) {
         const auto& f = plan.prompt_facts[i];
-        if (f.inject) w.inject_bytes += 2.0 * f.tokens * kv_bytes_;
+        if (f.inject) inject_bytes += 2.0 * f.tokens * kv_bytes_;
       }
     }
   }
-  for (const auto& d : plan.decodes) {
-    w.decode_tokens += 1;
-    w.attention_flops += model_.attention_flops(1, d.context_tokens);
-    w.hbm_bytes += (double(d.context_tokens) + 1) * kv_bytes_;
-    samples += 1;
+  if (!plan.decodes.empty()) {
+    // Every term is an integer (a decode's attention FLOPs and KV bytes are integer multiples of
+    // its context + 1), so while the sums stay below 2^53 the floating-point sum is exact in any
+    // order: one integer sum of the contexts gives the per-item loop's result bit for bit.
+    std::uint64_t context_plus1 = 0;
+    for (const auto& d : plan.decodes) context_plus1 += std::uint64_t(d.context_tokens) + 1;
+    const double n = double(plan.decodes.size());
+    // attention_flops(1, c) is attention_flops(1, 0) * (c + 1).
+    const double attention = attention_flops + model_.attention_flops(1, 0) * double(context_plus1);
+    const double hbm = hbm_bytes + double(context_plus1) * kv_bytes_;
+    if (attention < kExactDoubleBound && hbm < kExactDoubleBound &&
+        double(context_plus1) < kExactDoubleBound) {
+      attention_flops = attention;
+      hbm_bytes = hbm;
+    } else {
+      for (const auto& d : plan.decodes) {
+        attention_flops += model_.attention_flops(1, d.context_tokens);
+        hbm_bytes += (double(d.context_tokens) + 1) * kv_bytes_;
+      }
+    }
+    decode_tokens = n;
+    samples += n;
   }
   for (const auto& e : plan.encodes) {
     const double n = double(e.tokens) + e.context_tokens;
-    w.encode_tokens += n;
-    w.attention_flops += model_.attention_flops(n, 0);
-    w.hbm_bytes += e.tokens * kv_bytes_;
-    w.encodes += 1;
+    encode_tokens += n;
+    attention_flops += model_.attention_flops(n, 0);
+    hbm_bytes += e.tokens * kv_bytes_;
+    encodes += 1;
   }
-  for (const auto& l : plan.loads) w.pcie_bytes += double(l.bytes);
-  for (const auto& o : plan.offloads) w.pcie_bytes += double(o.bytes);
-  w.transfers = double(plan.loads.size() + plan.offloads.size());
-  const double tokens = w.prefill_tokens + w.decode_tokens + w.encode_tokens;
+  for (const auto& l : plan.loads) pcie_bytes += double(l.bytes);
+  for (const auto& o : plan.offloads) pcie_bytes += double(o.bytes);
+  const double tokens = prefill_tokens + decode_tokens + encode_tokens;
+  if (tokens > 0) hbm_bytes += double(model_.weight_bytes());
+  StepWork w;
   w.gemm_flops = tokens * layer_flops + samples * head_flops;
-  if (tokens > 0) w.hbm_bytes += double(model_.weight_bytes());
+  w.attention_flops = attention_flops;
+  w.hbm_bytes = hbm_bytes;
+  w.inject_bytes = inject_bytes;
+  w.pcie_bytes = pcie_bytes;
   w.sequences = double(plan.prefills.size() + plan.decodes.size());
+  w.encodes = encodes;
+  w.transfers = double(plan.loads.size() + plan.offloads.size());
+  w.prefill_tokens = prefill_tokens;
+  w.decode_tokens = decode_tokens;
+  w.encode_tokens = encode_tokens;
   return w;
 }
 
@@ -84,16 +120,26 @@ BatchResult CostModel::price(const StepWork& w) const {
   const double attn_ns = w.attention_flops / rates_.attention_flops_per_s * 1e9;
   const double mem_ns = w.hbm_bytes / rates_.hbm_bytes_per_s * 1e9;
   const double forward_ns = std::max(gemm_ns + attn_ns, mem_ns);
-  const double inject_ns = w.inject_bytes / rates_.hbm_bytes_per_s * 1e9;
-  const double pcie_ns = w.pcie_bytes / rates_.pcie_bytes_per_s * 1e9;
+  // Zero work over a positive rate is +0 exactly: most steps move nothing over PCIe and inject
+  // nothing, and a division is the dearest instruction here.
+  const double inject_ns = w.inject_bytes == 0 && hbm_rate_positive_
+                               ? 0.0
+                               : w.inject_bytes / rates_.hbm_bytes_per_s * 1e9;
+  const double pcie_ns =
+      w.pcie_bytes == 0 && pcie_rate_positive_ ? 0.0 : w.pcie_bytes / rates_.pcie_bytes_per_s * 1e9;
   const bool idle = forward_ns == 0 && inject_ns == 0 && pcie_ns == 0;
   const double overhead_ns = idle ? 0
                                   : rates_.step_overhead_ns +
                                         w.sequences * rates_.per_seq_overhead_ns +
                                         w.encodes * rates_.per_encode_overhead_ns;
-  // Split the forward pass over its phases by token count.
+  // Split the forward pass over its phases by token count (a phase of no tokens gets +0 when
+  // the forward time is finite, without the division).
   const double tokens = w.prefill_tokens + w.decode_tokens + w.encode_tokens;
-  auto share = [&](double t) { return tokens > 0 ? forward_ns * t / tokens : 0.0; };
+  const bool finite = std::isfinite(forward_ns);
+  auto share = [&](double t) {
+    if (t == 0 && finite) return 0.0;
+    return tokens > 0 ? forward_ns * t / tokens : 0.0;
+  };
   r.phases.prefill_ns = round_ns(share(w.prefill_tokens));
   r.phases.decode_ns = round_ns(share(w.decode_tokens));
   r.phases.encode_ns = round_ns(share(w.encode_tokens));

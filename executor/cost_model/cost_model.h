@@ -49,6 +49,7 @@ class CostModel {
   ModelConfig model_;
   CostRates rates_;
   double kv_bytes_ = 0;
+  bool hbm_rate_positive_ = false, pcie_rate_positive_ = false;  // 0 / rate is +0 exactly
 };
 
 /// @brief The cost-model executor: prices each plan; performs nothing.

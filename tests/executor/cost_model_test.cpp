@@ -1,0 +1,220 @@
+// The cost model's step pricing equals the plain per-item count and price it replaced, bit for
+// bit: decodes summed as integers, phases of no work and zero-byte transfers priced without a
+// division, on random plans and at the edges (sums past 2^53, zero and infinite rates).
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "executor/cost_model/cost_model.h"
+#include "tests/catch.h"
+
+using namespace inferscale;
+
+namespace {
+
+ModelConfig llama_8b() {
+  ModelConfig m;
+  m.name = "llama-3.1-8b";
+  m.layers = 32;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 8;
+  m.head_dim = 128;
+  m.ffn = 14336;
+  m.vocab = 128256;
+  return m;
+}
+
+CostRates h200_rates() {
+  GpuConfig g;
+  g.name = "h200";
+  g.bf16_tflops = 989;
+  g.hbm_gbps = 4800;
+  g.pcie_gbps = 64;
+  g.step_overhead_us = 500;
+  g.per_seq_overhead_us = 20;
+  g.mfu = 0.65;
+  g.mbu = 0.85;
+  return CostRates::from_gpu(g);
+}
+
+/// The count as it was: every item walked, in plan order.
+StepWork reference_work(const ModelConfig& model, const BatchPlan& plan) {
+  StepWork w;
+  const double kv_bytes = double(model.kv_bytes_per_token());
+  const double layer_flops = model.layer_flops_per_token();
+  const double head_flops = model.lm_head_flops();
+  double samples = 0;
+  for (const auto& p : plan.prefills) {
+    const double n = p.computed_now, past = p.present_tokens;
+    w.prefill_tokens += n;
+    w.attention_flops += model.attention_flops(n, past);
+    w.hbm_bytes += (past + n) * kv_bytes;
+    if (p.last_chunk) samples += 1;
+    if (p.first_chunk) {
+      for (auto i = p.facts_begin; i < p.facts_end; ++i) {
+        const auto& f = plan.prompt_facts[i];
+        if (f.inject) w.inject_bytes += 2.0 * f.tokens * kv_bytes;
+      }
+    }
+  }
+  for (const auto& d : plan.decodes) {
+    w.decode_tokens += 1;
+    w.attention_flops += model.attention_flops(1, d.context_tokens);
+    w.hbm_bytes += (double(d.context_tokens) + 1) * kv_bytes;
+    samples += 1;
+  }
+  for (const auto& e : plan.encodes) {
+    const double n = double(e.tokens) + e.context_tokens;
+    w.encode_tokens += n;
+    w.attention_flops += model.attention_flops(n, 0);
+    w.hbm_bytes += e.tokens * kv_bytes;
+    w.encodes += 1;
+  }
+  for (const auto& l : plan.loads) w.pcie_bytes += double(l.bytes);
+  for (const auto& o : plan.offloads) w.pcie_bytes += double(o.bytes);
+  w.transfers = double(plan.loads.size() + plan.offloads.size());
+  const double tokens = w.prefill_tokens + w.decode_tokens + w.encode_tokens;
+  w.gemm_flops = tokens * layer_flops + samples * head_flops;
+  if (tokens > 0) w.hbm_bytes += double(model.weight_bytes());
+  w.sequences = double(plan.prefills.size() + plan.decodes.size());
+  return w;
+}
+
+/// The price as it was: every phase divided out.
+BatchResult reference_price(const CostRates& rates, const StepWork& w) {
+  BatchResult r;
+  const double gemm_ns = w.gemm_flops / rates.gemm_flops_per_s * 1e9;
+  const double attn_ns = w.attention_flops / rates.attention_flops_per_s * 1e9;
+  const double mem_ns = w.hbm_bytes / rates.hbm_bytes_per_s * 1e9;
+  const double forward_ns = std::max(gemm_ns + attn_ns, mem_ns);
+  const double inject_ns = w.inject_bytes / rates.hbm_bytes_per_s * 1e9;
+  const double pcie_ns = w.pcie_bytes / rates.pcie_bytes_per_s * 1e9;
+  const bool idle = forward_ns == 0 && inject_ns == 0 && pcie_ns == 0;
+  const double overhead_ns = idle ? 0
+                                  : rates.step_overhead_ns +
+                                        w.sequences * rates.per_seq_overhead_ns +
+                                        w.encodes * rates.per_encode_overhead_ns;
+  const double tokens = w.prefill_tokens + w.decode_tokens + w.encode_tokens;
+  auto share = [&](double t) { return tokens > 0 ? forward_ns * t / tokens : 0.0; };
+  auto round = [](double x) { return static_cast<SimTime>(std::llround(x)); };
+  r.phases.prefill_ns = round(share(w.prefill_tokens));
+  r.phases.decode_ns = round(share(w.decode_tokens));
+  r.phases.encode_ns = round(share(w.encode_tokens));
+  r.phases.inject_ns = round(inject_ns);
+  r.phases.load_ns = round(pcie_ns);
+  r.phases.overhead_ns = round(overhead_ns);
+  r.duration_ns = round(forward_ns + inject_ns + pcie_ns + overhead_ns);
+  return r;
+}
+
+bool same_bits(double a, double b) {
+  return std::memcmp(&a, &b, sizeof a) == 0;
+}
+
+void check_same(const StepWork& a, const StepWork& b) {
+  CHECK(same_bits(a.gemm_flops, b.gemm_flops));
+  CHECK(same_bits(a.attention_flops, b.attention_flops));
+  CHECK(same_bits(a.hbm_bytes, b.hbm_bytes));
+  CHECK(same_bits(a.inject_bytes, b.inject_bytes));
+  CHECK(same_bits(a.pcie_bytes, b.pcie_bytes));
+  CHECK(same_bits(a.sequences, b.sequences));
+  CHECK(same_bits(a.encodes, b.encodes));
+  CHECK(same_bits(a.transfers, b.transfers));
+  CHECK(same_bits(a.prefill_tokens, b.prefill_tokens));
+  CHECK(same_bits(a.decode_tokens, b.decode_tokens));
+  CHECK(same_bits(a.encode_tokens, b.encode_tokens));
+}
+
+void check_same(const BatchResult& a, const BatchResult& b) {
+  CHECK(a.duration_ns == b.duration_ns);
+  CHECK(a.phases.prefill_ns == b.phases.prefill_ns);
+  CHECK(a.phases.decode_ns == b.phases.decode_ns);
+  CHECK(a.phases.encode_ns == b.phases.encode_ns);
+  CHECK(a.phases.inject_ns == b.phases.inject_ns);
+  CHECK(a.phases.load_ns == b.phases.load_ns);
+  CHECK(a.phases.overhead_ns == b.phases.overhead_ns);
+}
+
+/// A random plan: each kind of item present or not, decodes from none to many.
+BatchPlan random_plan(std::mt19937_64& rng, std::uint32_t max_context) {
+  BatchPlan plan;
+  auto pick = [&](std::uint64_t n) { return std::uint32_t(rng() % n); };
+  const bool decode_only = pick(3) == 0;
+  const std::uint32_t decodes = pick(4) == 0 ? pick(300) : pick(4);
+  for (std::uint32_t i = 0; i < decodes; ++i) {
+    plan.decodes.push_back(DecodeItem{i, pick(max_context)});
+  }
+  if (decode_only) return plan;
+  for (std::uint32_t i = pick(4); i > 0; --i) {
+    PrefillItem p;
+    p.computed_now = pick(4096);
+    p.present_tokens = pick(max_context);
+    p.first_chunk = pick(2) == 0;
+    p.last_chunk = pick(2) == 0;
+    p.facts_begin = std::uint32_t(plan.prompt_facts.size());
+    for (std::uint32_t f = pick(60); f > 0; --f) {
+      plan.prompt_facts.push_back(PromptFact{f, pick(64) + 1, 0, pick(4) != 0, false});
+    }
+    p.facts_end = std::uint32_t(plan.prompt_facts.size());
+    plan.prefills.push_back(p);
+  }
+  for (std::uint32_t i = pick(3) == 0 ? pick(8) : 0; i > 0; --i) {
+    plan.encodes.push_back(FactEncode{i, 0, pick(64) + 1, pick(512), true});
+  }
+  for (std::uint32_t i = pick(3) == 0 ? pick(5) : 0; i > 0; --i) {
+    plan.loads.push_back(FactLoad{i, 16, std::uint64_t(pick(64) + 1) << 17});
+  }
+  for (std::uint32_t i = pick(4) == 0 ? pick(5) : 0; i > 0; --i) {
+    plan.offloads.push_back(FactLoad{i, 16, std::uint64_t(pick(64) + 1) << 17});
+  }
+  return plan;
+}
+
+void check_plans(const ModelConfig& model, const CostRates& rates, std::uint32_t max_context,
+                 int plans) {
+  const CostModel cost(model, rates);
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < plans; ++i) {
+    INFO("plan " << i);
+    const BatchPlan plan = random_plan(rng, max_context);
+    const StepWork w = cost.work(plan);
+    check_same(w, reference_work(model, plan));
+    check_same(cost.price(w), reference_price(rates, w));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cost model: a step's count and price are the per-item ones, bit for bit") {
+  const ModelConfig m = llama_8b();
+  SECTION("random plans") {
+    check_plans(m, h200_rates(), 200000, 3000);
+  }
+  SECTION("empty plan") {
+    const CostModel cost(m, h200_rates());
+    check_same(cost.work(BatchPlan{}), reference_work(m, BatchPlan{}));
+    check_same(cost.price(StepWork{}), reference_price(h200_rates(), StepWork{}));
+  }
+  SECTION("sums past 2^53 fall back to the per-item loop") {
+    ModelConfig big = m;
+    big.layers = 1u << 14;
+    big.heads = 1u << 10;
+    BatchPlan plan;
+    for (std::uint32_t i = 0; i < 64; ++i) plan.decodes.push_back(DecodeItem{i, 4000000000u - i});
+    REQUIRE(reference_work(big, plan).attention_flops > 0x1p53);
+    check_same(CostModel(big, h200_rates()).work(plan), reference_work(big, plan));
+    check_plans(big, h200_rates(), 4000000000u, 300);
+  }
+  SECTION("zero and infinite rates") {
+    CostRates zero = h200_rates();
+    zero.pcie_bytes_per_s = 0;
+    zero.hbm_bytes_per_s = 0;
+    check_plans(m, zero, 200000, 300);
+    CostRates inf = h200_rates();
+    inf.pcie_bytes_per_s = std::numeric_limits<double>::infinity();
+    inf.gemm_flops_per_s = 1e-300;  // forward time overflows to infinity
+    check_plans(m, inf, 200000, 300);
+  }
+}
