@@ -472,10 +472,16 @@ SimTime Replica::start_step(SimTime now) {
   std::uint32_t budget = cfg_.scheduler.max_batch_tokens;
 
   // 1. One decode token per running request past its prefill; preempt on a full KV pool.
+  // Every request this loop does not reach is preempted, or the budget is spent: when it saw
+  // none still in its prefill, step 3 has nothing to do.
+  bool prefilling = false;
   for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
     const std::uint32_t ri = running_[i];
     Request& r = pool_[ri];
-    if (!r.prefill_done()) continue;
+    if (!r.prefill_done()) {
+      prefilling = true;
+      continue;
+    }
     const std::uint64_t own_after = std::uint64_t(r.context) + 1 - r.shared_tokens;
     if (blocks_for(own_after) > r.kv_blocks) {
       while (free_blocks_ == 0 && running_.back() != ri) preempt(running_.back());
@@ -496,7 +502,7 @@ SimTime Replica::start_step(SimTime now) {
     request_jobs_.pop_front();
   }
   // 3. Prefill chunks of admitted requests, in admission order.
-  for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
+  for (std::size_t i = 0; prefilling && i < running_.size() && budget > 0; ++i) {
     const Request& r = pool_[running_[i]];
     if (r.prefill_done() || r.pending_encodes > 0) continue;
     if (!r.injected || r.computed_done < r.computed_total) plan_prefill_chunk(running_[i], budget);
@@ -529,7 +535,7 @@ SimTime Replica::start_step(SimTime now) {
   const SimTime duration = std::max<SimTime>(result.duration_ns, 1);
   busy_ = true;
 
-  last_step_ = StepRecord{};
+  // Every field assigned (no zeroing of the whole record first).
   last_step_.start = now;
   last_step_.duration_ns = duration;
   last_step_.batch_tokens = step_tokens_;
