@@ -14,9 +14,8 @@ SimTime round_ns(double x) {
   if (!(std::fabs(x) < 0x1p62)) return static_cast<SimTime>(std::llround(x));
   const auto t = static_cast<SimTime>(x);  // toward zero
   const double frac = x - static_cast<double>(t);
-  if (frac >= 0.5) return t + 1;
-  if (frac <= -0.5) return t - 1;
-  return t;
+  // Without branches: which way a price's fraction goes is a coin toss for the predictor.
+  return t + static_cast<SimTime>(frac >= 0.5) - static_cast<SimTime>(frac <= -0.5);
 }
 
 /// Below this, integers are exact doubles and sums of them are exact in any order.
