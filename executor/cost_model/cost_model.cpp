@@ -40,6 +40,10 @@ CostModel::CostModel(ModelConfig model, CostRates rates)
     : model_(std::move(model)),
       rates_(rates),
       kv_bytes_(double(model_.kv_bytes_per_token())),
+      layer_flops_(model_.layer_flops_per_token()),
+      head_flops_(model_.lm_head_flops()),
+      weight_bytes_(double(model_.weight_bytes())),
+      decode_attention_flops_(model_.attention_flops(1, 0)),
       hbm_rate_positive_(rates_.hbm_bytes_per_s > 0),
       pcie_rate_positive_(rates_.pcie_bytes_per_s > 0) {}
 
@@ -48,8 +52,6 @@ StepWork CostModel::work(const BatchPlan& plan) const {
   // one-decode step's arithmetic.
   double prefill_tokens = 0, decode_tokens = 0, encode_tokens = 0;
   double attention_flops = 0, hbm_bytes = 0, inject_bytes = 0, pcie_bytes = 0, encodes = 0;
-  const double layer_flops = model_.layer_flops_per_token();
-  const double head_flops = model_.lm_head_flops();
   double samples = 0;
   for (const auto& p : plan.prefills) {
     const double n = p.computed_now, past = p.present_tokens;
@@ -72,7 +74,7 @@ StepWork CostModel::work(const BatchPlan& plan) const {
     for (const auto& d : plan.decodes) context_plus1 += std::uint64_t(d.context_tokens) + 1;
     const double n = double(plan.decodes.size());
     // attention_flops(1, c) is attention_flops(1, 0) * (c + 1).
-    const double attention = attention_flops + model_.attention_flops(1, 0) * double(context_plus1);
+    const double attention = attention_flops + decode_attention_flops_ * double(context_plus1);
     const double hbm = hbm_bytes + double(context_plus1) * kv_bytes_;
     if (attention < kExactDoubleBound && hbm < kExactDoubleBound &&
         double(context_plus1) < kExactDoubleBound) {
@@ -97,9 +99,9 @@ StepWork CostModel::work(const BatchPlan& plan) const {
   for (const auto& l : plan.loads) pcie_bytes += double(l.bytes);
   for (const auto& o : plan.offloads) pcie_bytes += double(o.bytes);
   const double tokens = prefill_tokens + decode_tokens + encode_tokens;
-  if (tokens > 0) hbm_bytes += double(model_.weight_bytes());
+  if (tokens > 0) hbm_bytes += weight_bytes_;
   StepWork w;
-  w.gemm_flops = tokens * layer_flops + samples * head_flops;
+  w.gemm_flops = tokens * layer_flops_ + samples * head_flops_;
   w.attention_flops = attention_flops;
   w.hbm_bytes = hbm_bytes;
   w.inject_bytes = inject_bytes;

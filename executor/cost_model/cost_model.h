@@ -49,6 +49,9 @@ class CostModel {
   ModelConfig model_;
   CostRates rates_;
   double kv_bytes_ = 0;
+  // The model's per-step constants, computed once.
+  double layer_flops_ = 0, head_flops_ = 0, weight_bytes_ = 0;
+  double decode_attention_flops_ = 0;  // attention_flops(1, 0): a decode's per context token + 1
   bool hbm_rate_positive_ = false, pcie_rate_positive_ = false;  // 0 / rate is +0 exactly
 };
 
