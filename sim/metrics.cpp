@@ -9,10 +9,56 @@
 
 namespace inferscale {
 
+namespace {
+
+/// Ascending order of doubles by their bits (LSD radix, 11-bit digits): the order std::sort
+/// gives for values that are not NaN, in a few passes instead of n log n comparisons (a run
+/// sorts four arrays of one value per request).
+void sort_values(std::vector<double>& v) {
+  constexpr int kBits = 11, kDigits = (64 + kBits - 1) / kBits;
+  constexpr std::size_t kBuckets = std::size_t{1} << kBits;
+  std::vector<std::uint64_t> keys(v.size()), tmp(v.size());
+  std::vector<std::uint32_t> counts(kBuckets * kDigits, 0);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    std::uint64_t b;
+    std::memcpy(&b, &v[i], sizeof b);
+    // Negative values reversed below the positive ones: unsigned order is numeric order.
+    b = (b >> 63) != 0 ? ~b : b | (std::uint64_t{1} << 63);
+    keys[i] = b;
+    for (int d = 0; d < kDigits; ++d)
+      ++counts[d * kBuckets + ((b >> (d * kBits)) & (kBuckets - 1))];
+  }
+  for (int d = 0; d < kDigits; ++d) {
+    std::uint32_t* c = counts.data() + d * kBuckets;
+    // A digit all keys share moves nothing.
+    if (c[(keys[0] >> (d * kBits)) & (kBuckets - 1)] == v.size()) continue;
+    std::uint32_t sum = 0;
+    for (std::size_t b = 0; b < kBuckets; ++b) {
+      const std::uint32_t n = c[b];
+      c[b] = sum;
+      sum += n;
+    }
+    for (const std::uint64_t k : keys) tmp[c[(k >> (d * kBits)) & (kBuckets - 1)]++] = k;
+    keys.swap(tmp);
+  }
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    std::uint64_t b = keys[i];
+    b = (b >> 63) != 0 ? b & ~(std::uint64_t{1} << 63) : ~b;
+    std::memcpy(&v[i], &b, sizeof b);
+  }
+}
+
+}  // namespace
+
 Percentiles percentiles(std::vector<double>& v) {
   Percentiles p;
   if (v.empty()) return p;
-  std::sort(v.begin(), v.end());
+  if (v.size() < 256 || v.size() > 0xffffffffu ||
+      std::any_of(v.begin(), v.end(), [](double x) { return std::isnan(x); })) {
+    std::sort(v.begin(), v.end());
+  } else {
+    sort_values(v);
+  }
   auto rank = [&](double q) {
     const auto i = static_cast<std::size_t>(std::ceil(q * double(v.size()))) - 1;
     return v[std::min(i, v.size() - 1)];
