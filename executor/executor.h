@@ -78,13 +78,17 @@ struct FactLoad {
 };
 
 /// One scheduler step of one replica, performed in this order: offloads, evictions, loads,
-/// host_evictions, encodes, then one forward pass over prefills and decodes, then released.
+/// async_loads issued, host_evictions, encodes, then one forward pass over prefills and decodes,
+/// then released. `async_loads` run on a copy engine beside this and later steps (the step does
+/// not wait for them); the simulator plans the prefills that inject them for a step that starts
+/// after they are done, and a real executor makes that step wait for them if they are not.
 /// Reused between steps (clear() keeps capacity).
 struct BatchPlan {
   int replica = 0;
   SimTime now = 0;
   std::vector<FactEncode> encodes;     // run first (memory writes, misses)
   std::vector<FactLoad> loads;         // host -> GPU
+  std::vector<FactLoad> async_loads;   // host -> GPU pool beside the compute (never for_request)
   std::vector<FactLoad> offloads;      // copy GPU pool -> host tier (before evictions)
   std::vector<FactId> evictions;       // free from the GPU pool (before encodes/loads)
   std::vector<FactId> host_evictions;  // drop from the host tier (after loads)
@@ -96,6 +100,7 @@ struct BatchPlan {
   void clear() {
     encodes.clear();
     loads.clear();
+    async_loads.clear();
     offloads.clear();
     evictions.clear();
     host_evictions.clear();
@@ -105,7 +110,8 @@ struct BatchPlan {
     released.clear();
   }
   bool empty() const {
-    return encodes.empty() && loads.empty() && prefills.empty() && decodes.empty() &&
+    return encodes.empty() && loads.empty() && async_loads.empty() && prefills.empty() &&
+           decodes.empty() &&
            offloads.empty() && evictions.empty() && host_evictions.empty() && released.empty();
   }
 };

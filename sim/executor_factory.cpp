@@ -87,6 +87,15 @@ std::function<SimTime(std::uint32_t, std::uint32_t)> encode_pricing(const RunCon
   return [model](std::uint32_t t, std::uint32_t c) { return model->encode_cost_ns(t, c); };
 }
 
+std::function<SimTime(std::uint64_t)> load_pricing(const RunConfig& run) {
+  if (run.executor.kind == "calibrated") {
+    auto model = std::make_shared<CalibratedCostModel>(run.model, calibrated_profile(run));
+    return [model](std::uint64_t bytes) { return model->load_cost_ns(bytes); };
+  }
+  auto model = std::make_shared<CostModel>(run.model, CostRates::from_gpu(run.gpu));
+  return [model](std::uint64_t bytes) { return model->load_cost_ns(bytes); };
+}
+
 std::unique_ptr<Executor> make_executor(const RunConfig& run, int replica) {
   check_executor(run);
   if (const OptionalKind* k = find_optional(run.executor.kind)) return k->make(run, replica);

@@ -32,6 +32,10 @@ CalibrationProfile calibrated_profile(const RunConfig& run);
 /// `calibrated`, else by the roofline cost model.
 std::function<SimTime(std::uint32_t tokens, std::uint32_t context_tokens)> encode_pricing(
     const RunConfig& run);
+/// A host -> GPU copy of `bytes` (one fact) in ns, priced as the run prices a step's loads: by
+/// its profile for `calibrated`, else by the roofline cost model (also for `gpu` and `remote`,
+/// whose asynchronous loads the scheduler must plan before they are measured).
+std::function<SimTime(std::uint64_t bytes)> load_pricing(const RunConfig& run);
 /// Replica i of a `remote` run uses endpoints[i % endpoints]; its connection fails with
 /// ExecutorFailure.
 std::unique_ptr<Executor> make_executor(const RunConfig& run, int replica);

@@ -29,6 +29,7 @@ Replica::Replica(int index, const RunConfig& cfg, FactTable& facts, RequestPool&
       executor_(executor),
       next_access_(std::move(next_access)),
       kv_inject_(cfg.serving.mode == ServingMode::kKvInject),
+      async_loads_(kv_inject_ && cfg.store.host.enabled && cfg.store.host.async_loads),
       kv_bytes_per_token_(cfg.model.kv_bytes_per_token()) {
   if (kv_inject_) {
     const std::uint64_t seed = cfg.seed * 1000003ull + static_cast<std::uint64_t>(index);
@@ -53,6 +54,7 @@ FactId Replica::add_local(FactId global) {
   }
   local_.push_back(LocalFact{static_cast<std::uint32_t>(global), 0});
   if (host_) host_dropped_step_.push_back(0);
+  if (async_loads_) async_ready_.push_back(0);
   local_plus1_[global] = static_cast<std::uint32_t>(local_.size());
   return local_plus1_[global] - 1;
 }
@@ -212,11 +214,21 @@ bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission) {
 
 /// Host-tier hit: copy into the GPU pool (or straight into the request's cache when the pool has
 /// no unpinned room).
-void Replica::promote_from_host(Request& r, RequestFact& f, SimTime now) {
+void Replica::promote_from_host(Request& r, RequestFact& f, SimTime now, bool async) {
   const FactInfo& info = facts_[f.global];
   const std::uint64_t bytes = blocks_for(info.tokens) * kBlockTokens * kv_bytes_per_token_;
   if (insert_gpu(f.global, now, false)) {
-    plan_.loads.push_back(FactLoad{f.global, info.tokens, bytes, kNoRequest, 0});
+    const FactLoad load{f.global, info.tokens, bytes, kNoRequest, 0};
+    if (async) {
+      // The copy engine runs the loads one after another, in the order they were issued.
+      INFERSCALE_ASSERT(load_cost_, "asynchronous loads without a load price");
+      copy_free_at_ = std::max(copy_free_at_, now) + load_cost_(bytes);
+      r.loads_ready = std::max(r.loads_ready, copy_free_at_);
+      async_ready_[f.local] = copy_free_at_;
+      plan_.async_loads.push_back(load);
+    } else {
+      plan_.loads.push_back(load);
+    }
     pin(r, f);
   } else {
     plan_.loads.push_back(
@@ -236,6 +248,7 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now) {
   std::uint32_t present = shared;
   r.layout.clear();
   r.layout.reserve(r.facts.size());
+  r.loads_ready = 0;
   // The facts' records are far apart: start every miss before the loop waits on the first.
   for (const FactId g : r.facts) {
     facts_.prefetch(g);
@@ -255,6 +268,7 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now) {
       const CacheEntry e = entry(g, f.local, now);
       if (gpu_->lookup(e, now)) {
         f.source = FactSource::kGpuHit;
+        if (async_loads_) r.loads_ready = std::max(r.loads_ready, async_ready_[f.local]);
         if (first_admission) ++r.gpu_hits;
       } else if (host_ && host_->lookup(e, now)) {
         f.source = FactSource::kHostHit;
@@ -280,7 +294,7 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now) {
   for (std::uint32_t i = 0; i < r.layout.size(); ++i) {
     RequestFact& f = r.layout[i];
     if (f.source == FactSource::kHostHit) {
-      promote_from_host(r, f, now);
+      promote_from_host(r, f, now, async_loads_);
     } else if (f.source == FactSource::kEncoded) {
       request_jobs_.push_back(EncodeJob{f.global, ri, r.id, i});
       ++r.pending_encodes;
@@ -306,6 +320,7 @@ bool Replica::plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& 
   };
   if (gpu_->resident(local)) {  // placed meanwhile by another job or a memory write
     if (f != nullptr) pin(*r, *f);
+    if (r != nullptr && async_loads_) r->loads_ready = std::max(r->loads_ready, async_ready_[local]);
     return done();
   }
   if (host_ && f != nullptr && host_->resident(local)) {
@@ -437,7 +452,7 @@ bool Replica::admit(std::uint32_t ri, SimTime now, std::uint32_t& budget) {
   while (!request_jobs_.empty() && plan_encode_job(request_jobs_.front(), now, budget)) {
     request_jobs_.pop_front();
   }
-  if (r.pending_encodes == 0 && budget > 0) plan_prefill_chunk(ri, budget);
+  if (r.pending_encodes == 0 && budget > 0 && !loads_pending(r, now)) plan_prefill_chunk(ri, budget);
   return true;
 }
 
@@ -508,7 +523,7 @@ SimTime Replica::start_step(SimTime now) {
   // 3. Prefill chunks of admitted requests, in admission order.
   for (std::size_t i = 0; prefilling && i < running_.size() && budget > 0; ++i) {
     const Request& r = pool_[running_[i]];
-    if (r.prefill_done() || r.pending_encodes > 0) continue;
+    if (r.prefill_done() || r.pending_encodes > 0 || loads_pending(r, now)) continue;
     if (!r.injected || r.computed_done < r.computed_total) plan_prefill_chunk(running_[i], budget);
   }
   // 4. Admit waiting requests, first come first served.
@@ -523,7 +538,7 @@ SimTime Replica::start_step(SimTime now) {
   }
 
   if (plan_.prefills.empty() && plan_.decodes.empty() && plan_.encodes.empty() &&
-      plan_.loads.empty()) {
+      plan_.loads.empty() && plan_.async_loads.empty()) {
     for (const FactId l : step_pins_) unpin(l);
     step_pins_.clear();
     to_release_.swap(plan_.released);
@@ -548,6 +563,7 @@ SimTime Replica::start_step(SimTime now) {
   last_step_.decodes = static_cast<std::uint32_t>(plan_.decodes.size());
   last_step_.encodes = static_cast<std::uint32_t>(plan_.encodes.size());
   last_step_.loads = static_cast<std::uint32_t>(plan_.loads.size());
+  last_step_.async_loads = static_cast<std::uint32_t>(plan_.async_loads.size());
   last_step_.kv_blocks_used = total_blocks_ - free_blocks_;
   last_step_.store_bytes = gpu_ ? gpu_->used_bytes() : 0;
   last_step_.phases = result.phases;
@@ -558,6 +574,16 @@ SimTime Replica::start_step(SimTime now) {
   stats_.max_kv_blocks_used = std::max(stats_.max_kv_blocks_used, last_step_.kv_blocks_used);
   stats_.store_bytes_time_integral += double(last_step_.store_bytes) * double(duration);
   return duration;
+}
+
+SimTime Replica::wake_time() const {
+  SimTime t = kNever;
+  if (!async_loads_) return t;
+  for (const std::uint32_t ri : running_) {
+    const Request& r = pool_[ri];
+    if (!r.injected && r.pending_encodes == 0 && r.loads_ready > 0) t = std::min(t, r.loads_ready);
+  }
+  return t;
 }
 
 void Replica::release_request(std::uint32_t ri) {

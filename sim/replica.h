@@ -29,6 +29,7 @@ struct StepRecord {
   std::uint32_t batch_tokens = 0;  // decodes + prefill chunk tokens + encode tokens
   std::uint32_t sequences = 0;
   std::uint32_t prefills = 0, decodes = 0, encodes = 0, loads = 0;
+  std::uint32_t async_loads = 0;  // issued to the copy engine in this step
   std::uint64_t kv_blocks_used = 0;
   std::uint64_t store_bytes = 0;
   PhaseTimes phases;  // as the executor reported them (zero where it does not split a step)
@@ -71,6 +72,13 @@ class Replica final : public RunView {
   SimTime start_step(SimTime now);
   /// Applies the step's effects at its end; finished requests are appended to `finished`.
   void finish_step(SimTime now, std::vector<std::uint32_t>& finished);
+  /// With store.host.async_loads: when an idle replica (start_step returned -1) has a request
+  /// whose loads finish later, the time they do; kNever otherwise.
+  SimTime wake_time() const;
+  /// Prices one fact's host -> GPU copy (asynchronous loads); the copy engine is a queue.
+  void set_load_cost(std::function<SimTime(std::uint64_t bytes)> cost) {
+    load_cost_ = std::move(cost);
+  }
 
   const StepRecord& last_step() const { return last_step_; }
   const ReplicaStats& stats() const { return stats_; }
@@ -132,7 +140,9 @@ class Replica final : public RunView {
   bool admit(std::uint32_t ri, SimTime now, std::uint32_t& budget);
   void resolve_facts(std::uint32_t ri, SimTime now);
   bool insert_gpu(FactId global, SimTime now, bool use_admission);
-  void promote_from_host(Request& r, RequestFact& f, SimTime now);
+  /// `async`: on the copy engine (store.host.async_loads), the request's prefill waits for it.
+  void promote_from_host(Request& r, RequestFact& f, SimTime now, bool async = false);
+  bool loads_pending(const Request& r, SimTime now) const { return r.loads_ready > now; }
   /// Plans one encode job; false when it does not fit in the budget (try next step).
   bool plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& budget);
   std::uint32_t encode_tokens(FactId global) const {
@@ -166,7 +176,13 @@ class Replica final : public RunView {
   Executor& executor_;
   NextAccessFn next_access_;
   bool kv_inject_;
+  bool async_loads_;
   std::uint64_t kv_bytes_per_token_;
+  std::function<SimTime(std::uint64_t)> load_cost_;
+  SimTime copy_free_at_ = 0;  // the copy engine's queue of asynchronous loads ends here
+  /// By local id, with asynchronous loads: when the fact's last load is done (a request that
+  /// finds it resident before then waits for it too).
+  std::vector<SimTime> async_ready_;
 
   std::unique_ptr<StoreTier> gpu_, host_;
   std::vector<std::uint32_t> local_plus1_;  // global -> local + 1 (0: never seen here)

@@ -40,6 +40,7 @@ struct Request {
   std::uint32_t shared_tokens = 0;    // of those, the replica's shared header (not in own blocks)
   std::uint32_t context = 0;          // KV tokens present now
   std::uint32_t pending_encodes = 0;  // this request's fact encodes not yet planned
+  SimTime loads_ready = 0;            // its asynchronous host loads are done (0: none)
   std::uint32_t kv_blocks = 0;        // request-KV blocks held
   bool injected = false;              // first chunk planned
   bool admitted = false;

@@ -78,6 +78,12 @@ json tier_json(const TierConfig& t) {
               {"admission", t.admission}, {"admission_params", aparams}};
 }
 
+json host_tier_json(const TierConfig& t) {
+  json j = tier_json(t);
+  j["async_loads"] = t.async_loads;
+  return j;
+}
+
 json executor_json(const ExecutorConfig& e) {
   json j{{"kind", e.kind}, {"profile", e.profile}};
   if (e.kind == "remote") {
@@ -117,7 +123,7 @@ json config_json(const RunConfig& c) {
       {"store",
        {{"warm", c.store.warm},
         {"gpu", tier_json(c.store.gpu)},
-        {"host", tier_json(c.store.host)}}},
+        {"host", host_tier_json(c.store.host)}}},
       {"memory",
        {{"gpu_utilization", c.memory.gpu_utilization},
         {"activation_reserve_bytes", c.memory.activation_reserve_bytes},
@@ -286,6 +292,7 @@ std::vector<RunOutcome> run_experiment(const ExperimentConfig& exp, const Runner
       Simulator sim(
           run, trace, [&run](int i) { return make_executor(run, i); }, encode_pricing(run), out,
           future_of(run, trace));
+      sim.set_load_cost(load_pricing(run));
       RunSummary summary;
       try {
         summary = sim.run();

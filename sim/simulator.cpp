@@ -9,6 +9,7 @@
 #include <queue>
 #include <unordered_map>
 
+#include "executor/cost_model/cost_model.h"
 #include "sim/router.h"
 #include "sim/user_map.h"
 #include "traces/error.h"
@@ -134,6 +135,12 @@ struct Simulator::Impl {
       replicas.push_back(std::make_unique<Replica>(static_cast<int>(i), c, facts, pool,
                                                    *executors.back(), next_access));
     }
+    if (c.store.host.async_loads) {
+      auto model = std::make_shared<CostModel>(c.model, CostRates::from_gpu(c.gpu));
+      for (auto& r : replicas) {
+        r->set_load_cost([model](std::uint64_t bytes) { return model->load_cost_ns(bytes); });
+      }
+    }
     kick_pending.assign(c.replicas, 0);
     if (!outputs.timeline_json.empty()) {
       timeline = std::fopen(outputs.timeline_json.c_str(), "wb");
@@ -165,7 +172,12 @@ struct Simulator::Impl {
     Replica& r = *replicas[rep];
     if (r.busy() || !r.has_work()) return;
     const SimTime d = r.start_step(now);
-    if (d < 0) return;
+    if (d < 0) {
+      // Idle until a request's asynchronous loads are done.
+      const SimTime wake = r.wake_time();
+      if (wake != kNever && wake > now) push(wake, kKick, static_cast<std::uint64_t>(rep));
+      return;
+    }
     push(now + d, kStepDone, static_cast<std::uint64_t>(rep));
     if (timeline != nullptr) write_timeline(r);
   }
@@ -175,12 +187,12 @@ struct Simulator::Impl {
     std::fprintf(timeline,
                  "%s{\"name\":\"step\",\"ph\":\"X\",\"pid\":0,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
                  "\"args\":{\"tokens\":%u,\"prefills\":%u,\"decodes\":%u,\"encodes\":%u,"
-                 "\"loads\":%u,\"kv_blocks\":%llu,\"encode_us\":%.3f,\"load_us\":%.3f,"
+                 "\"loads\":%u,\"async_loads\":%u,\"kv_blocks\":%llu,\"encode_us\":%.3f,\"load_us\":%.3f,"
                  "\"inject_us\":%.3f,\"prefill_us\":%.3f,\"decode_us\":%.3f,"
                  "\"overhead_us\":%.3f}}",
                  timeline_first ? "" : ",\n", r.index(), double(s.start) / 1e3,
                  double(s.duration_ns) / 1e3, s.batch_tokens, s.prefills, s.decodes, s.encodes,
-                 s.loads, static_cast<unsigned long long>(s.kv_blocks_used),
+                 s.loads, s.async_loads, static_cast<unsigned long long>(s.kv_blocks_used),
                  double(s.phases.encode_ns) / 1e3, double(s.phases.load_ns) / 1e3,
                  double(s.phases.inject_ns) / 1e3, double(s.phases.prefill_ns) / 1e3,
                  double(s.phases.decode_ns) / 1e3, double(s.phases.overhead_ns) / 1e3);
@@ -494,6 +506,10 @@ Simulator::Simulator(const RunConfig& cfg, std::string trace_path, ExecutorFacto
                                    std::move(next_access))) {}
 
 Simulator::~Simulator() = default;
+
+void Simulator::set_load_cost(std::function<SimTime(std::uint64_t)> cost) {
+  for (auto& r : impl_->replicas) r->set_load_cost(cost);
+}
 
 RunSummary Simulator::run() {
   return impl_->run();

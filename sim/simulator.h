@@ -55,6 +55,9 @@ class Simulator {
   Simulator(const RunConfig& cfg, std::string trace_path, ExecutorFactory executors,
             EncodeCostFn encode_cost, SimOutputs outputs, NextAccessFn next_access = {});
   ~Simulator();
+  /// How a fact's asynchronous host load is priced (store.host.async_loads); by default the
+  /// roofline cost model of the run's GPU. Call before run().
+  void set_load_cost(std::function<SimTime(std::uint64_t bytes)> cost);
   /// Runs the whole trace; throws InputError for bad trace data (nothing is kept then), and
   /// ExecutorFailure when an executor fails (see partial_summary()).
   RunSummary run();

@@ -75,4 +75,10 @@ SimTime CalibratedCostModel::encode_cost_ns(std::uint32_t tokens,
   return price(plan).duration_ns;
 }
 
+SimTime CalibratedCostModel::load_cost_ns(std::uint64_t bytes) const {
+  BatchPlan plan;
+  plan.loads.push_back(FactLoad{0, 0, bytes});
+  return price(plan).phases.load_ns;
+}
+
 }  // namespace inferscale

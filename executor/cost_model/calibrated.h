@@ -55,6 +55,9 @@ class CalibratedCostModel {
   BatchResult price(const StepWork& w) const;
   /// Time to encode one fact alone (its recompute cost for cost-aware policies).
   SimTime encode_cost_ns(std::uint32_t tokens, std::uint32_t context_tokens) const;
+  /// Time to copy one fact of `bytes` from the host tier (the load phase of a step that does
+  /// only that).
+  SimTime load_cost_ns(std::uint64_t bytes) const;
   const CalibrationProfile& profile() const { return profile_; }
 
  private:

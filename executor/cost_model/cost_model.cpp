@@ -157,4 +157,10 @@ SimTime CostModel::encode_cost_ns(std::uint32_t tokens, std::uint32_t context_to
   return price(work(plan)).duration_ns;
 }
 
+SimTime CostModel::load_cost_ns(std::uint64_t bytes) const {
+  BatchPlan plan;
+  plan.loads.push_back(FactLoad{0, 0, bytes});
+  return price(work(plan)).phases.load_ns;
+}
+
 }  // namespace inferscale

@@ -42,6 +42,8 @@ class CostModel {
   BatchResult price(const StepWork& w) const;
   /// Time to encode one fact alone (its recompute cost for cost-aware policies).
   SimTime encode_cost_ns(std::uint32_t tokens, std::uint32_t context_tokens) const;
+  /// Time to copy one fact of `bytes` from the host tier (PCIe only, no step overhead).
+  SimTime load_cost_ns(std::uint64_t bytes) const;
   const ModelConfig& model() const { return model_; }
   const CostRates& rates() const { return rates_; }
 

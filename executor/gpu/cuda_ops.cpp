@@ -5,7 +5,11 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 
+#include <c10/cuda/CUDAStream.h>
+
 #include <cstdio>
+#include <deque>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -32,8 +36,23 @@ class CudaClock : public StepClock {
  public:
   ~CudaClock() override {
     for (cudaEvent_t e : events_) cudaEventDestroy(e);
+    if (prev_ != nullptr) cudaEventDestroy(prev_);
   }
-  void reset() override { used_ = 0; }
+  void reset() override {
+    // Keep the last step's final mark: gap_ns() measures from it.
+    if (used_ > 0) {
+      if (prev_ == nullptr) INFERSCALE_CUDA_CHECK(cudaEventCreate(&prev_));
+      std::swap(prev_, events_[used_ - 1]);
+      has_prev_ = true;
+    }
+    used_ = 0;
+  }
+  std::int64_t gap_ns() override {
+    if (!has_prev_ || used_ == 0) return -1;
+    float ms = 0;
+    INFERSCALE_CUDA_CHECK(cudaEventElapsedTime(&ms, prev_, events_[0]));
+    return std::int64_t(double(ms) * 1e6);
+  }
   int mark() override {
     if (used_ == int(events_.size())) {
       cudaEvent_t e;
@@ -59,6 +78,78 @@ class CudaClock : public StepClock {
  private:
   std::vector<cudaEvent_t> events_;
   int used_ = 0;
+  cudaEvent_t prev_ = nullptr;
+  bool has_prev_ = false;
+};
+
+/// The copy stream of asynchronous loads and the events that order it against the compute
+/// stream (one per ticket, recycled once its copies are known to be done).
+class CopyStream {
+ public:
+  explicit CopyStream(at::Device device)
+      : copy_(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index())),
+        compute_(c10::cuda::getCurrentCUDAStream(device.index())) {}
+  ~CopyStream() {
+    for (auto& t : tickets_) cudaEventDestroy(t.second);
+    for (cudaEvent_t e : spare_) cudaEventDestroy(e);
+  }
+  void begin() {
+    compute_ = c10::cuda::getCurrentCUDAStream(copy_.device_index());
+    cudaEvent_t e = take();
+    INFERSCALE_CUDA_CHECK(cudaEventRecord(e, compute_.stream()));
+    INFERSCALE_CUDA_CHECK(cudaStreamWaitEvent(copy_.stream(), e, 0));
+    spare_.push_back(e);  // recording again later is ordered after this wait
+    c10::cuda::setCurrentCUDAStream(copy_);
+  }
+  std::uint64_t end() {
+    c10::cuda::setCurrentCUDAStream(compute_);
+    cudaEvent_t e = take();
+    INFERSCALE_CUDA_CHECK(cudaEventRecord(e, copy_.stream()));
+    tickets_.emplace_back(++issued_, e);
+    // Recycle the events of tickets already done.
+    while (tickets_.size() > 1 && cudaEventQuery(tickets_.front().second) == cudaSuccess) {
+      done_ = tickets_.front().first;
+      spare_.push_back(tickets_.front().second);
+      tickets_.pop_front();
+    }
+    return issued_;
+  }
+  void wait(std::uint64_t ticket) {
+    if (ticket <= done_) return;
+    // The copy stream runs in order: the newest ticket at or before `ticket` covers it.
+    for (auto it = tickets_.rbegin(); it != tickets_.rend(); ++it) {
+      if (it->first <= ticket) {
+        INFERSCALE_CUDA_CHECK(cudaStreamWaitEvent(
+            c10::cuda::getCurrentCUDAStream(copy_.device_index()).stream(), it->second, 0));
+        return;
+      }
+    }
+  }
+  bool done(std::uint64_t ticket) {
+    if (ticket <= done_) return true;
+    for (const auto& t : tickets_) {
+      if (t.first >= ticket) return cudaEventQuery(t.second) == cudaSuccess;
+    }
+    return true;
+  }
+
+ private:
+  cudaEvent_t take() {
+    if (!spare_.empty()) {
+      cudaEvent_t e = spare_.back();
+      spare_.pop_back();
+      return e;
+    }
+    cudaEvent_t e;
+    INFERSCALE_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    return e;
+  }
+
+  c10::cuda::CUDAStream copy_;
+  c10::cuda::CUDAStream compute_;
+  std::deque<std::pair<std::uint64_t, cudaEvent_t>> tickets_;
+  std::vector<cudaEvent_t> spare_;
+  std::uint64_t issued_ = 0, done_ = 0;
 };
 
 class CudaOps : public DeviceOps {
@@ -167,6 +258,19 @@ class CudaOps : public DeviceOps {
   }
 
   StepClock& clock() override { return clock_; }
+
+  void begin_copies() override {
+    if (!copies_) copies_ = std::make_unique<CopyStream>(device_);
+    copies_->begin();
+  }
+  std::uint64_t end_copies() override { return copies_->end(); }
+  void wait_copies(std::uint64_t ticket) override {
+    if (copies_ && ticket > 0) copies_->wait(ticket);
+  }
+  bool copies_done(std::uint64_t ticket) override {
+    return !copies_ || ticket == 0 || copies_->done(ticket);
+  }
+
   at::Device device() const override { return device_; }
   std::string device_name() const override { return at::cuda::getCurrentDeviceProperties()->name; }
 
@@ -174,6 +278,7 @@ class CudaOps : public DeviceOps {
   at::Device device_;
   std::int32_t sm_count_;
   CudaClock clock_;
+  std::unique_ptr<CopyStream> copies_;
   bool flash_ok_ = true;
   bool split_kv_ok_ = true;
 };

@@ -59,6 +59,9 @@ class StepClock {
   virtual void synchronize() = 0;
   /// Nanoseconds between two marks (after synchronize()).
   virtual std::int64_t elapsed_ns(int from, int to) = 0;
+  /// Nanoseconds the device stood idle between the previous step's last mark and this step's
+  /// first (after synchronize()); -1 where not measured (the CPU, or the first step).
+  virtual std::int64_t gap_ns() { return -1; }
 };
 
 /// @brief The per-device implementation of the model's custom ops.
@@ -78,6 +81,23 @@ class DeviceOps {
   /// A host copy of a device tensor that stays valid until the step is synchronized.
   virtual at::Tensor to_host(const at::Tensor& t) = 0;
   virtual StepClock& clock() = 0;
+
+  // Asynchronous host -> device copies (BatchPlan::async_loads). On CUDA they run on a second
+  // stream, beside the compute stream; on the CPU they run at once and these do nothing.
+  /// Copies issued from now until end_copies() go to the copy stream, after every piece of work
+  /// issued to the compute stream so far.
+  virtual void begin_copies() {}
+  /// Back to the compute stream; returns a ticket for the copies since begin_copies() (tickets
+  /// increase from 1; 0 means none).
+  virtual std::uint64_t end_copies() { return 0; }
+  /// Work issued to the compute stream from now on waits for the copies of `ticket` and of
+  /// every earlier ticket.
+  virtual void wait_copies(std::uint64_t ticket) { (void)ticket; }
+  /// Whether the copies of `ticket` have finished (a query; never blocks).
+  virtual bool copies_done(std::uint64_t ticket) {
+    (void)ticket;
+    return true;
+  }
   virtual at::Device device() const = 0;
   virtual std::string device_name() const = 0;
 

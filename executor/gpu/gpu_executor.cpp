@@ -169,21 +169,60 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
     std::unordered_set<FactId> touched;
     for (const FactLoad& o : plan.offloads) touched.insert(o.fact);
     for (const FactLoad& l : plan.loads) touched.insert(l.fact);
+    for (const FactLoad& l : plan.async_loads) touched.insert(l.fact);
     for (FactId f : plan.host_evictions) {
       if (touched.count(f) > 0) {
         late_host_evictions.push_back(f);
       } else {
+        settle(f);  // an asynchronous load may still read its host blocks
         host_tier_->erase(f);
       }
     }
   }
   for (const FactLoad& o : plan.offloads) offload(o.fact);
-  for (FactId f : plan.evictions) pool_->free(f);
+  for (FactId f : plan.evictions) {
+    settle(f);
+    pool_->free(f);
+  }
   Injections inj;
   std::vector<PendingEncode> encodes;
   for (const FactLoad& l : plan.loads) load(l, inj, encodes);
+  if (!plan.async_loads.empty()) {
+    // On the copy stream, after this step's offloads and evictions (the blocks they free may be
+    // the ones these copies fill); nothing of this step waits for them.
+    ops_->begin_copies();
+    for (const FactLoad& l : plan.async_loads) {
+      if (l.for_request != kNoRequest) {
+        ops_->end_copies();
+        throw std::invalid_argument("plan: an asynchronous load of fact " +
+                                    std::to_string(l.fact) + " names a request");
+      }
+      load(l, inj, encodes);
+    }
+    const std::uint64_t ticket = ops_->end_copies();
+    for (const FactLoad& l : plan.async_loads) pending_loads_[l.fact] = ticket;
+  }
+  // A prefill that injects an asynchronously loaded fact waits for its copy here.
+  if (!pending_loads_.empty()) {
+    std::uint64_t need = 0;
+    for (const PrefillItem& p : plan.prefills) {
+      if (!p.first_chunk) continue;
+      for (std::uint32_t i = p.facts_begin; i < p.facts_end && i < plan.prompt_facts.size(); ++i) {
+        const auto it = pending_loads_.find(plan.prompt_facts[i].fact);
+        if (it == pending_loads_.end()) continue;
+        need = std::max(need, it->second);
+      }
+    }
+    if (need > 0) {
+      ops_->wait_copies(need);
+      std::erase_if(pending_loads_, [need](const auto& kv) { return kv.second <= need; });
+    }
+  }
   const int m_load = clock.mark();
-  for (FactId f : late_host_evictions) host_tier_->erase(f);
+  for (FactId f : late_host_evictions) {
+    settle(f);
+    host_tier_->erase(f);
+  }
   for (const PrefillItem& p : plan.prefills) {
     if (p.first_chunk && p.header_cached && p.header_tokens > 0)
       ensure_header(p.header_tokens, inj);
@@ -282,6 +321,11 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   }
   const int m_forward = clock.mark();
   clock.synchronize();
+  // The device stood idle between the last step and this one while the host planned; copies in
+  // flight then moved on, time the virtual clock has not seen. Count it in this step.
+  const std::int64_t gap = clock.gap_ns();
+  const bool gap_counts = copies_in_flight_ && gap > 0;
+  copies_in_flight_ = !pending_loads_.empty() && !ops_->copies_done(last_ticket());
   const AttentionCounts& calls = ops_->attention_counts();
   stats_.attention = {calls.split_kv - calls_before.split_kv, calls.flash - calls_before.flash,
                       calls.math - calls_before.math};
@@ -295,6 +339,12 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   (plan.prefills.empty() ? result.phases.decode_ns : result.phases.prefill_ns) = forward_ns;
   result.phases.overhead_ns = result.duration_ns - result.phases.load_ns - result.phases.encode_ns -
                               result.phases.inject_ns - forward_ns;
+  if (gap_counts) {
+    result.duration_ns += gap;
+    result.phases.overhead_ns += gap;
+    stats_.copy_gap_ns = gap;
+    total_copy_gap_ns_ += gap;
+  }
   if (sampled_host.defined()) {
     const std::int32_t* t = sampled_host.data_ptr<std::int32_t>();
     result.tokens.assign(t, t + sampled_host.numel());

@@ -67,6 +67,9 @@ class GpuExecutor : public Executor {
     std::uint64_t encoded_tokens = 0;   // fact and context tokens of encodes (and headers)
     std::uint64_t load_fallbacks = 0;   // loads of facts the host tier did not hold (encoded)
     AttentionCounts attention;          // attention calls (one per layer and forward) by kind
+    /// Device idle time before this step, counted in its duration because asynchronous loads
+    /// were in flight (they progressed while the virtual clock stood still).
+    std::int64_t copy_gap_ns = 0;
   };
   const StepStats& last_stats() const { return stats_; }
 
@@ -90,6 +93,8 @@ class GpuExecutor : public Executor {
   /// Computes the shared header of `tokens` tokens into the pool's reserved area now (outside
   /// any step) if it is not there; steps that name it reuse it.
   void prepare_header(std::uint32_t tokens);
+  /// Sum of StepStats::copy_gap_ns over the executor's life.
+  std::int64_t total_copy_gap_ns() const { return total_copy_gap_ns_; }
   /// Whether the host tier holds a fact.
   bool host_has(FactId fact) const { return host_tier_->find(fact) != nullptr; }
 
@@ -121,6 +126,10 @@ class GpuExecutor : public Executor {
   };
 
   // gpu_executor_kv.cpp: pool, host tier, encodes, injection
+  /// Before a fact's pool or host blocks are freed or read again: wait for its asynchronous
+  /// load if one may still run.
+  void settle(FactId fact);
+  std::uint64_t last_ticket() const;
   void offload(FactId fact);
   void load(const FactLoad& load, Injections& inj, std::vector<PendingEncode>& fallback);
   void ensure_header(std::uint32_t tokens, Injections& inj);
@@ -162,6 +171,10 @@ class GpuExecutor : public Executor {
   std::uint64_t next_transient_ = 0;
   StepStats stats_;
   at::Tensor last_logits_;
+  /// Facts whose asynchronous loads no step has waited for yet, with their copy tickets.
+  std::unordered_map<FactId, std::uint64_t> pending_loads_;
+  bool copies_in_flight_ = false;  // at the end of the last step
+  std::int64_t total_copy_gap_ns_ = 0;
 };
 
 }  // namespace inferscale

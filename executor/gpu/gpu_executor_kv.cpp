@@ -40,9 +40,23 @@ void GpuExecutor::flush_injections(Injections& inj) {
   free_transients();  // later writes to their blocks are ordered after the launch
 }
 
+void GpuExecutor::settle(FactId fact) {
+  const auto it = pending_loads_.find(fact);
+  if (it == pending_loads_.end()) return;
+  ops_->wait_copies(it->second);
+  pending_loads_.erase(it);
+}
+
+std::uint64_t GpuExecutor::last_ticket() const {
+  std::uint64_t t = 0;
+  for (const auto& kv : pending_loads_) t = std::max(t, kv.second);
+  return t;
+}
+
 void GpuExecutor::offload(FactId fact) {
   const FactPool::Entry* e = pool_->find(fact);
   if (e == nullptr) return;  // not resident here: nothing to copy
+  settle(fact);
   host_tier_->store(fact, *e, *pool_);
 }
 

@@ -17,7 +17,7 @@ static_assert(sizeof(PrefillItem) == 64, "PrefillItem changed: update encode_pla
 static_assert(sizeof(DecodeItem) == 16, "DecodeItem changed: update encode_plan/decode_plan");
 static_assert(sizeof(FactEncode) == 48, "FactEncode changed: update encode_plan/decode_plan");
 static_assert(sizeof(FactLoad) == 40, "FactLoad changed: update encode_plan/decode_plan");
-static_assert(sizeof(BatchPlan) == 16 + 9 * sizeof(std::vector<int>),
+static_assert(sizeof(BatchPlan) == 16 + 10 * sizeof(std::vector<int>),
               "BatchPlan changed: update encode_plan/decode_plan");
 static_assert(sizeof(PhaseTimes) == 6 * sizeof(SimTime),
               "PhaseTimes changed: update encode_result/decode_result");
@@ -87,6 +87,8 @@ void encode_plan(const BatchPlan& p, std::vector<std::uint8_t>& out) {
   }
   w.count(p.loads.size());
   for (const auto& l : p.loads) put_load(w, l);
+  w.count(p.async_loads.size());
+  for (const auto& l : p.async_loads) put_load(w, l);
   w.count(p.offloads.size());
   for (const auto& l : p.offloads) put_load(w, l);
   put_ids(w, p.evictions);
@@ -138,6 +140,8 @@ void decode_plan(std::span<const std::uint8_t> payload, BatchPlan& p) {
   }
   p.loads.resize(r.count("loads", kLoadBytes));
   for (auto& l : p.loads) l = get_load(r);
+  p.async_loads.resize(r.count("async_loads", kLoadBytes));
+  for (auto& l : p.async_loads) l = get_load(r);
   p.offloads.resize(r.count("offloads", kLoadBytes));
   for (auto& l : p.offloads) l = get_load(r);
   get_ids(r, "evictions", p.evictions);

@@ -20,7 +20,8 @@
 namespace inferscale::remote {
 
 inline constexpr std::uint32_t kMagic = 0x58455349;   // the bytes "ISEX"
-inline constexpr std::uint16_t kProtocolVersion = 2;  // 2: prompt_tokens of per-request KV
+// 2: prompt_tokens of per-request KV; 3: asynchronous loads
+inline constexpr std::uint16_t kProtocolVersion = 3;
 inline constexpr std::size_t kHeaderBytes = 16;
 inline constexpr std::uint32_t kMaxFrameBytes = 64u << 20;  // payload limit, both directions
 

@@ -16,6 +16,7 @@
 #              with HIL_SET (extra --set arguments) if given
 #   bench      `inferscale bench executor` (Llama-3.1-8B shape, random weights) with split-KV
 #              attention on and off (issue: GPU executor targets)
+#   profile    every kernel's duration (ncu) in a batch-1, k=50 kv_inject bench step
 #   ceilings   scripts/device/ceilings.py: copy bandwidth and bf16 matrix products with PyTorch
 #   fidelity   configs/eval/fidelity_h200.yaml over every answerable LoCoMo question
 #              (QUESTIONS=n: the first n)
@@ -129,6 +130,17 @@ if want bench; then
       --batch 1,16,64 --k 0,10,25,50 --out "$WORK/executor_h200_split_kv_$sk.json"
     sed -n '/^mode/,$p' "$WORK/bench_$sk.log" | sed "s/^/    [$sk] /" >>"$SUMMARY"
   done
+fi
+
+if want profile; then
+  # Every kernel's duration (ncu, clocks left alone) over a batch-1, k=50 kv_inject bench: one
+  # warm-up and one measured TTFT step plus one decode; bench/profile_table.py sums them.
+  step ncu_batch1 240 "$WORK/profile.log" ncu --clock-control none --cache-control none \
+    --metrics gpu__time_duration.sum --csv --page raw --log-file "$WORK/ncu_batch1.csv" \
+    "$BIN" bench executor --model llama-3.1-8b --device cuda --header 64 --fact 24 --query 24 \
+    --output 2 --batch 1 --k 50 --modes kv_inject --reps 1 --warmup 1 \
+    --out "$WORK/ncu_batch1_bench.json"
+  tail -5 "$WORK/profile.log" | sed 's/^/    /' >>"$SUMMARY"
 fi
 
 if want ceilings; then

@@ -164,7 +164,13 @@ TierConfig parse_tier(const YamlView& store, const char* key, std::uint64_t gpu_
     return t;
   }
   const auto v = store.child(key);
-  v.reject_unknown({"capacity", "eviction", "admission"});
+  const bool host = std::string(key) == "host";
+  if (host) {
+    v.reject_unknown({"capacity", "eviction", "admission", "async_loads"});
+    t.async_loads = v.boolean("async_loads", false);
+  } else {
+    v.reject_unknown({"capacity", "eviction", "admission"});
+  }
   t.capacity_bytes = v.bytes("capacity", 0, gpu_bytes);
   t.enabled = t.capacity_bytes > 0;
   parse_policy(v, "eviction", "lru", t.eviction, t.eviction_params);

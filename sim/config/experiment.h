@@ -60,6 +60,9 @@ struct TierConfig {
   std::string where;            // position of the tier, for capacity errors
   std::string eviction_where;   // position of `eviction`, for policy errors
   std::string admission_where;
+  /// Host tier only: loads run on a copy engine beside the compute (BatchPlan::async_loads); a
+  /// request whose facts come from the host tier is prefilled once its loads are done.
+  bool async_loads = false;
 };
 
 struct StoreConfig {

@@ -52,16 +52,19 @@ TEST_CASE("hardware in the loop on the CPU: text and kv_inject runs complete eve
   std::ofstream(dir / "exp.yaml") << experiment(
       "executor: {kind: gpu, device: cpu}\n"
       "runs:\n  - {name: text, serving: {mode: text}}\n"
-      "  - {name: kv_inject, serving: {mode: kv_inject}}\n");
+      "  - {name: kv_inject, serving: {mode: kv_inject}}\n"
+      "  - {name: kv_inject_async, serving: {mode: kv_inject}, store: {host: {capacity: 16KiB, "
+      "eviction: fifo, async_loads: true}}}\n");
   const int rc = run_cli(
       "run " + (dir / "exp.yaml").string() + " --no-progress --out " + (dir / "out").string(),
       dir / "log.txt");
   INFO(read_text(dir / "log.txt"));
   REQUIRE(rc == 0);
-  for (const char* run : {"text", "kv_inject"}) {
+  for (const char* run : {"text", "kv_inject", "kv_inject_async"}) {
+    INFO(run);
     const auto s = nlohmann::json::parse(read_text(dir / "out" / "hil_cpu" / run / "summary.json"));
     CHECK(s["requests"].get<int>() == 40);
-    if (std::string(run) == "kv_inject") {
+    if (std::string(run) != "text") {
       // The store is small on purpose: host loads, encodes of misses and GPU hits all happen.
       CHECK(s["work"]["host_loads"].get<int>() > 0);
       CHECK(s["work"]["encodes"].get<int>() > 0);

@@ -24,6 +24,7 @@ class RandomPlans {
       p.encodes.push_back(FactEncode{u64(), u64(), u32(), u32(), flag(), u64(), u32()});
     }
     for (std::size_t i = 0, n = count(); i < n; ++i) p.loads.push_back(load());
+    for (std::size_t i = 0, n = count(); i < n; ++i) p.async_loads.push_back(load());
     for (std::size_t i = 0, n = count(); i < n; ++i) p.offloads.push_back(load());
     for (std::size_t i = 0, n = count(); i < n; ++i) p.evictions.push_back(u64());
     for (std::size_t i = 0, n = count(); i < n; ++i) p.host_evictions.push_back(u64());
@@ -98,6 +99,10 @@ void check_same(const BatchPlan& a, const BatchPlan& b) {
   }
   REQUIRE(a.loads.size() == b.loads.size());
   for (std::size_t i = 0; i < a.loads.size(); ++i) check_same(a.loads[i], b.loads[i]);
+  REQUIRE(a.async_loads.size() == b.async_loads.size());
+  for (std::size_t i = 0; i < a.async_loads.size(); ++i) {
+    check_same(a.async_loads[i], b.async_loads[i]);
+  }
   REQUIRE(a.offloads.size() == b.offloads.size());
   for (std::size_t i = 0; i < a.offloads.size(); ++i) check_same(a.offloads[i], b.offloads[i]);
   CHECK(a.evictions == b.evictions);

@@ -60,11 +60,14 @@ const char* kStress =
 /// offload or eviction of a fact that is not resident, a placement past the pool's capacity).
 std::vector<std::string> plan_errors;
 std::uint64_t private_items = 0;  // per-request loads and encodes seen
+std::uint64_t async_loads_seen = 0;
+std::uint64_t steps_beside_copies = 0;  // steps that computed while an asynchronous copy ran
 
 class PlanCheckExecutor final : public Executor {
  public:
   explicit PlanCheckExecutor(const RunConfig& run)
       : inner_(CostModel(run.model, CostRates::from_gpu(run.gpu))),
+        prices_(run.model, CostRates::from_gpu(run.gpu)),
         capacity_blocks_(run.store.gpu.capacity_bytes /
                          (kBlockTokens * run.model.kv_bytes_per_token())) {}
   BatchResult execute(const BatchPlan& plan) override {
@@ -103,6 +106,19 @@ class PlanCheckExecutor final : public Executor {
       if (!host_.count(l.fact)) fail("load of a fact not in the host tier:", l.fact);
       if (l.for_request == kNoRequest) place(l.fact, l.tokens);
     }
+    // Asynchronous loads: the copy engine runs them one after another, each priced as the
+    // simulator prices it; the fact may be injected once its copy is done.
+    for (const FactLoad& l : plan.async_loads) {
+      ++async_loads_seen;
+      if (l.for_request != kNoRequest) fail("asynchronous load for a request:", l.fact);
+      if (!host_.count(l.fact)) fail("asynchronous load of a fact not in the host tier:", l.fact);
+      place(l.fact, l.tokens);
+      copy_free_ = std::max(copy_free_, plan.now) + prices_.load_cost_ns(l.bytes);
+      ready_[l.fact] = copy_free_;
+    }
+    if (copy_free_ > plan.now && (!plan.decodes.empty() || !plan.prefills.empty())) {
+      ++steps_beside_copies;
+    }
     for (FactId f : plan.host_evictions) {
       if (host_.erase(f) == 0) fail("host eviction of a fact not in the host tier:", f);
     }
@@ -117,6 +133,12 @@ class PlanCheckExecutor final : public Executor {
         if (f.inject && !f.private_kv && !pool_.count(f.fact)) {
           fail("request " + std::to_string(p.request) + " injects a fact not in the pool:", f.fact);
         }
+        const auto r = ready_.find(f.fact);
+        if (f.inject && r != ready_.end() && r->second > plan.now) {
+          fail("request " + std::to_string(p.request) +
+                   " injects a fact before its asynchronous load is done:",
+               f.fact);
+        }
       }
     }
     return inner_.execute(plan);
@@ -125,7 +147,10 @@ class PlanCheckExecutor final : public Executor {
 
  private:
   CostModelExecutor inner_;
+  CostModel prices_;
   std::uint64_t capacity_blocks_, used_blocks_ = 0;
+  SimTime copy_free_ = 0;
+  std::map<FactId, SimTime> ready_;  // when each asynchronous load is done
   std::map<FactId, std::uint64_t> pool_;  // resident facts and their blocks
   std::set<FactId> host_;
 };
@@ -199,6 +224,37 @@ TEST_CASE("every plan of a stressed run can be performed: injected facts are in 
     }
   }
   CHECK(private_items > 0);  // per-request loads or encodes occurred, and were checked
+}
+
+TEST_CASE("asynchronous host loads: prefills wait for their copies, which run beside compute") {
+  const auto dir = temp_dir("async_loads");
+  for (std::uint64_t seed : {3, 4}) {
+    for (const char* router : {"user_affinity", "least_loaded"}) {
+      INFO("seed " << seed << ", router " << router);
+      plan_errors.clear();
+      async_loads_seen = 0;
+      steps_beside_copies = 0;
+      std::string stress = kStress;  // its host tier, with asynchronous loads
+      const std::string fifo = "eviction: fifo}}";
+      stress.replace(stress.find(fifo), fifo.size(), "eviction: fifo, async_loads: true}}");
+      const auto outcomes = run(
+          dir, tiny_config(make_trace(dir, seed, 5000),
+                           stress + "replicas: 2\nrouter: " + router +
+                               "\nexecutor: {kind: plan_check}\nruns:\n  - name: r\n"
+                               "    serving: {mode: kv_inject}\n"));
+      const auto& s = outcomes.at(0).summary;
+      const auto rows = read_csv(std::filesystem::path(outcomes[0].dir) / "requests.csv");
+      std::set<std::string> ids;
+      for (const auto& r : rows) ids.insert(r[0]);
+      CHECK(ids.size() == 600);
+      CHECK(s.max_kv_blocks_used <= s.kv_blocks_total);
+      CHECK(s.store_peak_bytes <= 24 * 1024);
+      CHECK(async_loads_seen > 0);
+      CHECK(steps_beside_copies > 0);
+      INFO((plan_errors.empty() ? std::string() : plan_errors.front()));
+      CHECK(plan_errors.empty());
+    }
+  }
 }
 
 TEST_CASE("same seed gives byte-identical requests.csv, another seed differs") {

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Where a batch-1 kv_inject step's time goes, from ncu's per-kernel durations.
+
+Input: the CSV that `scripts/device/h200.sh` (phase `profile`) writes with
+`ncu --metrics gpu__time_duration.sum --csv --page raw` over
+`inferscale bench executor --batch 1 --k 50 --modes kv_inject --output 2 --reps 1 --warmup 1`,
+and that bench's JSON (the step times it measured with CUDA events, without ncu).
+
+The measured TTFT step is the kernels from the last fused inject launch to the first argmax
+after it; the decode step follows, up to the next argmax. Prints a Markdown table per step:
+kernels by kind, their count and summed duration, against the step time the bench measured.
+
+Usage: bench/profile_table.py NCU_CSV BENCH_JSON
+"""
+import csv
+import json
+import sys
+
+KINDS = [  # (kind, substrings of the kernel name), first match wins
+    ("fused inject", ["inject"]),
+    ("kv_append (RoPE + cache write)", ["kv_append"]),
+    ("split-KV attention", ["split_kv"]),
+    ("flash attention", ["flash"]),
+    ("RMSNorm", ["rms_norm"]),
+    ("SiLU x mul", ["silu_mul"]),
+    ("argmax / sampling", ["argmax", "reduce_kernel"]),
+    ("matrix products", ["gemm", "nvjet", "cutlass", "sm90", "xmma", "splitk", "splitK"]),
+]
+
+
+def kind_of(name):
+    low = name.lower()
+    for kind, keys in KINDS:
+        if any(k.lower() in low for k in keys):
+            return kind
+    return "other (copies, elementwise)"
+
+
+def read_kernels(path):
+    with open(path, newline="") as f:
+        lines = [l for l in f if l.startswith('"')]  # ncu's own messages are not quoted
+    rows = list(csv.reader(lines))
+    header = rows[0]
+    name_col = header.index("Kernel Name")
+    time_col = header.index("gpu__time_duration.sum")
+    unit = rows[1][time_col] if len(rows) > 1 else "nsecond"
+    scale = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0}.get(unit, None)
+    out = []
+    for r in rows[1:]:
+        try:
+            v = float(r[time_col].replace(",", ""))
+        except ValueError:
+            continue  # the units row
+        out.append((r[name_col], v * (scale if scale is not None else 1e-6)))
+    return out
+
+
+def is_argmax(name):
+    return kind_of(name) == "argmax / sampling"
+
+
+def table(title, kernels, measured_ms):
+    total = sum(t for _, t in kernels)
+    by = {}
+    for n, t in kernels:
+        k = kind_of(n)
+        c, s = by.get(k, (0, 0.0))
+        by[k] = (c + 1, s + t)
+    print(f"### {title}\n")
+    print("| kernels | count | ms | share of kernel time |")
+    print("|---|---:|---:|---:|")
+    for k, (c, s) in sorted(by.items(), key=lambda kv: -kv[1][1]):
+        print(f"| {k} | {c} | {s:.3f} | {100 * s / total:.1f} % |")
+    print(f"| **all kernels** | {len(kernels)} | {total:.3f} | |")
+    if measured_ms:
+        gap = measured_ms - total
+        print(f"\nStep time measured without the profiler (CUDA events): {measured_ms:.3f} ms; "
+              f"kernels sum to {total:.3f} ms, so {gap:.3f} ms ({100 * gap / measured_ms:.1f} %) "
+              f"is between kernels (launch gaps, host-side waits).\n")
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    kernels = read_kernels(sys.argv[1])
+    bench = json.load(open(sys.argv[2]))
+    rows = bench["rows"] if isinstance(bench, dict) and "rows" in bench else bench
+    row = next(r for r in rows if r["mode"] == "kv_inject" and r["batch"] == 1)
+    inj = [i for i, (n, _) in enumerate(kernels) if kind_of(n) == "fused inject"]
+    if not inj:
+        sys.exit("no inject kernel in the profile")
+    start = inj[-1]
+    end = next(i for i in range(start, len(kernels)) if is_argmax(kernels[i][0]))
+    ttft = kernels[start:end + 1]
+    dend = next((i for i in range(end + 1, len(kernels)) if is_argmax(kernels[i][0])), None)
+    print(f"{len(kernels)} kernels profiled; batch 1, k = {row['k']}\n")
+    table("TTFT step (query-only prefill with 50 injected facts)", ttft, row.get("ttft_ms"))
+    if dend is not None:
+        table("Decode step (one token)", kernels[end + 1:dend + 1], row.get("tpot_ms"))
+
+
+if __name__ == "__main__":
+    main()
