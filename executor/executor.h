@@ -77,8 +77,8 @@ struct FactLoad {
   std::uint32_t prompt_tokens = 0;     // for_request: as FactEncode::prompt_tokens
 };
 
-/// One scheduler step of one replica, performed in this order: offloads, evictions, loads,
-/// async_loads issued, host_evictions, encodes, then one forward pass over prefills and decodes,
+/// One scheduler step of one replica, performed in this order: offloads, async_offloads issued,
+/// evictions, loads, async_loads issued, host_evictions, encodes, then one forward pass over prefills and decodes,
 /// then released. `async_loads` run on a copy engine beside this and later steps (the step does
 /// not wait for them); the simulator plans the prefills that inject them for a step that starts
 /// after they are done, and a real executor makes that step wait for them if they are not.
@@ -90,6 +90,9 @@ struct BatchPlan {
   std::vector<FactLoad> loads;         // host -> GPU
   std::vector<FactLoad> async_loads;   // host -> GPU pool beside the compute (never for_request)
   std::vector<FactLoad> offloads;      // copy GPU pool -> host tier (before evictions)
+  /// GPU pool -> host tier beside the compute (victims of async_loads); a copy that writes into
+  /// the blocks they free (an asynchronous load, or any later write) waits for them.
+  std::vector<FactLoad> async_offloads;
   std::vector<FactId> evictions;       // free from the GPU pool (before encodes/loads)
   std::vector<FactId> host_evictions;  // drop from the host tier (after loads)
   std::vector<PromptFact> prompt_facts;
@@ -102,6 +105,7 @@ struct BatchPlan {
     loads.clear();
     async_loads.clear();
     offloads.clear();
+    async_offloads.clear();
     evictions.clear();
     host_evictions.clear();
     prompt_facts.clear();
@@ -111,8 +115,8 @@ struct BatchPlan {
   }
   bool empty() const {
     return encodes.empty() && loads.empty() && async_loads.empty() && prefills.empty() &&
-           decodes.empty() &&
-           offloads.empty() && evictions.empty() && host_evictions.empty() && released.empty();
+           decodes.empty() && offloads.empty() && async_offloads.empty() && evictions.empty() &&
+           host_evictions.empty() && released.empty();
   }
 };
 

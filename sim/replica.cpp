@@ -194,7 +194,14 @@ bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission) {
           auto& hev = plan_.host_evictions;
           hev.erase(std::remove(hev.begin(), hev.end(), vg), hev.end());
         }
-        plan_.offloads.push_back(FactLoad{vg, ve.tokens, ve.bytes, kNoRequest, 0});
+        const FactLoad offload{vg, ve.tokens, ve.bytes, kNoRequest, 0};
+        if (async_copy_) {
+          // On the device-to-host copy engine; a load into the blocks it frees waits for it.
+          d2h_free_at_ = std::max(d2h_free_at_, now) + load_cost_(ve.bytes);
+          plan_.async_offloads.push_back(offload);
+        } else {
+          plan_.offloads.push_back(offload);
+        }
         ++stats_.offloads;
       }
       for (const FactId h : host_evicted_) {
@@ -217,12 +224,16 @@ bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission) {
 void Replica::promote_from_host(Request& r, RequestFact& f, SimTime now, bool async) {
   const FactInfo& info = facts_[f.global];
   const std::uint64_t bytes = blocks_for(info.tokens) * kBlockTokens * kv_bytes_per_token_;
-  if (insert_gpu(f.global, now, false)) {
+  async_copy_ = async;  // the victims' offloads go to the other copy engine
+  const bool placed = insert_gpu(f.global, now, false);
+  async_copy_ = false;
+  if (placed) {
     const FactLoad load{f.global, info.tokens, bytes, kNoRequest, 0};
     if (async) {
-      // The copy engine runs the loads one after another, in the order they were issued.
+      // The host-to-device copy engine runs the loads one after another, in the order they
+      // were issued, each after the offloads issued before it (its blocks may be theirs).
       INFERSCALE_ASSERT(load_cost_, "asynchronous loads without a load price");
-      copy_free_at_ = std::max(copy_free_at_, now) + load_cost_(bytes);
+      copy_free_at_ = std::max({copy_free_at_, now, d2h_free_at_}) + load_cost_(bytes);
       r.loads_ready = std::max(r.loads_ready, copy_free_at_);
       async_ready_[f.local] = copy_free_at_;
       plan_.async_loads.push_back(load);

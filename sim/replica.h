@@ -179,7 +179,9 @@ class Replica final : public RunView {
   bool async_loads_;
   std::uint64_t kv_bytes_per_token_;
   std::function<SimTime(std::uint64_t)> load_cost_;
-  SimTime copy_free_at_ = 0;  // the copy engine's queue of asynchronous loads ends here
+  SimTime copy_free_at_ = 0;  // the host-to-device copy engine's queue ends here
+  SimTime d2h_free_at_ = 0;   // the device-to-host one's (offloads of asynchronous loads' victims)
+  bool async_copy_ = false;   // insert_gpu is placing an asynchronous load
   /// By local id, with asynchronous loads: when the fact's last load is done (a request that
   /// finds it resident before then waits for it too).
   std::vector<SimTime> async_ready_;

@@ -8,7 +8,7 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include <cstdio>
-#include <deque>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -82,55 +82,54 @@ class CudaClock : public StepClock {
   bool has_prev_ = false;
 };
 
-/// The copy stream of asynchronous loads and the events that order it against the compute
-/// stream (one per ticket, recycled once its copies are known to be done).
-class CopyStream {
+/// The copy streams of asynchronous loads and offloads (one per direction, so that both PCIe
+/// directions run at once) and the events that order them against the compute stream: one per
+/// ticket, recycled once its copies are known to be done.
+class CopyStreams {
  public:
-  explicit CopyStream(at::Device device)
-      : copy_(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index())),
+  explicit CopyStreams(at::Device device)
+      : streams_{c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index()),
+                 c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index())},
         compute_(c10::cuda::getCurrentCUDAStream(device.index())) {}
-  ~CopyStream() {
+  ~CopyStreams() {
     for (auto& t : tickets_) cudaEventDestroy(t.second);
     for (cudaEvent_t e : spare_) cudaEventDestroy(e);
   }
-  void begin() {
-    compute_ = c10::cuda::getCurrentCUDAStream(copy_.device_index());
+  void begin(int direction) {
+    compute_ = c10::cuda::getCurrentCUDAStream(compute_.device_index());
+    active_ = direction;
     cudaEvent_t e = take();
     INFERSCALE_CUDA_CHECK(cudaEventRecord(e, compute_.stream()));
-    INFERSCALE_CUDA_CHECK(cudaStreamWaitEvent(copy_.stream(), e, 0));
-    spare_.push_back(e);  // recording again later is ordered after this wait
-    c10::cuda::setCurrentCUDAStream(copy_);
+    INFERSCALE_CUDA_CHECK(cudaStreamWaitEvent(streams_[direction].stream(), e, 0));
+    spare_.push_back(e);  // a later record of it does not change the wait issued here
+    c10::cuda::setCurrentCUDAStream(streams_[direction]);
   }
   std::uint64_t end() {
     c10::cuda::setCurrentCUDAStream(compute_);
     cudaEvent_t e = take();
-    INFERSCALE_CUDA_CHECK(cudaEventRecord(e, copy_.stream()));
-    tickets_.emplace_back(++issued_, e);
-    // Recycle the events of tickets already done.
-    while (tickets_.size() > 1 && cudaEventQuery(tickets_.front().second) == cudaSuccess) {
-      done_ = tickets_.front().first;
-      spare_.push_back(tickets_.front().second);
-      tickets_.pop_front();
+    INFERSCALE_CUDA_CHECK(cudaEventRecord(e, streams_[active_].stream()));
+    tickets_.emplace(++issued_, e);
+    // Recycle the events of tickets that are done.
+    for (auto it = tickets_.begin(); it != tickets_.end() && tickets_.size() > 8;) {
+      if (it->first != issued_ && cudaEventQuery(it->second) == cudaSuccess) {
+        spare_.push_back(it->second);
+        it = tickets_.erase(it);
+      } else {
+        ++it;
+      }
     }
     return issued_;
   }
   void wait(std::uint64_t ticket) {
-    if (ticket <= done_) return;
-    // The copy stream runs in order: the newest ticket at or before `ticket` covers it.
-    for (auto it = tickets_.rbegin(); it != tickets_.rend(); ++it) {
-      if (it->first <= ticket) {
-        INFERSCALE_CUDA_CHECK(cudaStreamWaitEvent(
-            c10::cuda::getCurrentCUDAStream(copy_.device_index()).stream(), it->second, 0));
-        return;
-      }
-    }
+    const auto it = tickets_.find(ticket);
+    if (it == tickets_.end()) return;  // recycled: done
+    const cudaStream_t current =
+        c10::cuda::getCurrentCUDAStream(compute_.device_index()).stream();
+    INFERSCALE_CUDA_CHECK(cudaStreamWaitEvent(current, it->second, 0));
   }
   bool done(std::uint64_t ticket) {
-    if (ticket <= done_) return true;
-    for (const auto& t : tickets_) {
-      if (t.first >= ticket) return cudaEventQuery(t.second) == cudaSuccess;
-    }
-    return true;
+    const auto it = tickets_.find(ticket);
+    return it == tickets_.end() || cudaEventQuery(it->second) == cudaSuccess;
   }
 
  private:
@@ -145,11 +144,12 @@ class CopyStream {
     return e;
   }
 
-  c10::cuda::CUDAStream copy_;
+  c10::cuda::CUDAStream streams_[2];
   c10::cuda::CUDAStream compute_;
-  std::deque<std::pair<std::uint64_t, cudaEvent_t>> tickets_;
+  int active_ = 0;
+  std::map<std::uint64_t, cudaEvent_t> tickets_;
   std::vector<cudaEvent_t> spare_;
-  std::uint64_t issued_ = 0, done_ = 0;
+  std::uint64_t issued_ = 0;
 };
 
 class CudaOps : public DeviceOps {
@@ -259,9 +259,9 @@ class CudaOps : public DeviceOps {
 
   StepClock& clock() override { return clock_; }
 
-  void begin_copies() override {
-    if (!copies_) copies_ = std::make_unique<CopyStream>(device_);
-    copies_->begin();
+  void begin_copies(CopyDirection direction) override {
+    if (!copies_) copies_ = std::make_unique<CopyStreams>(device_);
+    copies_->begin(direction == CopyDirection::kToDevice ? 0 : 1);
   }
   std::uint64_t end_copies() override { return copies_->end(); }
   void wait_copies(std::uint64_t ticket) override {
@@ -278,7 +278,7 @@ class CudaOps : public DeviceOps {
   at::Device device_;
   std::int32_t sm_count_;
   CudaClock clock_;
-  std::unique_ptr<CopyStream> copies_;
+  std::unique_ptr<CopyStreams> copies_;
   bool flash_ok_ = true;
   bool split_kv_ok_ = true;
 };

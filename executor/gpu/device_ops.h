@@ -82,16 +82,19 @@ class DeviceOps {
   virtual at::Tensor to_host(const at::Tensor& t) = 0;
   virtual StepClock& clock() = 0;
 
-  // Asynchronous host -> device copies (BatchPlan::async_loads). On CUDA they run on a second
-  // stream, beside the compute stream; on the CPU they run at once and these do nothing.
-  /// Copies issued from now until end_copies() go to the copy stream, after every piece of work
-  /// issued to the compute stream so far.
-  virtual void begin_copies() {}
+  // Asynchronous copies between the fact pool and the host tier (BatchPlan::async_loads and
+  // async_offloads). On CUDA they run on two more streams, one per direction, beside the compute
+  // stream; on the CPU they run at once and these do nothing.
+  enum class CopyDirection { kToDevice, kToHost };
+  /// Copies issued from now until end_copies() go to that direction's copy stream, after every
+  /// piece of work issued to the compute stream so far.
+  virtual void begin_copies(CopyDirection direction) { (void)direction; }
   /// Back to the compute stream; returns a ticket for the copies since begin_copies() (tickets
-  /// increase from 1; 0 means none).
+  /// increase from 1 over both directions; 0 means none).
   virtual std::uint64_t end_copies() { return 0; }
-  /// Work issued to the compute stream from now on waits for the copies of `ticket` and of
-  /// every earlier ticket.
+  /// Work issued from now on to the current stream (the compute stream, or a copy stream
+  /// between begin_copies and end_copies) waits for the copies of `ticket`, and so for those of
+  /// every earlier ticket of the same direction.
   virtual void wait_copies(std::uint64_t ticket) { (void)ticket; }
   /// Whether the copies of `ticket` have finished (a query; never blocks).
   virtual bool copies_done(std::uint64_t ticket) {

@@ -168,6 +168,7 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   if (!plan.host_evictions.empty()) {
     std::unordered_set<FactId> touched;
     for (const FactLoad& o : plan.offloads) touched.insert(o.fact);
+    for (const FactLoad& o : plan.async_offloads) touched.insert(o.fact);
     for (const FactLoad& l : plan.loads) touched.insert(l.fact);
     for (const FactLoad& l : plan.async_loads) touched.insert(l.fact);
     for (FactId f : plan.host_evictions) {
@@ -180,28 +181,16 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
     }
   }
   for (const FactLoad& o : plan.offloads) offload(o.fact);
+  if (!plan.async_offloads.empty()) issue_async_offloads(plan.async_offloads);
   for (FactId f : plan.evictions) {
     settle(f);
     pool_->free(f);
   }
   Injections inj;
   std::vector<PendingEncode> encodes;
+  if (!plan.loads.empty()) settle_offloads();  // they may write blocks an offload still reads
   for (const FactLoad& l : plan.loads) load(l, inj, encodes);
-  if (!plan.async_loads.empty()) {
-    // On the copy stream, after this step's offloads and evictions (the blocks they free may be
-    // the ones these copies fill); nothing of this step waits for them.
-    ops_->begin_copies();
-    for (const FactLoad& l : plan.async_loads) {
-      if (l.for_request != kNoRequest) {
-        ops_->end_copies();
-        throw std::invalid_argument("plan: an asynchronous load of fact " +
-                                    std::to_string(l.fact) + " names a request");
-      }
-      load(l, inj, encodes);
-    }
-    const std::uint64_t ticket = ops_->end_copies();
-    for (const FactLoad& l : plan.async_loads) pending_loads_[l.fact] = ticket;
-  }
+  if (!plan.async_loads.empty()) issue_async_loads(plan.async_loads, inj, encodes);
   // A prefill that injects an asynchronously loaded fact waits for its copy here.
   if (!pending_loads_.empty()) {
     std::uint64_t need = 0;
@@ -231,6 +220,7 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
     encodes.push_back(
         {e.fact, e.tokens, e.context_tokens, e.store, e.for_request, e.position, e.prompt_tokens});
   }
+  if (!encodes.empty()) settle_offloads();
   run_encodes(encodes, inj);
   const int m_encode = clock.mark();
 
@@ -325,7 +315,8 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   // flight then moved on, time the virtual clock has not seen. Count it in this step.
   const std::int64_t gap = clock.gap_ns();
   const bool gap_counts = copies_in_flight_ && gap > 0;
-  copies_in_flight_ = !pending_loads_.empty() && !ops_->copies_done(last_ticket());
+  copies_in_flight_ = (!pending_loads_.empty() && !ops_->copies_done(last_ticket())) ||
+                      !ops_->copies_done(last_offload_ticket_);
   const AttentionCounts& calls = ops_->attention_counts();
   stats_.attention = {calls.split_kv - calls_before.split_kv, calls.flash - calls_before.flash,
                       calls.math - calls_before.math};

@@ -130,6 +130,11 @@ class GpuExecutor : public Executor {
   /// load if one may still run.
   void settle(FactId fact);
   std::uint64_t last_ticket() const;
+  /// Before a write on the compute stream into pool blocks: wait for every asynchronous offload.
+  void settle_offloads();
+  void issue_async_offloads(const std::vector<FactLoad>& offloads);
+  void issue_async_loads(const std::vector<FactLoad>& loads, Injections& inj,
+                         std::vector<PendingEncode>& fallback);
   void offload(FactId fact);
   void load(const FactLoad& load, Injections& inj, std::vector<PendingEncode>& fallback);
   void ensure_header(std::uint32_t tokens, Injections& inj);
@@ -174,6 +179,11 @@ class GpuExecutor : public Executor {
   /// Facts whose asynchronous loads no step has waited for yet, with their copy tickets.
   std::unordered_map<FactId, std::uint64_t> pending_loads_;
   bool copies_in_flight_ = false;  // at the end of the last step
+  /// By pool block: the ticket of the last asynchronous offload that read it (a later write
+  /// waits for it); by fact: the ticket of the offload that wrote its host copy.
+  std::vector<std::uint64_t> block_offload_ticket_;
+  std::unordered_map<FactId, std::uint64_t> host_write_ticket_;
+  std::uint64_t last_offload_ticket_ = 0;
   std::int64_t total_copy_gap_ns_ = 0;
 };
 

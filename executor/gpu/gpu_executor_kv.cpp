@@ -47,6 +47,72 @@ void GpuExecutor::settle(FactId fact) {
   pending_loads_.erase(it);
 }
 
+void GpuExecutor::settle_offloads() {
+  if (last_offload_ticket_ != 0 && !ops_->copies_done(last_offload_ticket_)) {
+    ops_->wait_copies(last_offload_ticket_);
+  }
+}
+
+void GpuExecutor::issue_async_offloads(const std::vector<FactLoad>& offloads) {
+  // In chunks, so that a load waits only for the chunk that frees its blocks.
+  constexpr std::size_t kChunk = 16;
+  if (block_offload_ticket_.empty()) block_offload_ticket_.assign(pool_->storage().size(0), 0);
+  for (std::size_t i = 0; i < offloads.size(); i += kChunk) {
+    const std::size_t n = std::min(kChunk, offloads.size() - i);
+    ops_->begin_copies(DeviceOps::CopyDirection::kToHost);
+    for (std::size_t j = i; j < i + n; ++j) offload(offloads[j].fact);
+    const std::uint64_t ticket = ops_->end_copies();
+    for (std::size_t j = i; j < i + n; ++j) {
+      const FactPool::Entry* e = pool_->find(offloads[j].fact);
+      if (e == nullptr) continue;
+      for (const std::int32_t b : e->blocks) block_offload_ticket_[std::size_t(b)] = ticket;
+      host_write_ticket_[offloads[j].fact] = ticket;
+    }
+    last_offload_ticket_ = ticket;
+  }
+}
+
+void GpuExecutor::issue_async_loads(const std::vector<FactLoad>& loads, Injections& inj,
+                                    std::vector<PendingEncode>& fallback) {
+  for (const FactLoad& l : loads) {
+    if (l.for_request != kNoRequest) {
+      throw std::invalid_argument("plan: an asynchronous load of fact " + std::to_string(l.fact) +
+                                  " names a request");
+    }
+  }
+  // On the host-to-device copy stream, after this step's offloads and evictions were issued;
+  // nothing of this step waits for them (a prefill that injects one does, see execute()).
+  ops_->begin_copies(DeviceOps::CopyDirection::kToDevice);
+  std::uint64_t waited = 0;
+  for (const FactLoad& l : loads) {
+    const HostTier::Entry* h = host_tier_->find(l.fact);
+    if (h == nullptr) {
+      load(l, inj, fallback);  // encoded instead, on the compute stream later
+      continue;
+    }
+    const FactPool::Entry& e = pool_->allocate(l.fact, h->tokens, h->encode_position);
+    // Wait for the offloads that free these blocks, and for one that wrote this host copy.
+    std::uint64_t need = 0;
+    if (!block_offload_ticket_.empty()) {
+      for (const std::int32_t b : e.blocks) {
+        need = std::max(need, block_offload_ticket_[std::size_t(b)]);
+      }
+    }
+    if (const auto w = host_write_ticket_.find(l.fact); w != host_write_ticket_.end()) {
+      need = std::max(need, w->second);
+    }
+    if (need > waited && !ops_->copies_done(need)) {
+      ops_->wait_copies(need);
+      waited = need;
+    }
+    host_tier_->load(*h, e, *pool_);
+  }
+  const std::uint64_t ticket = ops_->end_copies();
+  for (const FactLoad& l : loads) {
+    if (pool_->find(l.fact) != nullptr) pending_loads_[l.fact] = ticket;
+  }
+}
+
 std::uint64_t GpuExecutor::last_ticket() const {
   std::uint64_t t = 0;
   for (const auto& kv : pending_loads_) t = std::max(t, kv.second);

@@ -17,7 +17,7 @@ static_assert(sizeof(PrefillItem) == 64, "PrefillItem changed: update encode_pla
 static_assert(sizeof(DecodeItem) == 16, "DecodeItem changed: update encode_plan/decode_plan");
 static_assert(sizeof(FactEncode) == 48, "FactEncode changed: update encode_plan/decode_plan");
 static_assert(sizeof(FactLoad) == 40, "FactLoad changed: update encode_plan/decode_plan");
-static_assert(sizeof(BatchPlan) == 16 + 10 * sizeof(std::vector<int>),
+static_assert(sizeof(BatchPlan) == 16 + 11 * sizeof(std::vector<int>),
               "BatchPlan changed: update encode_plan/decode_plan");
 static_assert(sizeof(PhaseTimes) == 6 * sizeof(SimTime),
               "PhaseTimes changed: update encode_result/decode_result");
@@ -91,6 +91,8 @@ void encode_plan(const BatchPlan& p, std::vector<std::uint8_t>& out) {
   for (const auto& l : p.async_loads) put_load(w, l);
   w.count(p.offloads.size());
   for (const auto& l : p.offloads) put_load(w, l);
+  w.count(p.async_offloads.size());
+  for (const auto& l : p.async_offloads) put_load(w, l);
   put_ids(w, p.evictions);
   put_ids(w, p.host_evictions);
   w.count(p.prompt_facts.size());
@@ -144,6 +146,8 @@ void decode_plan(std::span<const std::uint8_t> payload, BatchPlan& p) {
   for (auto& l : p.async_loads) l = get_load(r);
   p.offloads.resize(r.count("offloads", kLoadBytes));
   for (auto& l : p.offloads) l = get_load(r);
+  p.async_offloads.resize(r.count("async_offloads", kLoadBytes));
+  for (auto& l : p.async_offloads) l = get_load(r);
   get_ids(r, "evictions", p.evictions);
   get_ids(r, "host_evictions", p.host_evictions);
   p.prompt_facts.resize(r.count("prompt_facts", kPromptFactBytes));

@@ -26,6 +26,7 @@ class RandomPlans {
     for (std::size_t i = 0, n = count(); i < n; ++i) p.loads.push_back(load());
     for (std::size_t i = 0, n = count(); i < n; ++i) p.async_loads.push_back(load());
     for (std::size_t i = 0, n = count(); i < n; ++i) p.offloads.push_back(load());
+    for (std::size_t i = 0, n = count(); i < n; ++i) p.async_offloads.push_back(load());
     for (std::size_t i = 0, n = count(); i < n; ++i) p.evictions.push_back(u64());
     for (std::size_t i = 0, n = count(); i < n; ++i) p.host_evictions.push_back(u64());
     for (std::size_t i = 0, n = count(); i < n; ++i) {
@@ -105,6 +106,10 @@ void check_same(const BatchPlan& a, const BatchPlan& b) {
   }
   REQUIRE(a.offloads.size() == b.offloads.size());
   for (std::size_t i = 0; i < a.offloads.size(); ++i) check_same(a.offloads[i], b.offloads[i]);
+  REQUIRE(a.async_offloads.size() == b.async_offloads.size());
+  for (std::size_t i = 0; i < a.async_offloads.size(); ++i) {
+    check_same(a.async_offloads[i], b.async_offloads[i]);
+  }
   CHECK(a.evictions == b.evictions);
   CHECK(a.host_evictions == b.host_evictions);
   REQUIRE(a.prompt_facts.size() == b.prompt_facts.size());
@@ -200,7 +205,7 @@ TEST_CASE("encoding is explicit little-endian, independent of the host") {
   p.replica = 0x01020304;
   p.now = -2;
   const auto out = payload_of(p);
-  REQUIRE(out.size() == 4 + 8 + 9 * 4);  // replica, now, nine empty lists
+  REQUIRE(out.size() == 4 + 8 + 11 * 4);  // replica, now, eleven empty lists
   CHECK(out[0] == 0x04);
   CHECK(out[3] == 0x01);
   for (int i = 4; i < 12; ++i) CHECK(out[i] == (i == 4 ? 0xfe : 0xff));
@@ -324,12 +329,12 @@ TEST_CASE("corrupted plans: huge counts, bad booleans, bad fact ranges, trailing
   // nothing is allocated for them.
   CHECK(corrupt(12, {0xff, 0xff, 0xff, 0xff}).find("encodes at offset 12: 4294967295 items") !=
         std::string::npos);
-  // prompt_facts list: count at 32, the fact at 36: id 8, tokens 4, position 4, inject at 52.
-  CHECK(corrupt(52, {7}).find("prompt_fact.inject at offset 52: boolean byte 7") !=
+  // prompt_facts list: count at 40, the fact at 44: id 8, tokens 4, position 4, inject at 60.
+  CHECK(corrupt(60, {7}).find("prompt_fact.inject at offset 60: boolean byte 7") !=
         std::string::npos);
-  // The prefill's facts_end (prefill at 58 after its count: request, user, header, footer,
-  // query, facts_begin, then facts_end at 58 + 16 + 16 = 90).
-  CHECK(corrupt(90, {5, 0, 0, 0}).find("refers to prompt facts [0, 5) of 1") != std::string::npos);
+  // The prefill's facts_end (prefill at 66 after its count: request, user, header, footer,
+  // query, facts_begin, then facts_end at 66 + 16 + 16 = 98).
+  CHECK(corrupt(98, {5, 0, 0, 0}).find("refers to prompt facts [0, 5) of 1") != std::string::npos);
   auto longer = good;
   longer.push_back(0);
   CHECK(protocol_error([&] { decode_plan(longer, out); }).find("1 unexpected bytes") !=

@@ -376,16 +376,16 @@ TEST_CASE("asynchronous loads: the KV a later step injects is the KV that was of
   }
 }
 
-TEST_CASE("asynchronous loads: a fact evicted or offloaded again before use is settled first") {
+TEST_CASE("asynchronous loads and offloads: a fact evicted or offloaded again before use is settled first") {
   PromptSpec p;
   p.facts = {{41, 21}, {42, 37}};
   for (const auto& [device, o] : executor_devices()) {
     INFO(device);
     GpuExecutor ex(o);
     encode_facts(ex, {p}, 3);
-    BatchPlan out;
+    BatchPlan out;  // offloaded beside the compute: the loads below wait for them
     for (const FactSpec& f : p.facts) {
-      out.offloads.push_back(FactLoad{f.id, f.tokens, 0});
+      out.async_offloads.push_back(FactLoad{f.id, f.tokens, 0});
       out.evictions.push_back(f.id);
     }
     ex.execute(out);
@@ -402,8 +402,8 @@ TEST_CASE("asynchronous loads: a fact evicted or offloaded again before use is s
     CHECK(ex.pool().find(42) != nullptr);
     CHECK_FALSE(ex.host_has(42));
     // 42 goes back to the host tier intact: load it again into an empty pool and compare.
-    BatchPlan again;
-    again.offloads.push_back(FactLoad{42, 37, 0});
+    BatchPlan again;  // offloaded and, in the next step, loaded back: the load waits for it
+    again.async_offloads.push_back(FactLoad{42, 37, 0});
     again.evictions.push_back(42);
     ex.execute(again);
     BatchPlan back;

@@ -81,9 +81,11 @@ class PlanCheckExecutor final : public Executor {
       used_blocks_ += blocks;
       pool_[f] = blocks;
     };
-    for (const FactLoad& o : plan.offloads) {
-      if (!pool_.count(o.fact)) fail("offload of a fact not in the pool:", o.fact);
-      host_.insert(o.fact);
+    for (const auto* list : {&plan.offloads, &plan.async_offloads}) {
+      for (const FactLoad& o : *list) {
+        if (!pool_.count(o.fact)) fail("offload of a fact not in the pool:", o.fact);
+        host_.insert(o.fact);
+      }
     }
     for (FactId f : plan.evictions) {
       const auto it = pool_.find(f);
