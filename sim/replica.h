@@ -71,6 +71,8 @@ class Replica final : public RunView {
   SimTime start_step(SimTime now);
   /// Applies the step's effects at its end; finished requests are appended to `finished`.
   void finish_step(SimTime now, std::vector<std::uint32_t>& finished);
+  /// True when finish_step of the step in flight would finish a request (its last token).
+  bool step_finishes_request() const;
 
   const StepRecord& last_step() const { return last_step_; }
   const ReplicaStats& stats() const { return stats_; }

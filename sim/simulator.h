@@ -26,6 +26,11 @@ struct SimOutputs {
   std::string requests_csv;   // empty: none
   std::string timeline_json;  // empty: none
   bool progress = true;       // progress bar on stderr for runs longer than a second
+  /// Runs a replica's steps that finish no request back to back, without the event queue, up to
+  /// the next trace record (open-loop traces, no timeline). Same results; for executors whose
+  /// price of a step depends only on that replica's plans (cost model, calibrated), since the
+  /// replicas' execute() calls then interleave differently.
+  bool fuse_quiet_steps = false;
 };
 
 /// The figures summary.json reports (besides the config).
@@ -48,6 +53,7 @@ struct RunSummary {
   std::uint64_t facts = 0, users = 0;
   double wall_s = 0;
   double events_per_s = 0;
+  std::uint64_t fused_steps = 0;  // steps whose end was handled without the queue (not written)
 };
 
 class Simulator {
