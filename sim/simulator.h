@@ -1,7 +1,8 @@
 #pragma once
 // @brief Simulator: the discrete-event loop of one run. Virtual time in integer nanoseconds;
 // events of equal time are ordered (trace records, then step completions, then replica kicks,
-// each by insertion order), so a run is deterministic given its config and trace.
+// each by insertion order; for step completions that order is computed from each replica's
+// chain of steps, so fused steps keep it), so a run is deterministic given its config and trace.
 
 #include <cstdint>
 #include <functional>
