@@ -42,6 +42,11 @@ struct StepChain {
                                 // at 78 % busy kept peak RSS within a few MiB of before)
 };
 
+/// Fused steps and this order rely on what queues a step end: only the replica's own kick or
+/// step end. A new event kind that starts a replica's step (or changes a replica from outside)
+/// must start or extend its chain, and must bound the fused steps as the next trace record does
+/// (on_step_done).
+///
 /// True when step end `a` (of chain `ca`) is handled after step end `b` of equal time.
 bool chain_after(const StepChain& ca, const StepChain& cb) {
   std::size_t i = ca.starts.size(), j = cb.starts.size();
