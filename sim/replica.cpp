@@ -608,6 +608,16 @@ void Replica::release_request(std::uint32_t ri) {
   if (u != nullptr && u->in_flight > 0) --u->in_flight;
 }
 
+bool Replica::step_finishes_request() const {
+  for (const StepItem& item : items_) {
+    if (item.decode || item.last_chunk) {
+      const Request& r = pool_[item.request];
+      if (r.generated + 1 >= r.output_tokens) return true;
+    }
+  }
+  return false;
+}
+
 void Replica::finish_step(SimTime now, std::vector<std::uint32_t>& finished) {
   busy_ = false;
   for (const FactId l : step_pins_) unpin(l);

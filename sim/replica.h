@@ -79,6 +79,8 @@ class Replica final : public RunView {
   void set_load_cost(std::function<SimTime(std::uint64_t bytes)> cost) {
     load_cost_ = std::move(cost);
   }
+  /// True when finish_step of the step in flight would finish a request (its last token).
+  bool step_finishes_request() const;
 
   const StepRecord& last_step() const { return last_step_; }
   const ReplicaStats& stats() const { return stats_; }

@@ -289,6 +289,8 @@ std::vector<RunOutcome> run_experiment(const ExperimentConfig& exp, const Runner
       if (run.output.requests_csv) out.requests_csv = (tmp / "requests.csv").string();
       if (run.output.timeline) out.timeline_json = (tmp / "timeline.json").string();
       out.progress = opts.progress;
+      // Prices that depend only on the plan: a replica's quiet steps may run back to back.
+      out.fuse_quiet_steps = run.executor.kind == "cost_model" || run.executor.kind == "calibrated";
       Simulator sim(
           run, trace, [&run](int i) { return make_executor(run, i); }, encode_pricing(run), out,
           future_of(run, trace));

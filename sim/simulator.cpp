@@ -26,12 +26,49 @@ enum EventKind : std::uint8_t { kWrite = 0, kIssue = 1, kStepDone = 2, kKick = 3
 struct Event {
   SimTime time;
   std::uint8_t kind;
-  std::uint64_t seq;
+  std::uint64_t seq;  // insertion order
   std::uint64_t arg;
-  bool operator>(const Event& o) const {
-    if (time != o.time) return time > o.time;
-    if (kind != o.kind) return kind > o.kind;
-    return seq > o.seq;
+};
+
+/// The events that led to a replica's step in flight: the kick that started the replica after
+/// it was idle, then one step after the other. Each event queues at most one step end, so the
+/// insertion order of two step ends is the order in which the events that queued them were
+/// handled; that is, by the time, kind and order of the replica's previous event, and so on back
+/// to the kicks (by their insertion order). Comparing chains gives that order without a shared
+/// counter, so a replica may run steps ahead of the queue (fused steps) and keep it.
+struct StepChain {
+  std::uint64_t kick_seq = 0;   // insertion order of the kick
+  std::vector<SimTime> starts;  // the steps' start times; starts[0] is the kick's time (8 bytes
+                                // per step until the replica is idle: 1M requests, 8 replicas
+                                // at 78 % busy kept peak RSS within a few MiB of before)
+};
+
+/// Fused steps and this order rely on what queues a step end: only the replica's own kick or
+/// step end. A new event kind that starts a replica's step (or changes a replica from outside)
+/// must start or extend its chain, and must bound the fused steps as the next trace record does
+/// (on_step_done).
+///
+/// True when step end `a` (of chain `ca`) is handled after step end `b` of equal time.
+bool chain_after(const StepChain& ca, const StepChain& cb) {
+  std::size_t i = ca.starts.size(), j = cb.starts.size();
+  while (i > 0 && j > 0) {
+    --i;
+    --j;
+    if (ca.starts[i] != cb.starts[j]) return ca.starts[i] > cb.starts[j];
+    // The event at a start is a step end (kind 2), but at the chain's first step a kick (3).
+    if ((i == 0) != (j == 0)) return i == 0;
+  }
+  return ca.kick_seq > cb.kick_seq;
+}
+
+/// Queue order: time, then kind, then insertion order (step ends: by their chains, the same).
+struct EventAfter {
+  const std::vector<StepChain>* chains;
+  bool operator()(const Event& a, const Event& b) const {
+    if (a.time != b.time) return a.time > b.time;
+    if (a.kind != b.kind) return a.kind > b.kind;
+    if (a.kind == kStepDone) return chain_after((*chains)[a.arg], (*chains)[b.arg]);
+    return a.seq > b.seq;
   }
 };
 
@@ -101,7 +138,8 @@ struct Simulator::Impl {
   FactTable facts;
   RequestPool pool;
   Metrics metrics;
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> heap;
+  std::vector<StepChain> chains;  // by replica
+  std::priority_queue<Event, std::vector<Event>, EventAfter> heap{EventAfter{&chains}};
   std::uint64_t seq = 0;
   std::vector<std::uint8_t> kick_pending;
   std::vector<std::uint32_t> finished;
@@ -142,6 +180,7 @@ struct Simulator::Impl {
       }
     }
     kick_pending.assign(c.replicas, 0);
+    chains.resize(c.replicas);
     if (!outputs.timeline_json.empty()) {
       timeline = std::fopen(outputs.timeline_json.c_str(), "wb");
       if (timeline == nullptr) throw std::runtime_error("cannot write " + outputs.timeline_json);
@@ -168,7 +207,8 @@ struct Simulator::Impl {
     push(now, kKick, static_cast<std::uint64_t>(rep));
   }
 
-  void try_start(int rep, SimTime now) {
+  /// On a kick (insertion order `kick_seq`).
+  void try_start(int rep, SimTime now, std::uint64_t kick_seq) {
     Replica& r = *replicas[rep];
     if (r.busy() || !r.has_work()) return;
     const SimTime d = r.start_step(now);
@@ -178,6 +218,10 @@ struct Simulator::Impl {
       if (wake != kNever && wake > now) push(wake, kKick, static_cast<std::uint64_t>(rep));
       return;
     }
+    StepChain& chain = chains[rep];
+    chain.kick_seq = kick_seq;
+    chain.starts.clear();
+    chain.starts.push_back(now);
     push(now + d, kStepDone, static_cast<std::uint64_t>(rep));
     if (timeline != nullptr) write_timeline(r);
   }
@@ -265,17 +309,45 @@ struct Simulator::Impl {
     kick(rep, now);
   }
 
+  /// Steps ending before this time that finish no request are fused (see on_step_done);
+  /// kNoFusion: none.
+  static constexpr SimTime kNoFusion = std::numeric_limits<SimTime>::min();
+  SimTime fuse_before = kNoFusion;
+  std::uint64_t fused_steps = 0;
+
   void on_step_done(int rep, SimTime now) {
-    finished.clear();
-    replicas[rep]->finish_step(now, finished);
-    for (const std::uint32_t ri : finished) {
-      const Request& r = pool[ri];
-      metrics.record(r, static_cast<std::uint32_t>(r.facts.size()), cfg.slo.ttft_ms,
-                     cfg.slo.tpot_ms);
-      if (closed_loop) on_closed_complete(r.user, now);
-      pool.release(ri);
+    Replica& replica = *replicas[rep];
+    while (true) {
+      finished.clear();
+      replica.finish_step(now, finished);
+      for (const std::uint32_t ri : finished) {
+        const Request& r = pool[ri];
+        metrics.record(r, static_cast<std::uint32_t>(r.facts.size()), cfg.slo.ttft_ms,
+                       cfg.slo.tpot_ms);
+        if (closed_loop) on_closed_complete(r.user, now);
+        pool.release(ri);
+      }
+      if (replica.busy() || !replica.has_work()) return;
+      const SimTime d = replica.start_step(now);
+      if (d < 0) return;
+      chains[rep].starts.push_back(now);
+      if (timeline != nullptr) write_timeline(replica);
+      // Fused: the next step's end is handled here rather than from the queue. Nothing else
+      // reads or changes this replica before the next trace record (its only queued event is
+      // its step's end; the others' events touch their own state), and a step that finishes no
+      // request leaves the shared metrics and request pool alone, so handling it ahead of the
+      // other replicas' earlier events changes nothing; the step end queued at last is ordered
+      // among equal times by its chain (StepChain), as if queued in turn. A step ending at the
+      // trace record's time goes through the queue: the record comes first at equal times.
+      if (now + d < fuse_before && !replica.step_finishes_request()) {
+        now += d;
+        ++events;
+        ++fused_steps;
+        continue;
+      }
+      push(now + d, kStepDone, static_cast<std::uint64_t>(rep));
+      return;
     }
-    try_start(rep, now);
   }
 
   void handle(const Event& e, SimTime now) {
@@ -286,7 +358,7 @@ struct Simulator::Impl {
         break;
       case kKick:
         kick_pending[e.arg] = 0;
-        try_start(static_cast<int>(e.arg), now);
+        try_start(static_cast<int>(e.arg), now, e.seq);
         break;
       case kWrite:
         on_memory_write(e.arg, now);
@@ -325,6 +397,11 @@ struct Simulator::Impl {
   // ---- main loops ---------------------------------------------------------------------------
   void run_open(TraceReader& reader, TraceRecord& rec, bool have) {
     const double size = std::max<double>(1, double(std::filesystem::file_size(trace_path)));
+    // Not with a timeline: its steps are written in the order they start.
+    // Not with asynchronous loads: an idle replica's wake-up is an event the fusion bound does
+    // not see.
+    const bool fuse =
+        outputs.fuse_quiet_steps && timeline == nullptr && !cfg.store.host.async_loads;
     SimTime now = 0;
     std::uint64_t tick = 0;
     while (true) {
@@ -358,6 +435,7 @@ struct Simulator::Impl {
         const Event e = heap.top();
         heap.pop();
         now = e.time;
+        if (fuse) fuse_before = trace_t;
         handle(e, now);
       }
       if ((++tick & 0xffff) == 0) {
@@ -495,6 +573,7 @@ struct Simulator::Impl {
     s.users = users_seen.size();
     s.wall_s = progress.wall_s();
     s.events_per_s = s.wall_s > 0 ? double(events) / s.wall_s : 0;
+    s.fused_steps = fused_steps;
     return s;
   }
 };

@@ -1,7 +1,8 @@
 #pragma once
 // @brief Simulator: the discrete-event loop of one run. Virtual time in integer nanoseconds;
 // events of equal time are ordered (trace records, then step completions, then replica kicks,
-// each by insertion order), so a run is deterministic given its config and trace.
+// each by insertion order; for step completions that order is computed from each replica's
+// chain of steps, so fused steps keep it), so a run is deterministic given its config and trace.
 
 #include <cstdint>
 #include <functional>
@@ -26,6 +27,11 @@ struct SimOutputs {
   std::string requests_csv;   // empty: none
   std::string timeline_json;  // empty: none
   bool progress = true;       // progress bar on stderr for runs longer than a second
+  /// Runs a replica's steps that finish no request back to back, without the event queue, up to
+  /// the next trace record (open-loop traces, no timeline). Same results; for executors whose
+  /// price of a step depends only on that replica's plans (cost model, calibrated), since the
+  /// replicas' execute() calls then interleave differently.
+  bool fuse_quiet_steps = false;
 };
 
 /// The figures summary.json reports (besides the config).
@@ -48,6 +54,7 @@ struct RunSummary {
   std::uint64_t facts = 0, users = 0;
   double wall_s = 0;
   double events_per_s = 0;
+  std::uint64_t fused_steps = 0;  // steps whose end was handled without the queue (not written)
 };
 
 class Simulator {
