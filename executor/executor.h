@@ -78,18 +78,18 @@ struct FactLoad {
 };
 
 /// One scheduler step of one replica, performed in this order: offloads, async_offloads issued,
-/// evictions, loads, async_loads issued, host_evictions, encodes, then one forward pass over prefills and decodes,
-/// then released. `async_loads` run on a copy engine beside this and later steps (the step does
-/// not wait for them); the simulator plans the prefills that inject them for a step that starts
-/// after they are done, and a real executor makes that step wait for them if they are not.
-/// Reused between steps (clear() keeps capacity).
+/// evictions, loads, async_loads issued, host_evictions, encodes, then one forward pass over
+/// prefills and decodes, then released. `async_loads` run on a copy engine beside this and later
+/// steps (the step does not wait for them); the simulator plans the prefills that inject them for a
+/// step that starts after they are done, and a real executor makes that step wait for them if they
+/// are not. Reused between steps (clear() keeps capacity).
 struct BatchPlan {
   int replica = 0;
   SimTime now = 0;
-  std::vector<FactEncode> encodes;     // run first (memory writes, misses)
-  std::vector<FactLoad> loads;         // host -> GPU
-  std::vector<FactLoad> async_loads;   // host -> GPU pool beside the compute (never for_request)
-  std::vector<FactLoad> offloads;      // copy GPU pool -> host tier (before evictions)
+  std::vector<FactEncode> encodes;    // run first (memory writes, misses)
+  std::vector<FactLoad> loads;        // host -> GPU
+  std::vector<FactLoad> async_loads;  // host -> GPU pool beside the compute (never for_request)
+  std::vector<FactLoad> offloads;     // copy GPU pool -> host tier (before evictions)
   /// GPU pool -> host tier beside the compute (victims of async_loads); a copy that writes into
   /// the blocks they free (an asynchronous load, or any later write) waits for them.
   std::vector<FactLoad> async_offloads;

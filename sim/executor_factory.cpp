@@ -65,8 +65,8 @@ void check_executor(const RunConfig& run) {
   std::string list;
   for (const auto& k : kinds) list += (list.empty() ? "" : ", ") + k;
   throw InputError(run.executor.where, "executor kind '" + run.executor.kind +
-                                           "' is not available in this build (available: " +
-                                           list + ")");
+                                           "' is not available in this build (available: " + list +
+                                           ")");
 }
 
 remote::ExecutorIdentity executor_identity(const RunConfig& run) {

@@ -331,7 +331,8 @@ bool Replica::plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& 
   };
   if (gpu_->resident(local)) {  // placed meanwhile by another job or a memory write
     if (f != nullptr) pin(*r, *f);
-    if (r != nullptr && async_loads_) r->loads_ready = std::max(r->loads_ready, async_ready_[local]);
+    if (r != nullptr && async_loads_)
+      r->loads_ready = std::max(r->loads_ready, async_ready_[local]);
     return done();
   }
   if (host_ && f != nullptr && host_->resident(local)) {
@@ -463,7 +464,8 @@ bool Replica::admit(std::uint32_t ri, SimTime now, std::uint32_t& budget) {
   while (!request_jobs_.empty() && plan_encode_job(request_jobs_.front(), now, budget)) {
     request_jobs_.pop_front();
   }
-  if (r.pending_encodes == 0 && budget > 0 && !loads_pending(r, now)) plan_prefill_chunk(ri, budget);
+  if (r.pending_encodes == 0 && budget > 0 && !loads_pending(r, now))
+    plan_prefill_chunk(ri, budget);
   return true;
 }
 

@@ -16,8 +16,8 @@ struct RequestFact {
   std::uint32_t tokens = 0;
   std::uint32_t position = 0;  // composed position of its first token
   FactSource source = FactSource::kText;
-  bool pinned = false;       // holds a pin on the replica's GPU tier
-  bool private_kv = false;   // encoded/loaded straight into this request's cache (not stored)
+  bool pinned = false;      // holds a pin on the replica's GPU tier
+  bool private_kv = false;  // encoded/loaded straight into this request's cache (not stored)
 };
 
 struct Request {
@@ -26,15 +26,15 @@ struct Request {
   SimTime arrival = 0;
   std::uint32_t query_tokens = 0;
   std::uint32_t output_tokens = 0;
-  std::vector<FactId> facts;  // global dense ids, best last
-  std::uint32_t fact_tokens = 0;  // tokens of those facts
+  std::vector<FactId> facts;        // global dense ids, best last
+  std::uint32_t fact_tokens = 0;    // tokens of those facts
   std::int64_t trace_position = 0;  // index among the trace's requests
   int replica = -1;
 
   // Set when admitted (again after a preemption).
   std::vector<RequestFact> layout;
-  std::uint32_t prompt_tokens = 0;    // header + facts + footer + query
-  std::uint32_t computed_total = 0;   // tokens that go through the model (incl. recompute)
+  std::uint32_t prompt_tokens = 0;   // header + facts + footer + query
+  std::uint32_t computed_total = 0;  // tokens that go through the model (incl. recompute)
   std::uint32_t computed_done = 0;
   std::uint32_t present_base = 0;     // KV present without computing (cached header, injected)
   std::uint32_t shared_tokens = 0;    // of those, the replica's shared header (not in own blocks)

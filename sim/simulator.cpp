@@ -228,18 +228,19 @@ struct Simulator::Impl {
 
   void write_timeline(const Replica& r) {
     const StepRecord& s = r.last_step();
-    std::fprintf(timeline,
-                 "%s{\"name\":\"step\",\"ph\":\"X\",\"pid\":0,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
-                 "\"args\":{\"tokens\":%u,\"prefills\":%u,\"decodes\":%u,\"encodes\":%u,"
-                 "\"loads\":%u,\"async_loads\":%u,\"kv_blocks\":%llu,\"encode_us\":%.3f,\"load_us\":%.3f,"
-                 "\"inject_us\":%.3f,\"prefill_us\":%.3f,\"decode_us\":%.3f,"
-                 "\"overhead_us\":%.3f}}",
-                 timeline_first ? "" : ",\n", r.index(), double(s.start) / 1e3,
-                 double(s.duration_ns) / 1e3, s.batch_tokens, s.prefills, s.decodes, s.encodes,
-                 s.loads, s.async_loads, static_cast<unsigned long long>(s.kv_blocks_used),
-                 double(s.phases.encode_ns) / 1e3, double(s.phases.load_ns) / 1e3,
-                 double(s.phases.inject_ns) / 1e3, double(s.phases.prefill_ns) / 1e3,
-                 double(s.phases.decode_ns) / 1e3, double(s.phases.overhead_ns) / 1e3);
+    std::fprintf(
+        timeline,
+        "%s{\"name\":\"step\",\"ph\":\"X\",\"pid\":0,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
+        "\"args\":{\"tokens\":%u,\"prefills\":%u,\"decodes\":%u,\"encodes\":%u,"
+        "\"loads\":%u,\"async_loads\":%u,\"kv_blocks\":%llu,\"encode_us\":%.3f,\"load_us\":%.3f,"
+        "\"inject_us\":%.3f,\"prefill_us\":%.3f,\"decode_us\":%.3f,"
+        "\"overhead_us\":%.3f}}",
+        timeline_first ? "" : ",\n", r.index(), double(s.start) / 1e3, double(s.duration_ns) / 1e3,
+        s.batch_tokens, s.prefills, s.decodes, s.encodes, s.loads, s.async_loads,
+        static_cast<unsigned long long>(s.kv_blocks_used), double(s.phases.encode_ns) / 1e3,
+        double(s.phases.load_ns) / 1e3, double(s.phases.inject_ns) / 1e3,
+        double(s.phases.prefill_ns) / 1e3, double(s.phases.decode_ns) / 1e3,
+        double(s.phases.overhead_ns) / 1e3);
     timeline_first = false;
   }
 

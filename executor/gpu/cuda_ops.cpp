@@ -123,8 +123,7 @@ class CopyStreams {
   void wait(std::uint64_t ticket) {
     const auto it = tickets_.find(ticket);
     if (it == tickets_.end()) return;  // recycled: done
-    const cudaStream_t current =
-        c10::cuda::getCurrentCUDAStream(compute_.device_index()).stream();
+    const cudaStream_t current = c10::cuda::getCurrentCUDAStream(compute_.device_index()).stream();
     INFERSCALE_CUDA_CHECK(cudaStreamWaitEvent(current, it->second, 0));
   }
   bool done(std::uint64_t ticket) {

@@ -19,7 +19,7 @@
 
 namespace inferscale::remote {
 
-inline constexpr std::uint32_t kMagic = 0x58455349;   // the bytes "ISEX"
+inline constexpr std::uint32_t kMagic = 0x58455349;  // the bytes "ISEX"
 // 2: prompt_tokens of per-request KV; 3: asynchronous loads
 inline constexpr std::uint16_t kProtocolVersion = 3;
 inline constexpr std::size_t kHeaderBytes = 16;

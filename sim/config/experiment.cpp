@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <map>
 #include <filesystem>
+#include <map>
 
 #include "executor/remote/protocol.h"
 #include "sim/config/yaml_view.h"
@@ -12,14 +12,23 @@ namespace inferscale {
 
 namespace fs = std::filesystem;
 
-const char* to_string(ServingMode m) { return m == ServingMode::kText ? "text" : "kv_inject"; }
-const char* to_string(RopeMode m) { return m == RopeMode::kPreRope ? "pre_rope" : "delta"; }
-const char* to_string(MissPath m) { return m == MissPath::kEncode ? "encode" : "text"; }
+const char* to_string(ServingMode m) {
+  return m == ServingMode::kText ? "text" : "kv_inject";
+}
+const char* to_string(RopeMode m) {
+  return m == RopeMode::kPreRope ? "pre_rope" : "delta";
+}
+const char* to_string(MissPath m) {
+  return m == MissPath::kEncode ? "encode" : "text";
+}
 const char* to_string(RouterKind r) {
   switch (r) {
-    case RouterKind::kRoundRobin: return "round_robin";
-    case RouterKind::kLeastLoaded: return "least_loaded";
-    case RouterKind::kUserAffinity: return "user_affinity";
+    case RouterKind::kRoundRobin:
+      return "round_robin";
+    case RouterKind::kLeastLoaded:
+      return "least_loaded";
+    case RouterKind::kUserAffinity:
+      return "user_affinity";
   }
   return "?";
 }
@@ -80,11 +89,11 @@ ModelConfig parse_model(const YamlView& v) {
   m.tie_embeddings = v.boolean("tie_embeddings", false);
   m.rope_theta = v.number("rope_theta", 10000, 1, 1e12);
   m.rope_layout = v.choice("rope_layout", "neox", {"neox", "gptj"}) == "neox" ? RopeLayout::kNeox
-                                                                               : RopeLayout::kGptj;
+                                                                              : RopeLayout::kGptj;
   if (v.has("rope_scaling")) {
     const auto s = v.child("rope_scaling");
-    s.reject_unknown({"type", "factor", "low_freq_factor", "high_freq_factor",
-                      "original_max_positions"});
+    s.reject_unknown(
+        {"type", "factor", "low_freq_factor", "high_freq_factor", "original_max_positions"});
     s.choice("type", "llama3", {"llama3"});
     m.rope_scaling_factor = s.number("factor", 8, 1, 1e6);
     m.rope_low_freq_factor = s.number("low_freq_factor", 1, 0, 1e6);
@@ -126,8 +135,8 @@ T preset_or_inline(const YamlView& top, const char* key, const char* folder, con
   const std::string name = top.text(key, fallback);
   const std::string path = preset_path(name, folder);
   if (!fs::exists(path)) {
-    top.fail(key, std::string("unknown ") + key + " '" + name + "' (presets: " +
-                      known_presets(folder) + "; or give a path to a .yaml file)");
+    top.fail(key, std::string("unknown ") + key + " '" + name +
+                      "' (presets: " + known_presets(folder) + "; or give a path to a .yaml file)");
   }
   return parse(YamlView({{load_yaml_file(path), path}}, ""));
 }
@@ -198,7 +207,8 @@ RunConfig parse_run(const YamlView& v, const std::string& experiment, const std:
   r.seed = static_cast<std::uint64_t>(v.integer("seed", 1, 0, INT64_MAX));
 
   // trace
-  if (!v.has("trace")) v.fail("", "missing key 'trace' (a JSONL file, {generate: ...} or {locomo: ...})");
+  if (!v.has("trace"))
+    v.fail("", "missing key 'trace' (a JSONL file, {generate: ...} or {locomo: ...})");
   r.trace.where = v.where("trace");
   if (v.is_map("trace")) {
     const auto t = v.child("trace");
@@ -224,8 +234,8 @@ RunConfig parse_run(const YamlView& v, const std::string& experiment, const std:
   r.model = preset_or_inline<ModelConfig>(v, "model", "models", "llama-3.1-8b", parse_model);
   r.gpu = preset_or_inline<GpuConfig>(v, "gpu", "gpus", "h200", parse_gpu);
   r.replicas = static_cast<std::uint32_t>(v.integer("replicas", 1, 1, 4096));
-  const auto router = v.choice("router", "user_affinity",
-                               {"round_robin", "least_loaded", "user_affinity"});
+  const auto router =
+      v.choice("router", "user_affinity", {"round_robin", "least_loaded", "user_affinity"});
   r.router = router == "round_robin"    ? RouterKind::kRoundRobin
              : router == "least_loaded" ? RouterKind::kLeastLoaded
                                         : RouterKind::kUserAffinity;
@@ -247,8 +257,10 @@ RunConfig parse_run(const YamlView& v, const std::string& experiment, const std:
                          ? ServingMode::kText
                          : ServingMode::kKvInject;
     r.serving.k = static_cast<std::uint32_t>(s.integer("k", 50, 0, 1 << 16));
-    r.serving.header_tokens = static_cast<std::uint32_t>(s.integer("header_tokens", 64, 0, 1 << 20));
-    r.serving.footer_tokens = static_cast<std::uint32_t>(s.integer("footer_tokens", 16, 0, 1 << 20));
+    r.serving.header_tokens =
+        static_cast<std::uint32_t>(s.integer("header_tokens", 64, 0, 1 << 20));
+    r.serving.footer_tokens =
+        static_cast<std::uint32_t>(s.integer("footer_tokens", 16, 0, 1 << 20));
     r.serving.header_cache = s.boolean("header_cache", true);
     r.serving.rope = s.choice("rope", "pre_rope", {"pre_rope", "delta"}) == "pre_rope"
                          ? RopeMode::kPreRope
@@ -379,8 +391,8 @@ std::uint64_t RunConfig::request_kv_bytes() const {
   // In text mode there is no fact store: its memory serves request KV.
   const double store_bytes =
       serving.mode == ServingMode::kKvInject ? double(store.gpu.capacity_bytes) : 0.0;
-  const double left = usable - double(model.weight_bytes()) -
-                      double(memory.activation_reserve_bytes) - store_bytes;
+  const double left =
+      usable - double(model.weight_bytes()) - double(memory.activation_reserve_bytes) - store_bytes;
   return left > 0 ? static_cast<std::uint64_t>(left) : 0;
 }
 

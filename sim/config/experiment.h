@@ -45,7 +45,7 @@ struct ServingConfig {
   std::uint32_t footer_tokens = 16;
   bool header_cache = true;  // shared header prefix-cached per replica (both modes)
   RopeMode rope = RopeMode::kPreRope;
-  std::uint32_t cwe_window = 0;  // w: turns of conversation before the fact when encoding
+  std::uint32_t cwe_window = 0;    // w: turns of conversation before the fact when encoding
   std::uint32_t turn_tokens = 26;  // tokens per context turn when the trace has none
   MissPath miss_path = MissPath::kEncode;
 };
@@ -57,8 +57,8 @@ struct TierConfig {
   std::string admission = "always";
   Params eviction_params;
   Params admission_params;
-  std::string where;            // position of the tier, for capacity errors
-  std::string eviction_where;   // position of `eviction`, for policy errors
+  std::string where;           // position of the tier, for capacity errors
+  std::string eviction_where;  // position of `eviction`, for policy errors
   std::string admission_where;
   /// Host tier only: loads run on a copy engine beside the compute (BatchPlan::async_loads); a
   /// request whose facts come from the host tier is prefilled once its loads are done.
@@ -77,13 +77,13 @@ struct MemoryConfig {
 };
 
 struct ExecutorConfig {
-  std::string kind = "cost_model";  // cost_model | calibrated | gpu | remote
-  std::string profile;              // calibrated
+  std::string kind = "cost_model";     // cost_model | calibrated | gpu | remote
+  std::string profile;                 // calibrated
   std::vector<std::string> endpoints;  // remote
   double connect_timeout_s = 10;       // remote: TCP connect
   double timeout_s = 60;               // remote: the handshake's answer and each step's result
-  std::string device = "cuda";      // gpu
-  std::string where;                // position of executor.kind, for errors
+  std::string device = "cuda";         // gpu
+  std::string where;                   // position of executor.kind, for errors
 };
 
 struct SloConfig {

@@ -376,7 +376,9 @@ TEST_CASE("asynchronous loads: the KV a later step injects is the KV that was of
   }
 }
 
-TEST_CASE("asynchronous loads and offloads: a fact evicted or offloaded again before use is settled first") {
+TEST_CASE(
+    "asynchronous loads and offloads: a fact evicted or offloaded again before use is settled "
+    "first") {
   PromptSpec p;
   p.facts = {{41, 21}, {42, 37}};
   for (const auto& [device, o] : executor_devices()) {

@@ -152,7 +152,7 @@ class PlanCheckExecutor final : public Executor {
   CostModel prices_;
   std::uint64_t capacity_blocks_, used_blocks_ = 0;
   SimTime copy_free_ = 0;
-  std::map<FactId, SimTime> ready_;  // when each asynchronous load is done
+  std::map<FactId, SimTime> ready_;       // when each asynchronous load is done
   std::map<FactId, std::uint64_t> pool_;  // resident facts and their blocks
   std::set<FactId> host_;
 };
@@ -239,11 +239,11 @@ TEST_CASE("asynchronous host loads: prefills wait for their copies, which run be
       std::string stress = kStress;  // its host tier, with asynchronous loads
       const std::string fifo = "eviction: fifo}}";
       stress.replace(stress.find(fifo), fifo.size(), "eviction: fifo, async_loads: true}}");
-      const auto outcomes = run(
-          dir, tiny_config(make_trace(dir, seed, 5000),
-                           stress + "replicas: 2\nrouter: " + router +
-                               "\nexecutor: {kind: plan_check}\nruns:\n  - name: r\n"
-                               "    serving: {mode: kv_inject}\n"));
+      const auto outcomes =
+          run(dir, tiny_config(make_trace(dir, seed, 5000),
+                               stress + "replicas: 2\nrouter: " + router +
+                                   "\nexecutor: {kind: plan_check}\nruns:\n  - name: r\n"
+                                   "    serving: {mode: kv_inject}\n"));
       const auto& s = outcomes.at(0).summary;
       const auto rows = read_csv(std::filesystem::path(outcomes[0].dir) / "requests.csv");
       std::set<std::string> ids;
