@@ -315,7 +315,7 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   // flight then moved on, time the virtual clock has not seen. Count it in this step.
   const std::int64_t gap = clock.gap_ns();
   const bool gap_counts = copies_in_flight_ && gap > 0;
-  copies_in_flight_ = (!pending_loads_.empty() && !ops_->copies_done(last_ticket())) ||
+  copies_in_flight_ = (!pending_loads_.empty() && !ops_->copies_done(last_load_ticket_)) ||
                       !ops_->copies_done(last_offload_ticket_);
   const AttentionCounts& calls = ops_->attention_counts();
   stats_.attention = {calls.split_kv - calls_before.split_kv, calls.flash - calls_before.flash,

@@ -129,7 +129,6 @@ class GpuExecutor : public Executor {
   /// Before a fact's pool or host blocks are freed or read again: wait for its asynchronous
   /// load if one may still run.
   void settle(FactId fact);
-  std::uint64_t last_ticket() const;
   /// Before a write on the compute stream into pool blocks: wait for every asynchronous offload.
   void settle_offloads();
   void issue_async_offloads(const std::vector<FactLoad>& offloads);
@@ -184,6 +183,7 @@ class GpuExecutor : public Executor {
   std::vector<std::uint64_t> block_offload_ticket_;
   std::unordered_map<FactId, std::uint64_t> host_write_ticket_;
   std::uint64_t last_offload_ticket_ = 0;
+  std::uint64_t last_load_ticket_ = 0;
   std::int64_t total_copy_gap_ns_ = 0;
 };
 

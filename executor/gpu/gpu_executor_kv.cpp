@@ -108,15 +108,10 @@ void GpuExecutor::issue_async_loads(const std::vector<FactLoad>& loads, Injectio
     host_tier_->load(*h, e, *pool_);
   }
   const std::uint64_t ticket = ops_->end_copies();
+  last_load_ticket_ = ticket;
   for (const FactLoad& l : loads) {
     if (pool_->find(l.fact) != nullptr) pending_loads_[l.fact] = ticket;
   }
-}
-
-std::uint64_t GpuExecutor::last_ticket() const {
-  std::uint64_t t = 0;
-  for (const auto& kv : pending_loads_) t = std::max(t, kv.second);
-  return t;
 }
 
 void GpuExecutor::offload(FactId fact) {

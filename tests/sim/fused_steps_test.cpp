@@ -27,7 +27,8 @@ Outcome simulate(const RunConfig& run, const std::string& trace, const std::file
   out.requests_csv = csv.string();
   out.progress = false;
   out.fuse_quiet_steps = fuse;
-  Simulator sim(run, trace, [&run](int i) { return make_executor(run, i); }, {}, out);
+  Simulator sim(
+      run, trace, [&run](int i) { return make_executor(run, i); }, {}, out);
   Outcome o;
   o.summary = sim.run();
   o.csv = read_text(csv);
@@ -76,8 +77,9 @@ std::string ms_trace(const std::filesystem::path& dir, std::uint64_t seed) {
   std::string body = "{\"type\":\"header\",\"version\":1,\"source\":\"fused_test\"}\n";
   for (int u = 1; u <= users; ++u) {
     for (int f = 0; f < facts_per_user; ++f) {
-      body += "{\"type\":\"fact\",\"id\":" + std::to_string(u * 1000 + f) + ",\"user\":" +
-              std::to_string(u) + ",\"tokens\":" + std::to_string(pick(4, 40)) + "}\n";
+      body += "{\"type\":\"fact\",\"id\":" + std::to_string(u * 1000 + f) +
+              ",\"user\":" + std::to_string(u) + ",\"tokens\":" + std::to_string(pick(4, 40)) +
+              "}\n";
     }
   }
   std::int64_t ms = 0;
@@ -98,8 +100,8 @@ std::string ms_trace(const std::filesystem::path& dir, std::uint64_t seed) {
       if (j > 0) facts += ',';
       facts += std::to_string(user * 1000 + pick(0, facts_per_user - 1));
     }
-    body += "{\"type\":\"request\",\"id\":" + std::to_string(i + 1) + ",\"user\":" +
-            std::to_string(user) + ",\"time\":" + time +
+    body += "{\"type\":\"request\",\"id\":" + std::to_string(i + 1) +
+            ",\"user\":" + std::to_string(user) + ",\"time\":" + time +
             ",\"query_tokens\":" + std::to_string(pick(1, 30)) +
             ",\"output_tokens\":" + std::to_string(pick(1, 25)) + ",\"facts\":[" + facts + "]}\n";
   }
@@ -146,8 +148,8 @@ TEST_CASE("fused steps: same results on random traces whose records fall on step
                    ", max_seqs: " + std::to_string(2 + seed % 5) + "}\n" +
                    "serving: {mode: " + mode + ", k: 6, header_tokens: 8, footer_tokens: 2}\n" +
                    "store: {gpu: {capacity: " + (seed % 4 == 0 ? "2KiB" : "64KiB") + "}}\n" +
-                   "replicas: " + std::to_string(1 + seed % 3) + "\nrouter: " +
-                   kRouters[seed % 3] + "\n");
+                   "replicas: " + std::to_string(1 + seed % 3) + "\nrouter: " + kRouters[seed % 3] +
+                   "\n");
     fused += check_same(dir, yaml);
   }
   CHECK(fused > 0);
@@ -167,9 +169,9 @@ TEST_CASE("fused steps: same results under preemption, host tier, encodes and me
   for (const double rate : {30.0, 300.0, 3000.0}) {
     for (const std::uint32_t out : {1u, 3u, 40u}) {
       const std::string trace = synthetic_trace(dir, 7 + i, rate, out, false);
-      const std::string yaml = tiny_config(trace, stress + "replicas: " +
-                                                      std::to_string(1 + i % 4) + "\nrouter: " +
-                                                      kRouters[i % 3] + "\n");
+      const std::string yaml =
+          tiny_config(trace, stress + "replicas: " + std::to_string(1 + i % 4) +
+                                 "\nrouter: " + kRouters[i % 3] + "\n");
       fused += check_same(dir, yaml);
       ++i;
     }
