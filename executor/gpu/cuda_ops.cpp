@@ -7,11 +7,16 @@
 
 #include <c10/cuda/CUDAStream.h>
 
+#include <condition_variable>
 #include <cstdio>
+#include <deque>
+#include <exception>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <tuple>
 
 #include "executor/gpu/device_ops.h"
@@ -82,57 +87,110 @@ class CudaClock : public StepClock {
   bool has_prev_ = false;
 };
 
-/// The copy streams of asynchronous loads and offloads (one per direction, so that both PCIe
-/// directions run at once) and the events that order them against the compute stream: one per
-/// ticket, recycled once its copies are known to be done.
-class CopyStreams {
+void copy_on(const DeviceOps::CopyRegion& r, cudaStream_t stream) {
+  if (r.rows <= 1) {
+    INFERSCALE_CUDA_CHECK(cudaMemcpyAsync(r.dst, r.src, r.row_bytes, cudaMemcpyDefault, stream));
+  } else {
+    INFERSCALE_CUDA_CHECK(cudaMemcpy2DAsync(r.dst, r.pitch, r.src, r.pitch, r.row_bytes, r.rows,
+                                            cudaMemcpyDefault, stream));
+  }
+}
+
+/// Asynchronous loads and offloads: two copy streams (one per direction, so that both PCIe
+/// directions run at once) and a thread that issues the batches of copies on them. A stream
+/// holds only so many operations in flight before the call that adds one blocks until the copy
+/// engine catches up, so thousands of block copies issued from the executor's thread would hold
+/// it at PCIe speed; from this thread they do not. Each batch gets a ticket and an event,
+/// recorded by the thread after the batch's copies and recycled once they are done; the
+/// executor's thread waits only where the compute stream must wait for a ticket whose copies the
+/// thread has not issued yet.
+class CopyEngine {
  public:
-  explicit CopyStreams(at::Device device)
-      : streams_{c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index()),
+  explicit CopyEngine(at::Device device)
+      : device_index_(device.index()),
+        streams_{c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index()),
                  c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index())},
-        compute_(c10::cuda::getCurrentCUDAStream(device.index())) {}
-  ~CopyStreams() {
+        thread_([this] { run(); }) {}
+  ~CopyEngine() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    queued_cv_.notify_all();
+    thread_.join();
+    for (cudaStream_t st : {streams_[0].stream(), streams_[1].stream()}) cudaStreamSynchronize(st);
     for (auto& t : tickets_) cudaEventDestroy(t.second);
     for (cudaEvent_t e : spare_) cudaEventDestroy(e);
   }
+
   void begin(int direction) {
-    compute_ = c10::cuda::getCurrentCUDAStream(compute_.device_index());
-    active_ = direction;
-    cudaEvent_t e = take();
-    INFERSCALE_CUDA_CHECK(cudaEventRecord(e, compute_.stream()));
-    INFERSCALE_CUDA_CHECK(cudaStreamWaitEvent(streams_[direction].stream(), e, 0));
-    spare_.push_back(e);  // a later record of it does not change the wait issued here
-    c10::cuda::setCurrentCUDAStream(streams_[direction]);
+    rethrow();
+    batch_ = Batch{};
+    batch_.direction = direction;
+    batch_.after = take();
+    INFERSCALE_CUDA_CHECK(cudaEventRecord(batch_.after, current_stream()));
+    open_ = true;
   }
+  bool open() const { return open_; }
+  void add(const DeviceOps::CopyRegion& r) { batch_.items.push_back({r, 0}); }
   std::uint64_t end() {
-    c10::cuda::setCurrentCUDAStream(compute_);
-    cudaEvent_t e = take();
-    INFERSCALE_CUDA_CHECK(cudaEventRecord(e, streams_[active_].stream()));
-    tickets_.emplace(++issued_, e);
-    // Recycle the events of tickets that are done.
-    for (auto it = tickets_.begin(); it != tickets_.end() && tickets_.size() > 8;) {
-      if (it->first != issued_ && cudaEventQuery(it->second) == cudaSuccess) {
-        spare_.push_back(it->second);
-        it = tickets_.erase(it);
-      } else {
-        ++it;
+    open_ = false;
+    std::uint64_t ticket;
+    {
+      std::lock_guard lock(mutex_);
+      ticket = ++submitted_;
+      batch_.ticket = ticket;
+      queue_.push_back(std::move(batch_));
+      // Recycle the events of tickets that are done.
+      for (auto it = tickets_.begin(); it != tickets_.end() && tickets_.size() > 8;) {
+        if (cudaEventQuery(it->second) == cudaSuccess) {
+          spare_.push_back(it->second);
+          it = tickets_.erase(it);
+        } else {
+          ++it;
+        }
       }
     }
-    return issued_;
+    queued_cv_.notify_one();
+    return ticket;
   }
   void wait(std::uint64_t ticket) {
-    const auto it = tickets_.find(ticket);
-    if (it == tickets_.end()) return;  // recycled: done
-    const cudaStream_t current = c10::cuda::getCurrentCUDAStream(compute_.device_index()).stream();
-    INFERSCALE_CUDA_CHECK(cudaStreamWaitEvent(current, it->second, 0));
+    if (open_) {
+      batch_.items.push_back({DeviceOps::CopyRegion{}, ticket});  // the thread orders it
+      return;
+    }
+    cudaEvent_t e = recorded_event(ticket);
+    if (e != nullptr) INFERSCALE_CUDA_CHECK(cudaStreamWaitEvent(current_stream(), e, 0));
   }
   bool done(std::uint64_t ticket) {
+    rethrow();
+    std::lock_guard lock(mutex_);
+    if (ticket > recorded_) return false;
     const auto it = tickets_.find(ticket);
     return it == tickets_.end() || cudaEventQuery(it->second) == cudaSuccess;
   }
+  /// Every batch submitted so far issued and finished.
+  void drain() {
+    std::unique_lock lock(mutex_);
+    recorded_cv_.wait(lock, [&] { return recorded_ >= submitted_ || error_ != nullptr; });
+    lock.unlock();
+    for (cudaStream_t st : {streams_[0].stream(), streams_[1].stream()}) cudaStreamSynchronize(st);
+  }
 
  private:
-  cudaEvent_t take() {
+  struct Item {
+    DeviceOps::CopyRegion copy;
+    std::uint64_t wait = 0;  // a ticket to wait for instead of a copy
+  };
+  struct Batch {
+    int direction = 0;
+    cudaEvent_t after = nullptr;  // the compute stream's work that the copies follow
+    std::vector<Item> items;
+    std::uint64_t ticket = 0;
+  };
+
+  // Under mutex_ or before the thread can see it.
+  cudaEvent_t take_locked() {
     if (!spare_.empty()) {
       cudaEvent_t e = spare_.back();
       spare_.pop_back();
@@ -142,13 +200,83 @@ class CopyStreams {
     INFERSCALE_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     return e;
   }
+  cudaEvent_t take() {
+    std::lock_guard lock(mutex_);
+    return take_locked();
+  }
+  /// The event of a ticket once the thread has recorded it (nullptr: recycled, so done).
+  cudaEvent_t recorded_event(std::uint64_t ticket) {
+    std::unique_lock lock(mutex_);
+    recorded_cv_.wait(lock, [&] { return recorded_ >= ticket || error_ != nullptr; });
+    if (error_ != nullptr) std::rethrow_exception(error_);
+    const auto it = tickets_.find(ticket);
+    return it == tickets_.end() ? nullptr : it->second;
+  }
+  void rethrow() {
+    std::lock_guard lock(mutex_);
+    if (error_ != nullptr) std::rethrow_exception(error_);
+  }
 
+  void run() {
+    cudaSetDevice(device_index_);
+    for (;;) {
+      Batch batch;
+      {
+        std::unique_lock lock(mutex_);
+        queued_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        batch = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      try {
+        const cudaStream_t stream = streams_[batch.direction].stream();
+        INFERSCALE_CUDA_CHECK(cudaStreamWaitEvent(stream, batch.after, 0));
+        for (const Item& item : batch.items) {
+          if (item.wait == 0) {
+            copy_on(item.copy, stream);
+            continue;
+          }
+          // An earlier batch's ticket: recorded already (batches are issued in order). Under
+          // the lock, so that end() cannot recycle its event before the wait is issued.
+          std::lock_guard lock(mutex_);
+          const auto it = tickets_.find(item.wait);
+          if (it != tickets_.end()) INFERSCALE_CUDA_CHECK(cudaStreamWaitEvent(stream, it->second, 0));
+        }
+        cudaEvent_t e;
+        {
+          std::lock_guard lock(mutex_);
+          spare_.push_back(batch.after);  // its wait is issued; a later record does not change it
+          e = take_locked();
+        }
+        // Outside the lock: adding to a full stream blocks until the copy engine catches up.
+        INFERSCALE_CUDA_CHECK(cudaEventRecord(e, stream));
+        std::lock_guard lock(mutex_);
+        tickets_.emplace(batch.ticket, e);
+        recorded_ = batch.ticket;
+      } catch (...) {
+        std::lock_guard lock(mutex_);
+        if (error_ == nullptr) error_ = std::current_exception();
+        recorded_ = batch.ticket;
+      }
+      recorded_cv_.notify_all();
+    }
+  }
+
+  int device_index_;
   c10::cuda::CUDAStream streams_[2];
-  c10::cuda::CUDAStream compute_;
-  int active_ = 0;
-  std::map<std::uint64_t, cudaEvent_t> tickets_;
+  // The executor's thread only.
+  Batch batch_;
+  bool open_ = false;
+  // Shared with the copy thread, under mutex_.
+  std::mutex mutex_;
+  std::condition_variable queued_cv_, recorded_cv_;
+  std::deque<Batch> queue_;
+  std::map<std::uint64_t, cudaEvent_t> tickets_;  // recorded, not yet known to be done
   std::vector<cudaEvent_t> spare_;
-  std::uint64_t issued_ = 0;
+  std::uint64_t submitted_ = 0, recorded_ = 0;
+  std::exception_ptr error_;
+  bool stopping_ = false;
+  std::thread thread_;  // last: started once the rest is built
 };
 
 class CudaOps : public DeviceOps {
@@ -258,8 +386,15 @@ class CudaOps : public DeviceOps {
 
   StepClock& clock() override { return clock_; }
 
+  void copy(const CopyRegion& r) override {
+    if (copies_ && copies_->open()) {
+      copies_->add(r);
+    } else {
+      copy_on(r, current_stream());
+    }
+  }
   void begin_copies(CopyDirection direction) override {
-    if (!copies_) copies_ = std::make_unique<CopyStreams>(device_);
+    if (!copies_) copies_ = std::make_unique<CopyEngine>(device_);
     copies_->begin(direction == CopyDirection::kToDevice ? 0 : 1);
   }
   std::uint64_t end_copies() override { return copies_->end(); }
@@ -269,6 +404,9 @@ class CudaOps : public DeviceOps {
   bool copies_done(std::uint64_t ticket) override {
     return !copies_ || ticket == 0 || copies_->done(ticket);
   }
+  void drain_copies() override {
+    if (copies_) copies_->drain();
+  }
 
   at::Device device() const override { return device_; }
   std::string device_name() const override { return at::cuda::getCurrentDeviceProperties()->name; }
@@ -277,7 +415,7 @@ class CudaOps : public DeviceOps {
   at::Device device_;
   std::int32_t sm_count_;
   CudaClock clock_;
-  std::unique_ptr<CopyStreams> copies_;
+  std::unique_ptr<CopyEngine> copies_;
   bool flash_ok_ = true;
   bool split_kv_ok_ = true;
 };

@@ -54,7 +54,10 @@ GpuExecutor::GpuExecutor(GpuExecutorOptions options)
   cache_ = model_->make_cache(std::int32_t(options_.kv_cache_tokens));
 }
 
-GpuExecutor::~GpuExecutor() = default;
+GpuExecutor::~GpuExecutor() {
+  // Copies still in flight read or write the pool and the host tier, which go first.
+  if (ops_) ops_->drain_copies();
+}
 
 std::string GpuExecutor::name() const {
   return "gpu(" + ops_->device_name() + ", " + options_.model.name + ")";
