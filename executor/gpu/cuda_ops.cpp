@@ -30,6 +30,7 @@
 #include "kernels/silu_mul.cuh"
 #include "kernels/split_kv_attention.cuh"
 #include "kernels/split_kv_plan.h"
+#include "kernels/staged_copy.cuh"
 
 namespace inferscale {
 
@@ -60,6 +61,8 @@ class CudaClock : public StepClock {
     INFERSCALE_CUDA_CHECK(cudaEventElapsedTime(&ms, prev_, events_[0]));
     return std::int64_t(double(ms) * 1e6);
   }
+  /// Whether the compute stream has finished everything issued to it so far (a query).
+  bool synchronized() const { return cudaStreamQuery(current_stream()) == cudaSuccess; }
   int mark() override {
     if (used_ == int(events_.size())) {
       cudaEvent_t e;
@@ -414,21 +417,40 @@ class CudaOps : public DeviceOps {
     return out;
   }
 
+  // Uploads and downloads of a step go through the multiprocessors (kernels/staged_copy.cuh),
+  // not a copy engine, where they would queue behind the host tier's bulk copies. Their
+  // page-locked buffers are kept until the step is synchronized.
   at::Tensor upload(const std::vector<std::int32_t>& host) override {
     at::Tensor pinned = at::empty({std::int64_t(host.size())},
                                   at::TensorOptions().dtype(at::kInt).pinned_memory(true));
     std::copy(host.begin(), host.end(), pinned.data_ptr<std::int32_t>());
-    // The caching host allocator keeps `pinned` alive until the copy has run.
-    return pinned.to(device_, /*non_blocking=*/true);
+    at::Tensor out = at::empty({std::int64_t(host.size())},
+                               at::TensorOptions().dtype(at::kInt).device(device_));
+    INFERSCALE_CUDA_CHECK(
+        staged_copy_launch(out.data_ptr(), pinned.data_ptr(), host.size(), current_stream()));
+    staged_.push_back(std::move(pinned));
+    return out;
   }
 
   at::Tensor to_host(const at::Tensor& t) override {
     at::Tensor out = at::empty(t.sizes(), t.options().device(at::kCPU).pinned_memory(true));
-    out.copy_(t, /*non_blocking=*/true);
+    const at::Tensor src = t.contiguous();
+    const std::size_t bytes = std::size_t(src.numel()) * src.element_size();
+    if (bytes % 4 != 0) {
+      out.copy_(src, /*non_blocking=*/true);
+      return out;
+    }
+    INFERSCALE_CUDA_CHECK(
+        staged_copy_launch(out.data_ptr(), src.data_ptr(), bytes / 4, current_stream()));
+    staged_.push_back(out);
+    staged_.push_back(src);
     return out;
   }
 
-  StepClock& clock() override { return clock_; }
+  StepClock& clock() override {
+    if (!staged_.empty() && clock_.synchronized()) staged_.clear();
+    return clock_;
+  }
 
   void copy(const CopyRegion& r) override {
     if (copies_ && copies_->open()) {
@@ -460,6 +482,7 @@ class CudaOps : public DeviceOps {
   std::int32_t sm_count_;
   CudaClock clock_;
   std::unique_ptr<CopyEngine> copies_;
+  std::vector<at::Tensor> staged_;  // buffers of staged copies the compute stream may still use
   bool flash_ok_ = true;
   bool split_kv_ok_ = true;
 };
