@@ -224,9 +224,17 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   trace.at("host_evictions");
   for (const FactLoad& o : plan.offloads) offload(o.fact);
   if (!plan.async_offloads.empty()) issue_async_offloads(plan.async_offloads);
-  for (FactId f : plan.evictions) {
+  // The pool hands out the blocks freed last first (its free list is a stack). With asynchronous
+  // copies a load waits for the offload that frees its blocks: free in reverse, so that the
+  // first loads take the blocks of the first offloads and wait only for those.
+  auto evict = [&](FactId f) {
     settle(f);
     pool_->free(f);
+  };
+  if (plan.async_loads.empty()) {
+    for (FactId f : plan.evictions) evict(f);
+  } else {
+    for (auto f = plan.evictions.rbegin(); f != plan.evictions.rend(); ++f) evict(*f);
   }
   trace.at("offloads");
   Injections inj;

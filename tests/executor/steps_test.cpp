@@ -421,3 +421,32 @@ TEST_CASE(
     CHECK(at::equal(ex.last_logits(), ref.last_logits()));
   }
 }
+
+TEST_CASE("asynchronous loads reuse the blocks of the first evicted facts first") {
+  // Loads wait for the offloads that free their blocks: the first load must get the first
+  // victim's blocks (offloaded first), not the last one's.
+  PromptSpec p;
+  p.facts = {{51, 20}, {52, 20}, {53, 20}, {54, 20}};
+  for (const auto& [device, o] : executor_devices()) {
+    INFO(device);
+    GpuExecutor ex(o);
+    encode_facts(ex, {p}, 0);
+    BatchPlan park;  // 53 and 54 to the host tier
+    for (FactId f : {53, 54}) {
+      park.offloads.push_back(FactLoad{f, 20, 0});
+      park.evictions.push_back(f);
+    }
+    ex.execute(park);
+    const std::vector<std::int32_t> first = ex.pool().find(51)->blocks;
+    const std::vector<std::int32_t> second = ex.pool().find(52)->blocks;
+    BatchPlan swap;  // 51 and 52 out, 53 and 54 in, all beside the compute
+    for (FactId f : {51, 52}) {
+      swap.async_offloads.push_back(FactLoad{f, 20, 0});
+      swap.evictions.push_back(f);
+    }
+    for (FactId f : {53, 54}) swap.async_loads.push_back(FactLoad{f, 20, 0});
+    ex.execute(swap);
+    CHECK(ex.pool().find(53)->blocks == first);
+    CHECK(ex.pool().find(54)->blocks == second);
+  }
+}
