@@ -12,22 +12,25 @@ kernels by kind, their count and summed duration, against the step time the benc
 
 Usage: bench/profile_table.py NCU_CSV BENCH_JSON (a bench JSON measured without the profiler)
 
-Not yet right: the first profile (2,497 kernels) showed that the segmentation by argmax does not
-find the step (PyTorch's elementwise and reduction kernels match too); fix it before use.
+--kernels OUT.csv also writes the profile's kernels (name, duration in ms) in order, the part of
+ncu's CSV this script reads, small enough to keep beside the table.
 """
 import csv
 import json
 import sys
 
-KINDS = [  # (kind, substrings of the kernel name), first match wins
+KINDS = [  # (kind, substrings of the kernel name, case-insensitive), first match wins
+    ("matrix products: split-K reduction", ["splitKreduce"]),
     ("fused inject", ["inject"]),
     ("kv_append (RoPE + cache write)", ["kv_append"]),
-    ("split-KV attention", ["split_kv"]),
+    ("split-KV attention: partials", ["split_kv_attention_kernel"]),
+    ("split-KV attention: combine", ["split_kv_combine"]),
     ("flash attention", ["flash"]),
     ("RMSNorm", ["rms_norm"]),
     ("SiLU x mul", ["silu_mul"]),
-    ("argmax / sampling", ["argmax", "reduce_kernel"]),
-    ("matrix products", ["gemm", "nvjet", "cutlass", "sm90", "xmma", "splitk", "splitK"]),
+    ("staged copies", ["staged_copy"]),
+    ("argmax / sampling", ["ArgMax"]),  # not "reduce_kernel": cuBLAS's split-K reduction matches
+    ("matrix products", ["gemm", "nvjet", "cutlass", "sm90", "xmma"]),
 ]
 
 
@@ -83,10 +86,22 @@ def table(title, kernels, measured_ms):
 
 
 def main():
-    if len(sys.argv) != 3:
+    args = sys.argv[1:]
+    keep = None
+    if "--kernels" in args:
+        i = args.index("--kernels")
+        keep = args[i + 1]
+        del args[i:i + 2]
+    if len(args) != 2:
         sys.exit(__doc__)
-    kernels = read_kernels(sys.argv[1])
-    bench = json.load(open(sys.argv[2]))
+    kernels = read_kernels(args[0])
+    if keep:
+        with open(keep, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["kernel", "ms"])
+            for n, t in kernels:
+                w.writerow([n, f"{t:.6f}"])
+    bench = json.load(open(args[1]))
     rows = bench["rows"] if isinstance(bench, dict) and "rows" in bench else bench
     row = next(r for r in rows if r["mode"] == "kv_inject" and r["batch"] == 1 and r["k"] == 50)
     inj = [i for i, (n, _) in enumerate(kernels) if kind_of(n) == "fused inject"]
