@@ -30,7 +30,8 @@ DType kernel_dtype(at::ScalarType t) {
 void DeviceOps::copy(const CopyRegion& r) {
   auto* dst = static_cast<char*>(r.dst);
   const auto* src = static_cast<const char*>(r.src);
-  for (std::size_t i = 0; i < r.rows; ++i) std::memcpy(dst + i * r.pitch, src + i * r.pitch, r.row_bytes);
+  for (std::size_t i = 0; i < r.rows; ++i)
+    std::memcpy(dst + i * r.pitch, src + i * r.pitch, r.row_bytes);
 }
 
 bool split_kv_wanted(const SplitKvPolicy& policy, const AttentionBatch& b) {

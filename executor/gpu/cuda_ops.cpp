@@ -424,8 +424,8 @@ class CudaOps : public DeviceOps {
     at::Tensor pinned = at::empty({std::int64_t(host.size())},
                                   at::TensorOptions().dtype(at::kInt).pinned_memory(true));
     std::copy(host.begin(), host.end(), pinned.data_ptr<std::int32_t>());
-    at::Tensor out = at::empty({std::int64_t(host.size())},
-                               at::TensorOptions().dtype(at::kInt).device(device_));
+    at::Tensor out =
+        at::empty({std::int64_t(host.size())}, at::TensorOptions().dtype(at::kInt).device(device_));
     INFERSCALE_CUDA_CHECK(
         staged_copy_launch(out.data_ptr(), pinned.data_ptr(), host.size(), current_stream()));
     staged_.push_back(std::move(pinned));

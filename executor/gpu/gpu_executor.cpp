@@ -25,8 +25,8 @@ class HostTrace {
     const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
                         std::chrono::steady_clock::now() - t0_)
                         .count();
-    line_ += std::string(line_.empty() ? "host trace:" : "") + " " + point + "=" +
-             std::to_string(us);
+    line_ +=
+        std::string(line_.empty() ? "host trace:" : "") + " " + point + "=" + std::to_string(us);
   }
   ~HostTrace() {
     if (on_) std::fprintf(stderr, "%s\n", line_.c_str());

@@ -76,10 +76,10 @@ void HostTier::store(FactId fact, const FactPool::Entry& from, FactPool& pool, D
 void HostTier::load(const Entry& from, const FactPool::Entry& to, FactPool& pool,
                     DeviceOps& ops) const {
   if (from.blocks.size() != to.blocks.size() || from.tokens > to.tokens) {
-    throw std::invalid_argument("host tier: a copy of " + std::to_string(from.blocks.size()) +
-                                " blocks (" + std::to_string(from.tokens) +
-                                " tokens) into a pool entry of " + std::to_string(to.blocks.size()) +
-                                " (" + std::to_string(to.tokens) + " tokens)");
+    throw std::invalid_argument(
+        "host tier: a copy of " + std::to_string(from.blocks.size()) + " blocks (" +
+        std::to_string(from.tokens) + " tokens) into a pool entry of " +
+        std::to_string(to.blocks.size()) + " (" + std::to_string(to.tokens) + " tokens)");
   }
   auto* storage = static_cast<char*>(pool.storage().data_ptr());
   const auto block_tokens = std::uint32_t(chunk_shape_[3]);

@@ -442,8 +442,8 @@ TEST_CASE("silu_mul kernel matches its reference within exp's rounding") {
 TEST_CASE("staged copy moves words between page-locked host memory and the device") {
   if (!test::cuda_device_available()) INFERSCALE_SKIP("no CUDA device");
   std::mt19937 rng(7);
-  for (const std::size_t words : {std::size_t(1), std::size_t(255), std::size_t(257),
-                                  std::size_t(100003)}) {
+  for (const std::size_t words :
+       {std::size_t(1), std::size_t(255), std::size_t(257), std::size_t(100003)}) {
     CAPTURE(words);
     std::uint32_t* host_in = nullptr;
     std::uint32_t* host_out = nullptr;
