@@ -17,6 +17,8 @@ class Lru final : public EvictionPolicy {
     pinned_tail_.unlink(list_, id);
     list_.erase(id);
   }
+  /// Order alone decides: with slot ids a million-fact run keeps its list in the cache.
+  bool slot_ids() const override { return true; }
   std::optional<FactId> victim(const EvictionContext& ctx) const override {
     const auto i = pinned_tail_.first_unpinned(list_, ctx);
     if (i == IdList::kNil) return std::nullopt;

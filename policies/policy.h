@@ -87,6 +87,13 @@ class EvictionPolicy {
   virtual void attach(const RunView* /*view*/) {}
   /// Whether on_hit needs CacheEntry::last_access from the tier. Default: no.
   virtual bool needs_last_access() const { return false; }
+  /// Whether the tier may name facts by slot ids: dense ids of the resident facts, one per
+  /// resident, reused after a removal. Only for a policy that keeps metadata of resident facts
+  /// alone and decides by their order, never by the ids' values, by on_access (not called then:
+  /// a missing fact has no slot) or by ctx.incoming's id. Its per-fact arrays then span the
+  /// tier's residents, not every fact of the run, and stay in the core's cache. The RunView it
+  /// is given speaks slot ids too. Default: no (fact ids).
+  virtual bool slot_ids() const { return false; }
 };
 
 /// @brief Admission: may a fact that is not resident enter the tier?

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -71,19 +72,25 @@ struct TierStats {
   std::uint64_t peak_bytes = 0;
 };
 
+/// How a tier names facts to its eviction policy (EvictionPolicy::slot_ids).
+enum class TierIds { kPolicyChoice, kFactIds };
+
 class StoreTier {
  public:
+  /// `ids`: kFactIds keeps fact ids even for a policy that accepts slot ids (tests compare both).
   StoreTier(std::string name, std::uint64_t capacity_bytes,
             std::unique_ptr<EvictionPolicy> eviction, std::unique_ptr<AdmissionPolicy> admission,
-            std::string eviction_name = {});
+            std::string eviction_name = {}, TierIds ids = TierIds::kPolicyChoice);
+  StoreTier(StoreTier&&) = delete;  // its slot view points to it
 
   /// The run's view (pins, users, future); set before the first access. Also given to the
   /// eviction policy (EvictionPolicy::attach). With `tracks_pins`, the run calls on_pinned and
   /// on_unpinned whenever RunView::pinned changes for a fact.
   void set_view(const RunView* view, bool tracks_pins = false) {
     view_ = view;
-    eviction_->attach(view);
     tracks_pins_ = tracks_pins && view != nullptr;
+    slot_view_.outer = view;
+    eviction_->attach(slots_on_ ? &slot_view_ : view);
   }
   /// `id` became pinned (set_view with tracks_pins).
   void on_pinned(FactId id) {
@@ -93,6 +100,11 @@ class StoreTier {
   void on_unpinned(FactId id) {
     if (resident(id)) ++unpinned_resident_;
   }
+  /// Whether the policy is given slot ids (EvictionPolicy::slot_ids).
+  bool slot_ids() const { return slots_on_; }
+  /// The policy's victim for `ctx` (whose view speaks fact ids), as a fact id; for inspection
+  /// (no side effects, like EvictionPolicy::victim).
+  std::optional<FactId> victim(const EvictionContext& ctx) const;
 
   bool resident(FactId id) const {
     return (id >> 6) < resident_bits_.size() && (resident_bits_[id >> 6] >> (id & 63) & 1) != 0;
@@ -110,6 +122,7 @@ class StoreTier {
   /// Last access on this tier of a resident fact (its insertion time before any hit), when the
   /// eviction policy needs it (EvictionPolicy::needs_last_access); else kNever.
   SimTime last_access(FactId id) const {
+    if (slots_on_) return resident(id) ? slots_[slot_of_[id]].last_access : kNever;
     return id < last_access_.size() ? last_access_[id] : kNever;
   }
   std::uint64_t used_bytes() const { return used_bytes_; }
@@ -117,13 +130,53 @@ class StoreTier {
   std::uint64_t resident_count() const { return resident_count_; }
   const TierStats& stats() const { return stats_; }
   const std::string& name() const { return name_; }
-  /// The eviction policy, for inspection (victim() is const and side-effect free).
+  /// The eviction policy, for inspection (victim() is const and side-effect free). Its ids are
+  /// slot ids when slot_ids(); StoreTier::victim translates.
   const EvictionPolicy& eviction_policy() const { return *eviction_; }
 
  private:
+  static constexpr std::uint32_t kNoSlot = 0xffffffffu;
+  /// A resident fact as a slot-id policy knows it: what an eviction reads of the tier, in one
+  /// place. Pins stay with the view: the owner reads the victim's record anyway (to name it in
+  /// its plan), and a pin flag here would cost a read of slot_of_ at every pin and unpin.
+  struct Slot {
+    FactId fact = 0;
+    std::uint64_t bytes = 0;
+    SimTime last_access = kNever;  // with needs_last_access
+    bool used = false;             // holds a resident fact
+  };
+  /// The run's view in slot ids, for a slot-id policy.
+  class SlotView final : public RunView {
+   public:
+    const StoreTier* tier = nullptr;
+    const RunView* outer = nullptr;
+    bool pinned(FactId slot) const override {
+      return outer != nullptr && outer->pinned(tier->slots_[slot].fact);
+    }
+    std::uint64_t unpin_count() const override {
+      return outer != nullptr ? outer->unpin_count() : kUncountedPins;
+    }
+    bool user_in_flight(UserId user) const override {
+      return outer != nullptr && outer->user_in_flight(user);
+    }
+    SimTime user_last_active(UserId user) const override {
+      return outer != nullptr ? outer->user_last_active(user) : kNever;
+    }
+    std::int64_t next_access(FactId slot) const override {
+      return outer != nullptr ? outer->next_access(tier->slots_[slot].fact) : kNever;
+    }
+    std::int64_t position() const override { return outer != nullptr ? outer->position() : 0; }
+    FactId fact_id_bound() const override { return tier->slots_.size(); }
+  };
+
   bool make_room(const CacheEntry& e, SimTime now, std::vector<FactId>* evicted);
   void grow(FactId id);
-  void drop(FactId id);  // residency bookkeeping of a removal, without telling the policy
+  /// Residency bookkeeping of a removal, without telling the policy; `slot`: the fact's slot
+  /// with slot ids (the victim's answer: its slot_of_ entry is not read).
+  void drop(FactId id, std::uint32_t slot);
+  /// The fact a policy's answer names (a slot's fact with slot ids); throws PolicyContractError
+  /// when it names no resident fact.
+  FactId victim_fact(FactId v) const;
 
   std::string name_, eviction_name_;
   std::uint64_t capacity_bytes_;
@@ -144,6 +197,13 @@ class StoreTier {
   // running requests inject, that search would walk the pinned facts again after every unpin.
   bool tracks_pins_ = false;
   std::uint64_t unpinned_resident_ = 0;
+  // With slot ids: by fact id its slot (valid while resident), by slot the fact's record, and
+  // the free slots (most recently freed last).
+  bool slots_on_ = false;
+  std::vector<std::uint32_t> slot_of_;
+  std::vector<Slot> slots_;
+  std::vector<std::uint32_t> free_slots_;
+  SlotView slot_view_;
   TierStats stats_;
 };
 
