@@ -39,6 +39,7 @@ Replica::Replica(int index, const RunConfig& cfg, FactTable& facts, RequestPool&
       host_ = make_tier("host", cfg.store.host, seed + 17);
       host_->set_view(this, true);
     }
+    global_ids_ = gpu_->slot_ids() && (!host_ || host_->slot_ids());
   }
   total_blocks_ = cfg.request_kv_bytes() / (kv_bytes_per_token_ * kBlockTokens);
   if (cfg.serving.header_cache) {
@@ -57,6 +58,16 @@ FactId Replica::add_local(FactId global) {
   if (async_loads_) async_ready_.push_back(0);
   local_plus1_[global] = static_cast<std::uint32_t>(local_.size());
   return local_plus1_[global] - 1;
+}
+
+void Replica::add_global(FactId global) {
+  const std::size_t n = std::max<std::size_t>(global + 1, local_.size() * 2);
+  local_.reserve(n);
+  for (std::size_t i = local_.size(); i < n; ++i) {
+    local_.push_back(LocalFact{static_cast<std::uint32_t>(i), 0});
+  }
+  if (host_) host_dropped_step_.resize(n, 0);
+  if (async_loads_) async_ready_.resize(n, 0);
 }
 
 bool Replica::user_in_flight(UserId user) const {
@@ -261,10 +272,7 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now) {
   r.layout.reserve(r.facts.size());
   r.loads_ready = 0;
   // The facts' records are far apart: start every miss before the loop waits on the first.
-  for (const FactId g : r.facts) {
-    facts_.prefetch(g);
-    if (g < local_plus1_.size()) __builtin_prefetch(local_plus1_.data() + g);
-  }
+  for (const FactId g : r.facts) prefetch_fact(g);
   for (const FactId g : r.facts) {
     RequestFact& f = r.layout.emplace_back();  // in place, as in plan_encode_job
     f.global = g;
@@ -434,7 +442,11 @@ bool Replica::admit(std::uint32_t ri, SimTime now, std::uint32_t& budget) {
   Request& r = pool_[ri];
   const auto& s = cfg_.serving;
   position_ = r.trace_position;
-  const std::uint64_t facts_tokens = r.fact_tokens;
+  // Summed here, not at arrival: a request waits long enough on a busy replica that reading
+  // its facts' records twice would miss the cache twice.
+  std::uint32_t facts_tokens = 0;
+  for (const FactId g : r.facts) facts_tokens += facts_[g].tokens;
+  r.fact_tokens = facts_tokens;
   const std::uint64_t own = std::uint64_t(s.header_cache ? 0 : s.header_tokens) + facts_tokens +
                             s.footer_tokens + r.query_tokens + r.generated;
   // Blocks for the prompt and the first output token.
@@ -455,10 +467,7 @@ bool Replica::admit(std::uint32_t ri, SimTime now, std::uint32_t& budget) {
   // The next request in line is likely admitted after this one: its fact records (read once at
   // arrival, long evicted on a busy replica) load while this one is planned.
   if (waiting_.size() > 1 && waiting_.front() == ri) {
-    for (const FactId g : pool_[waiting_[1]].facts) {
-      facts_.prefetch(g);
-      if (g < local_plus1_.size()) __builtin_prefetch(local_plus1_.data() + g);
-    }
+    for (const FactId g : pool_[waiting_[1]].facts) prefetch_fact(g);
   }
   resolve_facts(ri, now);
   while (!request_jobs_.empty() && plan_encode_job(request_jobs_.front(), now, budget)) {

@@ -122,10 +122,24 @@ class Replica final : public RunView {
   };
 
   FactId local_id(FactId global) {
+    if (global_ids_) {
+      if (global >= local_.size()) add_global(global);
+      return global;
+    }
     if (global < local_plus1_.size() && local_plus1_[global] != 0) return local_plus1_[global] - 1;
     return add_local(global);
   }
   FactId add_local(FactId global);  // first sight of `global` here
+  void add_global(FactId global);   // with global_ids_: records up to `global`
+  /// Starts loading what resolve_facts reads of a fact (a request's facts are far apart).
+  void prefetch_fact(FactId global) const {
+    facts_.prefetch(global);
+    if (global_ids_) {
+      if (global < local_.size()) __builtin_prefetch(local_.data() + global);
+    } else if (global < local_plus1_.size()) {
+      __builtin_prefetch(local_plus1_.data() + global);
+    }
+  }
   CacheEntry entry(FactId global, FactId local, SimTime) const {
     const FactInfo& f = facts_[global];
     CacheEntry e;
@@ -189,6 +203,12 @@ class Replica final : public RunView {
   std::vector<SimTime> async_ready_;
 
   std::unique_ptr<StoreTier> gpu_, host_;
+  /// Local ids are the global ids when no policy sees them (every tier gives its policy slot
+  /// ids, so no decision depends on their values): a user's facts, declared together, then have
+  /// neighbouring records, and a request's lookups, pins and its facts' later evictions share
+  /// cache lines instead of touching one line each. Otherwise local ids follow first sight here
+  /// (a policy's ties may depend on them) through local_plus1_.
+  bool global_ids_ = false;
   std::vector<std::uint32_t> local_plus1_;  // global -> local + 1 (0: never seen here)
   /// A fact as this replica knows it, by local id: one record, so that an eviction reads the
   /// victim's pins and global id in one cache line.

@@ -27,7 +27,7 @@ struct Request {
   std::uint32_t query_tokens = 0;
   std::uint32_t output_tokens = 0;
   std::vector<FactId> facts;        // global dense ids, best last
-  std::uint32_t fact_tokens = 0;    // tokens of those facts
+  std::uint32_t fact_tokens = 0;    // tokens of those facts (summed at admission)
   std::int64_t trace_position = 0;  // index among the trace's requests
   int replica = -1;
 
