@@ -175,7 +175,9 @@ void Replica::pin(Request&, RequestFact& f) {
 void Replica::unpin_all(Request& r) {
   // The facts' records are far apart: start every miss before the first count waits on one.
   for (const auto& f : r.layout) {
-    if (f.pinned) __builtin_prefetch(local_.data() + f.local, 1);
+    if (!f.pinned) continue;
+    __builtin_prefetch(local_.data() + f.local, 1);
+    gpu_->prefetch_pin(f.local);
   }
   for (auto& f : r.layout) {
     if (f.pinned) {
@@ -193,7 +195,7 @@ bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission) {
   const bool ok =
       use_admission ? gpu_->insert(e, now, &evicted_) : gpu_->force_insert(e, now, &evicted_);
   for (const FactId v : evicted_) {
-    const FactId vg = local_[v].global;
+    const FactId vg = global_ids_ ? v : local_[v].global;  // not the victim's record if it can
     plan_.evictions.push_back(vg);
     if (host_ && !host_->resident(v)) {
       const CacheEntry ve = entry(vg, v, now);

@@ -93,12 +93,12 @@ bool StoreTier::lookup(const CacheEntry& e, SimTime now) {
   ++stats_.hits;
   stats_.hit_bytes += e.bytes;
   if (slots_on_) {
-    Slot& slot = slots_[slot_of_[e.id]];
+    const std::uint32_t s = slot_of_[e.id];
     CacheEntry hit = e;
-    hit.id = slot_of_[e.id];
+    hit.id = s;
     if (track_last_access_) {
-      hit.last_access = slot.last_access;
-      slot.last_access = now;
+      hit.last_access = slot_last_access_[s];
+      slot_last_access_[s] = now;
     }
     eviction_->on_hit(hit, now);
     return true;
@@ -195,6 +195,7 @@ bool StoreTier::force_insert(const CacheEntry& e, SimTime now, std::vector<FactI
     if (free_slots_.empty()) {
       s = static_cast<std::uint32_t>(slots_.size());
       slots_.emplace_back();
+      if (track_last_access_) slot_last_access_.push_back(kNever);
     } else {
       s = free_slots_.back();
       free_slots_.pop_back();
@@ -203,8 +204,9 @@ bool StoreTier::force_insert(const CacheEntry& e, SimTime now, std::vector<FactI
     Slot& slot = slots_[s];
     slot.fact = e.id;
     slot.bytes = e.bytes;
-    slot.last_access = now;
-    slot.used = true;
+    slot.used = 1;
+    slot.pinned = pinned ? 1 : 0;
+    if (track_last_access_) slot_last_access_[s] = now;
     CacheEntry in = e;
     in.id = s;
     eviction_->on_insert(in, now);
@@ -219,13 +221,15 @@ bool StoreTier::force_insert(const CacheEntry& e, SimTime now, std::vector<FactI
 void StoreTier::drop(FactId id, std::uint32_t slot) {
   resident_bits_[id >> 6] &= ~(std::uint64_t{1} << (id & 63));
   --resident_count_;
-  if (tracks_pins_ && !view_->pinned(id)) --unpinned_resident_;
   if (slots_on_) {
+    // The slot's pin flag when told of pins: the victim's records of the owner stay untouched.
+    if (tracks_pins_ && slots_[slot].pinned == 0) --unpinned_resident_;
     used_bytes_ -= slots_[slot].bytes;
-    slots_[slot].used = false;
+    slots_[slot].used = 0;
     free_slots_.push_back(slot);
     return;
   }
+  if (tracks_pins_ && !view_->pinned(id)) --unpinned_resident_;
   used_bytes_ -= bytes_.get(id);
 }
 

@@ -90,15 +90,25 @@ class StoreTier {
     view_ = view;
     tracks_pins_ = tracks_pins && view != nullptr;
     slot_view_.outer = view;
+    slot_view_.use_flags = tracks_pins_;
     eviction_->attach(slots_on_ ? &slot_view_ : view);
   }
   /// `id` became pinned (set_view with tracks_pins).
   void on_pinned(FactId id) {
-    if (resident(id)) --unpinned_resident_;
+    if (!resident(id)) return;
+    --unpinned_resident_;
+    if (slots_on_) slots_[slot_of_[id]].pinned = 1;
   }
   /// `id` is no longer pinned (set_view with tracks_pins).
   void on_unpinned(FactId id) {
-    if (resident(id)) ++unpinned_resident_;
+    if (!resident(id)) return;
+    ++unpinned_resident_;
+    if (slots_on_) slots_[slot_of_[id]].pinned = 0;
+  }
+  /// Starts loading what on_pinned/on_unpinned of `id` read (a loop over a request's facts
+  /// issues these first, so that their misses overlap).
+  void prefetch_pin(FactId id) const {
+    if (slots_on_ && id < slot_of_.size()) __builtin_prefetch(slot_of_.data() + id);
   }
   /// Whether the policy is given slot ids (EvictionPolicy::slot_ids).
   bool slot_ids() const { return slots_on_; }
@@ -122,7 +132,7 @@ class StoreTier {
   /// Last access on this tier of a resident fact (its insertion time before any hit), when the
   /// eviction policy needs it (EvictionPolicy::needs_last_access); else kNever.
   SimTime last_access(FactId id) const {
-    if (slots_on_) return resident(id) ? slots_[slot_of_[id]].last_access : kNever;
+    if (slots_on_) return resident(id) ? slot_last_access_[slot_of_[id]] : kNever;
     return id < last_access_.size() ? last_access_[id] : kNever;
   }
   std::uint64_t used_bytes() const { return used_bytes_; }
@@ -136,21 +146,24 @@ class StoreTier {
 
  private:
   static constexpr std::uint32_t kNoSlot = 0xffffffffu;
-  /// A resident fact as a slot-id policy knows it: what an eviction reads of the tier, in one
-  /// place. Pins stay with the view: the owner reads the victim's record anyway (to name it in
-  /// its plan), and a pin flag here would cost a read of slot_of_ at every pin and unpin.
+  /// A resident fact as a slot-id policy knows it: all an eviction reads of it, in 16 bytes.
+  /// With pins tracked its pin flag too, so that checking a victim reads nothing of the owner's.
   struct Slot {
     FactId fact = 0;
-    std::uint64_t bytes = 0;
-    SimTime last_access = kNever;  // with needs_last_access
-    bool used = false;             // holds a resident fact
+    std::uint64_t bytes : 62 = 0;
+    std::uint64_t used : 1 = 0;    // holds a resident fact
+    std::uint64_t pinned : 1 = 0;  // with pins tracked: RunView::pinned(fact)
   };
-  /// The run's view in slot ids, for a slot-id policy.
+  static_assert(sizeof(Slot) == 16);
+  /// The run's view in slot ids, for a slot-id policy. Pins come from the slots when the tier
+  /// is told of pin changes (set_view with tracks_pins), else from the outer view.
   class SlotView final : public RunView {
    public:
     const StoreTier* tier = nullptr;
     const RunView* outer = nullptr;
+    bool use_flags = false;
     bool pinned(FactId slot) const override {
+      if (use_flags) return tier->slots_[slot].pinned != 0;
       return outer != nullptr && outer->pinned(tier->slots_[slot].fact);
     }
     std::uint64_t unpin_count() const override {
@@ -202,6 +215,7 @@ class StoreTier {
   bool slots_on_ = false;
   std::vector<std::uint32_t> slot_of_;
   std::vector<Slot> slots_;
+  std::vector<SimTime> slot_last_access_;  // by slot, with needs_last_access
   std::vector<std::uint32_t> free_slots_;
   SlotView slot_view_;
   TierStats stats_;
