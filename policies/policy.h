@@ -90,7 +90,8 @@ class EvictionPolicy {
   /// Whether the tier may name facts by slot ids: dense ids of the resident facts, one per
   /// resident, reused after a removal. Only for a policy that keeps metadata of resident facts
   /// alone and decides by their order, never by the ids' values, by on_access (not called then:
-  /// a missing fact has no slot) or by ctx.incoming's id. Its per-fact arrays then span the
+  /// a missing fact has no slot), by ctx.incoming's id or by any field of a CacheEntry but its
+  /// id (the run may leave the others unset). Its per-fact arrays then span the
   /// tier's residents, not every fact of the run, and stay in the core's cache. The RunView it
   /// is given speaks slot ids too. Default: no (fact ids).
   virtual bool slot_ids() const { return false; }
@@ -101,6 +102,9 @@ class AdmissionPolicy {
  public:
   virtual ~AdmissionPolicy() = default;
   virtual bool admit(const CacheEntry& e, SimTime now) = 0;
+  /// Whether it admits every fact and learns nothing from on_access: the tier then neither asks
+  /// nor informs it. Default: no.
+  virtual bool admits_everything() const { return false; }
   /// Every lookup on the tier, hit or miss (frequency sketches learn here). Default: nothing.
   virtual void on_access(const CacheEntry& /*e*/, SimTime /*now*/) {}
 };

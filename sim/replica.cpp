@@ -40,6 +40,7 @@ Replica::Replica(int index, const RunConfig& cfg, FactTable& facts, RequestPool&
       host_->set_view(this, true);
     }
     global_ids_ = gpu_->slot_ids() && (!host_ || host_->slot_ids());
+    lite_entries_ = !gpu_->reads_entry_details() && (!host_ || !host_->reads_entry_details());
   }
   total_blocks_ = cfg.request_kv_bytes() / (kv_bytes_per_token_ * kBlockTokens);
   if (cfg.serving.header_cache) {
@@ -166,26 +167,27 @@ bool Replica::has_work() const {
   return !waiting_.empty() || !running_.empty() || !request_jobs_.empty() || !write_jobs_.empty();
 }
 
-void Replica::pin(Request&, RequestFact& f) {
+void Replica::pin(Request& r, RequestFact& f) {
   if (f.pinned) return;
   add_pin(f.local);
   f.pinned = true;
+  r.pins.push_back(static_cast<std::uint32_t>(f.local));
 }
 
 void Replica::unpin_all(Request& r) {
   // The facts' records are far apart: start every miss before the first count waits on one.
-  for (const auto& f : r.layout) {
-    if (!f.pinned) continue;
-    __builtin_prefetch(local_.data() + f.local, 1);
-    gpu_->prefetch_pin(f.local);
+  // The pins' list, not the layout: a request released long after its admission finds its
+  // layout out of the cache, eight times the lines. The layout's flags stay set on release (the
+  // request is done); preempt clears them.
+  for (const std::uint32_t l : r.pins) {
+    __builtin_prefetch(local_.data() + l, 1);
+    gpu_->prefetch_pin(l);
   }
-  for (auto& f : r.layout) {
-    if (f.pinned) {
-      INFERSCALE_ASSERT(local_[f.local].pins > 0, "pin count underflow");
-      unpin(f.local);
-      f.pinned = false;
-    }
+  for (const std::uint32_t l : r.pins) {
+    INFERSCALE_ASSERT(local_[l].pins > 0, "pin count underflow");
+    unpin(l);
   }
+  r.pins.clear();
 }
 
 bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission) {
@@ -235,7 +237,7 @@ bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission) {
 /// Host-tier hit: copy into the GPU pool (or straight into the request's cache when the pool has
 /// no unpinned room).
 void Replica::promote_from_host(Request& r, RequestFact& f, SimTime now, bool async) {
-  const FactInfo& info = facts_[f.global];
+  const FactTokens& info = facts_.tokens(f.global);
   const std::uint64_t bytes = blocks_for(info.tokens) * kBlockTokens * kv_bytes_per_token_;
   async_copy_ = async;  // the victims' offloads go to the other copy engine
   const bool placed = insert_gpu(f.global, now, false);
@@ -270,6 +272,7 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now) {
   std::uint32_t pos = s.header_tokens;
   std::uint32_t computed = s.footer_tokens + r.query_tokens + (s.header_tokens - shared);
   std::uint32_t present = shared;
+  INFERSCALE_ASSERT(r.pins.empty(), "a request admitted with pins held");
   r.layout.clear();
   r.layout.reserve(r.facts.size());
   r.loads_ready = 0;
@@ -278,7 +281,7 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now) {
   for (const FactId g : r.facts) {
     RequestFact& f = r.layout.emplace_back();  // in place, as in plan_encode_job
     f.global = g;
-    f.tokens = facts_[g].tokens;
+    f.tokens = facts_.tokens(g).tokens;
     f.position = pos;
     pos += f.tokens;
     if (!kv_inject_) {
@@ -360,14 +363,14 @@ bool Replica::plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& 
   }
   if (tokens > budget) return false;
   const bool stored = insert_gpu(job.global, now, true);
-  const FactInfo& info = facts_[job.global];
+  const FactTokens& info = facts_.tokens(job.global);
   if (r == nullptr && !stored) return true;  // a memory write the store did not admit
   budget -= tokens;
   // Written in place: a copy from the stack would wait for the insertion's stores to random
   // cache lines to drain (a wide load of narrow stores is not forwarded).
   FactEncode& enc = plan_.encodes.emplace_back();
   enc.fact = job.global;
-  enc.user = info.user;
+  enc.user = r != nullptr ? r->user : facts_[job.global].user;  // a request names its user's facts
   enc.tokens = info.tokens;
   enc.context_tokens = info.encode_context_tokens;
   enc.store = stored;
@@ -447,7 +450,7 @@ bool Replica::admit(std::uint32_t ri, SimTime now, std::uint32_t& budget) {
   // Summed here, not at arrival: a request waits long enough on a busy replica that reading
   // its facts' records twice would miss the cache twice.
   std::uint32_t facts_tokens = 0;
-  for (const FactId g : r.facts) facts_tokens += facts_[g].tokens;
+  for (const FactId g : r.facts) facts_tokens += facts_.tokens(g).tokens;
   r.fact_tokens = facts_tokens;
   const std::uint64_t own = std::uint64_t(s.header_cache ? 0 : s.header_tokens) + facts_tokens +
                             s.footer_tokens + r.query_tokens + r.generated;
@@ -483,6 +486,7 @@ bool Replica::admit(std::uint32_t ri, SimTime now, std::uint32_t& budget) {
 void Replica::preempt(std::uint32_t ri) {
   Request& r = pool_[ri];
   unpin_all(r);
+  for (auto& f : r.layout) f.pinned = false;
   free_blocks_ += r.kv_blocks;
   r.kv_blocks = 0;
   running_.erase(std::find(running_.begin(), running_.end(), ri));

@@ -133,7 +133,8 @@ class Replica final : public RunView {
   void add_global(FactId global);   // with global_ids_: records up to `global`
   /// Starts loading what resolve_facts reads of a fact (a request's facts are far apart).
   void prefetch_fact(FactId global) const {
-    facts_.prefetch(global);
+    facts_.prefetch_tokens(global);
+    if (!lite_entries_) facts_.prefetch(global);
     if (global_ids_) {
       if (global < local_.size()) __builtin_prefetch(local_.data() + global);
     } else if (global < local_plus1_.size()) {
@@ -141,6 +142,14 @@ class Replica final : public RunView {
     }
   }
   CacheEntry entry(FactId global, FactId local, SimTime) const {
+    if (lite_entries_) {  // no policy reads more: the fact's other fields stay unread
+      CacheEntry e;
+      e.id = local;
+      e.tokens = facts_.tokens(global).tokens;
+      e.bytes = blocks_for(e.tokens) * kBlockTokens * kv_bytes_per_token_;
+      e.last_access = kNever;
+      return e;
+    }
     const FactInfo& f = facts_[global];
     CacheEntry e;
     e.id = local;
@@ -162,7 +171,8 @@ class Replica final : public RunView {
   /// Plans one encode job; false when it does not fit in the budget (try next step).
   bool plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& budget);
   std::uint32_t encode_tokens(FactId global) const {
-    return facts_[global].tokens + facts_[global].encode_context_tokens;
+    const FactTokens& t = facts_.tokens(global);
+    return t.tokens + t.encode_context_tokens;
   }
   void plan_first_chunk_facts(Request& r, PrefillItem& item);
   bool plan_prefill_chunk(std::uint32_t ri, std::uint32_t& budget);
@@ -209,6 +219,9 @@ class Replica final : public RunView {
   /// cache lines instead of touching one line each. Otherwise local ids follow first sight here
   /// (a policy's ties may depend on them) through local_plus1_.
   bool global_ids_ = false;
+  /// No tier's policy reads a CacheEntry beyond id, tokens and bytes (StoreTier::
+  /// reads_entry_details): entries are built from FactTable::tokens alone.
+  bool lite_entries_ = false;
   std::vector<std::uint32_t> local_plus1_;  // global -> local + 1 (0: never seen here)
   /// A fact as this replica knows it, by local id: one record, so that an eviction reads the
   /// victim's pins and global id in one cache line.

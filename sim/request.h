@@ -33,6 +33,9 @@ struct Request {
 
   // Set when admitted (again after a preemption).
   std::vector<RequestFact> layout;
+  /// Local ids of the layout's facts that hold a pin (RequestFact::pinned), in pin order: what
+  /// a release reads, 4 bytes a fact instead of the layout's 32.
+  std::vector<std::uint32_t> pins;
   std::uint32_t prompt_tokens = 0;   // header + facts + footer + query
   std::uint32_t computed_total = 0;  // tokens that go through the model (incl. recompute)
   std::uint32_t computed_done = 0;
@@ -71,11 +74,14 @@ class RequestPool {
   void release(std::uint32_t i) {
     auto facts = std::move(slab_[i].facts);
     auto layout = std::move(slab_[i].layout);
+    auto pins = std::move(slab_[i].pins);
     facts.clear();
     layout.clear();
+    pins.clear();
     slab_[i] = Request{};
     slab_[i].facts = std::move(facts);
     slab_[i].layout = std::move(layout);
+    slab_[i].pins = std::move(pins);
     free_.push_back(i);
   }
   Request& operator[](std::uint32_t i) { return slab_[i]; }

@@ -17,6 +17,7 @@ StoreTier::StoreTier(std::string name, std::uint64_t capacity_bytes,
       admission_(std::move(admission)),
       track_last_access_(eviction_->needs_last_access()),
       slots_on_(ids == TierIds::kPolicyChoice && eviction_->slot_ids()) {
+  ask_admission_ = admission_ != nullptr && !admission_->admits_everything();
   slot_view_.tier = this;
 }
 
@@ -88,7 +89,7 @@ bool StoreTier::lookup(const CacheEntry& e, SimTime now) {
   ++stats_.lookups;
   stats_.lookup_bytes += e.bytes;
   if (!slots_on_) eviction_->on_access(e, now);  // a slot-id policy does without (no slot yet)
-  if (admission_) admission_->on_access(e, now);
+  if (ask_admission_) admission_->on_access(e, now);
   if (!resident(e.id)) return false;
   ++stats_.hits;
   stats_.hit_bytes += e.bytes;
@@ -169,7 +170,7 @@ bool StoreTier::make_room(const CacheEntry& e, SimTime now, std::vector<FactId>*
 
 bool StoreTier::insert(const CacheEntry& e, SimTime now, std::vector<FactId>* evicted) {
   INFERSCALE_ASSERT(!resident(e.id), "insert of a resident fact");
-  if (admission_ && !admission_->admit(e, now)) {
+  if (ask_admission_ && !admission_->admit(e, now)) {
     ++stats_.rejected;
     return false;
   }

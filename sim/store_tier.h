@@ -112,6 +112,9 @@ class StoreTier {
   }
   /// Whether the policy is given slot ids (EvictionPolicy::slot_ids).
   bool slot_ids() const { return slots_on_; }
+  /// Whether a policy of the tier reads a CacheEntry's fields beyond id, tokens and bytes; if
+  /// not, entries may leave them unset (a slot-id eviction policy, admission of everything).
+  bool reads_entry_details() const { return !slots_on_ || ask_admission_; }
   /// The policy's victim for `ctx` (whose view speaks fact ids), as a fact id; for inspection
   /// (no side effects, like EvictionPolicy::victim).
   std::optional<FactId> victim(const EvictionContext& ctx) const;
@@ -195,6 +198,7 @@ class StoreTier {
   std::uint64_t capacity_bytes_;
   std::unique_ptr<EvictionPolicy> eviction_;
   std::unique_ptr<AdmissionPolicy> admission_;
+  bool ask_admission_ = false;  // an admission policy that does not admit everything
   const RunView* view_ = nullptr;
   // Residency is a bitmap (1M facts: 128 KiB, cache-resident), so a lookup touches no per-fact
   // memory of the tier; bytes (dictionary-coded) are read on eviction, last access only for
