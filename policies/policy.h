@@ -51,6 +51,9 @@ class RunView {
   virtual std::int64_t position() const = 0;
   /// Bound on fact ids in this run (ids are in [0, fact_id_bound())).
   virtual FactId fact_id_bound() const = 0;
+  /// A hint, no more: the policy will soon ask about `id` (its next victim), so the view may
+  /// start loading what pinned(id) reads. Default: nothing.
+  virtual void prefetch(FactId /*id*/) const {}
 };
 
 /// Passed to victim(): everything a policy may look at to choose.

@@ -183,6 +183,9 @@ class StoreTier {
     }
     std::int64_t position() const override { return outer != nullptr ? outer->position() : 0; }
     FactId fact_id_bound() const override { return tier->slots_.size(); }
+    void prefetch(FactId slot) const override {
+      if (slot < tier->slots_.size()) __builtin_prefetch(tier->slots_.data() + slot);
+    }
   };
 
   bool make_room(const CacheEntry& e, SimTime now, std::vector<FactId>* evicted);
