@@ -280,14 +280,14 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now) {
   for (const FactId g : r.facts) prefetch_fact(g);
   for (const FactId g : r.facts) {
     RequestFact& f = r.layout.emplace_back();  // in place, as in plan_encode_job
-    f.global = g;
+    f.global = static_cast<std::uint32_t>(g);
     f.tokens = facts_.tokens(g).tokens;
     f.position = pos;
     pos += f.tokens;
     if (!kv_inject_) {
       f.source = FactSource::kText;
     } else {
-      f.local = local_id(g);
+      f.local = static_cast<std::uint32_t>(local_id(g));
       __builtin_prefetch(local_.data() + f.local);  // pinned or placed below
       const CacheEntry e = entry(g, f.local, now);
       if (gpu_->lookup(e, now)) {

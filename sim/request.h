@@ -10,15 +10,19 @@ namespace inferscale {
 
 enum class FactSource : std::uint8_t { kGpuHit, kHostHit, kEncoded, kText };
 
+/// 20 bytes: a request's layout is written at each admission, and on a busy replica its lines
+/// have left the cache since the pool slot's previous request. Dense ids fit 32 bits (a run's
+/// facts are counted in 32 bits).
 struct RequestFact {
-  FactId global = 0;
-  FactId local = 0;  // the replica's dense id
+  std::uint32_t global = 0;
+  std::uint32_t local = 0;  // the replica's dense id
   std::uint32_t tokens = 0;
   std::uint32_t position = 0;  // composed position of its first token
   FactSource source = FactSource::kText;
   bool pinned = false;      // holds a pin on the replica's GPU tier
   bool private_kv = false;  // encoded/loaded straight into this request's cache (not stored)
 };
+static_assert(sizeof(RequestFact) == 20);
 
 struct Request {
   RequestId id = 0;
