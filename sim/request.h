@@ -30,9 +30,9 @@ struct Request {
   SimTime arrival = 0;
   std::uint32_t query_tokens = 0;
   std::uint32_t output_tokens = 0;
-  std::vector<FactId> facts;        // global dense ids, best last
-  std::uint32_t fact_tokens = 0;    // tokens of those facts (summed at admission)
-  std::int64_t trace_position = 0;  // index among the trace's requests
+  std::vector<std::uint32_t> facts;  // global dense ids, best last (a run counts facts in 32 bits)
+  std::uint32_t fact_tokens = 0;     // tokens of those facts (summed at admission)
+  std::int64_t trace_position = 0;   // index among the trace's requests
   int replica = -1;
 
   // Set when admitted (again after a preemption).
