@@ -9,6 +9,7 @@
 #include "policies/registry.h"
 #include "sim/config/experiment.h"
 #include "sim/executor_factory.h"
+#include "sim/fact_table.h"
 #include "sim/simulator.h"
 #include "tests/catch.h"
 #include "tests/sim/sim_test_util.h"
@@ -158,4 +159,24 @@ TEST_CASE("LRU with slot ids and global ids decides as LRU with fact ids") {
     }
   }
   CHECK(encodes > 1000);
+}
+
+TEST_CASE("FactTable's token records follow its facts") {
+  FactTable table;
+  for (std::uint32_t i = 0; i < 1000; ++i) {
+    FactInfo f;
+    f.user = i / 7;
+    f.tokens = 1 + i % 97;
+    f.encode_context_tokens = (i * 13) % 41;
+    f.recompute_cost_ns = i;
+    REQUIRE(table.add(f, 5000 + i, i % 3 == 0) == i);
+  }
+  REQUIRE(table.size() == 1000);
+  for (std::uint32_t i = 0; i < 1000; ++i) {
+    CHECK(table.tokens(i).tokens == table[i].tokens);
+    CHECK(table.tokens(i).encode_context_tokens == table[i].encode_context_tokens);
+    CHECK(table.tokens(i).tokens == 1 + i % 97);
+    CHECK(table.external(i) == 5000 + i);
+    CHECK(table.memory_write(i) == (i % 3 == 0));
+  }
 }

@@ -274,3 +274,26 @@ TEST_CASE("a slot-id policy's answer that names no resident fact is stopped") {
   REQUIRE(tier.insert(entry(500), 3, &evicted));  // room without an eviction
   CHECK_THROWS_AS(tier.insert(entry(600), 3, &evicted), PolicyContractError);  // slot 1: pinned
 }
+
+TEST_CASE("a tier reads entries' details unless its policies need only ids and bytes") {
+  PolicyArgs args;
+  auto tier = [&](const char* eviction, const char* admission, TierIds ids) {
+    return std::make_unique<StoreTier>(
+        "gpu", 100, PolicyRegistry::make_eviction(eviction, args, "test"),
+        PolicyRegistry::make_admission(admission, args, "test"), eviction, ids);
+  };
+  CHECK_FALSE(tier("lru", "always", TierIds::kPolicyChoice)->reads_entry_details());
+  CHECK(tier("lru", "tinylfu", TierIds::kPolicyChoice)->reads_entry_details());
+  CHECK(tier("lru", "always", TierIds::kFactIds)->reads_entry_details());
+  CHECK(tier("fifo", "always", TierIds::kPolicyChoice)->reads_entry_details());
+  CHECK(tier("gdsf", "always", TierIds::kPolicyChoice)->reads_entry_details());
+  // Admission of everything is not asked: nothing is rejected but for want of room.
+  auto t = tier("lru", "always", TierIds::kPolicyChoice);
+  Pins pins;
+  t->set_view(&pins, true);
+  std::vector<FactId> evicted;
+  for (FactId id = 0; id < 50; ++id) REQUIRE(t->insert(entry(id), SimTime(id), &evicted));
+  CHECK(t->stats().rejected == 0);
+  CHECK(t->stats().inserts == 50);
+  CHECK(evicted.size() == 40);
+}
