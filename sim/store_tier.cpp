@@ -155,7 +155,10 @@ bool StoreTier::make_room(const CacheEntry& e, SimTime now, std::vector<FactId>*
     const auto v = eviction_->victim(ctx);
     if (!v) return false;
     const FactId fact = victim_fact(*v);
-    if (view_ != nullptr && ctx.pinned(*v)) {
+    // A slot's pin flag is read in place (the view's answer, without a virtual call).
+    const bool pinned =
+        slots_on_ && tracks_pins_ ? slots_[*v].pinned != 0 : view_ != nullptr && ctx.pinned(*v);
+    if (pinned) {
       throw PolicyContractError("eviction policy '" + eviction_name_ + "' on tier " + name_ +
                                 " returned fact " + std::to_string(fact) +
                                 ", which is pinned by a running request");
