@@ -132,7 +132,7 @@ std::optional<FactId> StoreTier::victim(const EvictionContext& ctx) const {
   view.tier = this;
   view.outer = ctx.run;
   EvictionContext slot_ctx = ctx;
-  slot_ctx.run = &view;
+  slot_ctx.run = ctx.run != nullptr ? &view : nullptr;  // as make_room gives it
   const auto v = eviction_->victim(slot_ctx);
   if (!v) return v;
   return victim_fact(*v);
@@ -143,7 +143,7 @@ bool StoreTier::make_room(const CacheEntry& e, SimTime now, std::vector<FactId>*
   if (used_bytes_ + e.bytes <= capacity_bytes_) return true;
   EvictionContext ctx;
   ctx.now = now;
-  ctx.run = slots_on_ ? &slot_view_ : view_;
+  ctx.run = slots_on_ && view_ != nullptr ? &slot_view_ : view_;  // no view: none in slot ids
   ctx.incoming = &e;
   while (used_bytes_ + e.bytes > capacity_bytes_) {
     ctx.bytes_needed = used_bytes_ + e.bytes - capacity_bytes_;

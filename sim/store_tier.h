@@ -91,7 +91,7 @@ class StoreTier {
     tracks_pins_ = tracks_pins && view != nullptr;
     slot_view_.outer = view;
     slot_view_.use_flags = tracks_pins_;
-    eviction_->attach(slots_on_ ? &slot_view_ : view);
+    eviction_->attach(slots_on_ && view != nullptr ? &slot_view_ : view);
   }
   /// `id` became pinned (set_view with tracks_pins).
   void on_pinned(FactId id) {
