@@ -125,8 +125,7 @@ void Replica::preload() {
     if (offload) {
       BatchPlan move;
       for (const auto& e : plan_.encodes) {
-        const std::uint64_t bytes = blocks_for(e.tokens) * kBlockTokens * kv_bytes_per_token_;
-        move.offloads.push_back(FactLoad{e.fact, e.tokens, bytes, kNoRequest, 0});
+        move.offloads.push_back(FactLoad{e.fact, e.tokens, move_bytes(e.tokens), kNoRequest, 0});
         move.evictions.push_back(e.fact);
       }
       executor_.execute(move);
@@ -209,10 +208,10 @@ bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission) {
           auto& hev = plan_.host_evictions;
           hev.erase(std::remove(hev.begin(), hev.end(), vg), hev.end());
         }
-        const FactLoad offload{vg, ve.tokens, ve.bytes, kNoRequest, 0};
+        const FactLoad offload{vg, ve.tokens, move_bytes(ve.tokens), kNoRequest, 0};
         if (async_copy_) {
           // On the device-to-host copy engine; a load into the blocks it frees waits for it.
-          d2h_free_at_ = std::max(d2h_free_at_, now) + load_cost_(ve.bytes);
+          d2h_free_at_ = std::max(d2h_free_at_, now) + load_cost_(offload.bytes);
           plan_.async_offloads.push_back(offload);
         } else {
           plan_.offloads.push_back(offload);
@@ -238,7 +237,7 @@ bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission) {
 /// no unpinned room).
 void Replica::promote_from_host(Request& r, RequestFact& f, SimTime now, bool async) {
   const FactTokens& info = facts_.tokens(f.global);
-  const std::uint64_t bytes = blocks_for(info.tokens) * kBlockTokens * kv_bytes_per_token_;
+  const std::uint64_t bytes = move_bytes(info.tokens);
   async_copy_ = async;  // the victims' offloads go to the other copy engine
   const bool placed = insert_gpu(f.global, now, false);
   async_copy_ = false;

@@ -182,6 +182,9 @@ class Replica final : public RunView {
   std::uint64_t blocks_for(std::uint64_t tokens) const {
     return (tokens + kBlockTokens - 1) / kBlockTokens;
   }
+  /// Bytes a load or offload of a fact moves over PCIe: its tokens' rows (the store counts
+  /// whole blocks, the copy does not move the unused rows of the last one).
+  std::uint64_t move_bytes(std::uint64_t tokens) const { return tokens * kv_bytes_per_token_; }
   void release_request(std::uint32_t ri);
   void unpin(FactId local) {
     if (--local_[local].pins != 0) return;

@@ -325,8 +325,9 @@ std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& p
                                                        std::uint32_t measured) {
   std::vector<CalibrationStep> out;
   const std::uint64_t kv = model_.kv_bytes_per_token();
-  // A fact moves as whole blocks of the pool, as the simulator's store counts its bytes.
-  const std::uint64_t move_bytes = blocks_of(pt.move_tokens) * kBlockTokens * kv;
+  // A fact moves its tokens' rows (the pool's blocks are copied without their unused rows), as
+  // the simulator prices its loads and offloads.
+  const std::uint64_t move_bytes = std::uint64_t(pt.move_tokens) * kv;
 
   // Decoders: prefilled (context injected, query computed) before the measured steps.
   std::vector<Prompt> decoders;

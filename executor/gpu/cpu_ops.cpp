@@ -1,6 +1,7 @@
 // CPU implementation of DeviceOps: the kernels' CPU references (the definitions of what the
 // kernels compute) and plain batched attention with masks. For tests and small models.
 #include <chrono>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 
@@ -24,6 +25,12 @@ DType kernel_dtype(at::ScalarType t) {
     default:
       throw std::invalid_argument("kernel_dtype: unsupported tensor dtype");
   }
+}
+
+void DeviceOps::copy(const CopyRegion& r) {
+  auto* dst = static_cast<char*>(r.dst);
+  const auto* src = static_cast<const char*>(r.src);
+  for (std::size_t i = 0; i < r.rows; ++i) std::memcpy(dst + i * r.pitch, src + i * r.pitch, r.row_bytes);
 }
 
 bool split_kv_wanted(const SplitKvPolicy& policy, const AttentionBatch& b) {

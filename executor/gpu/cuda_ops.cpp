@@ -7,11 +7,18 @@
 
 #include <c10/cuda/CUDAStream.h>
 
+#include <condition_variable>
 #include <cstdio>
+#include <deque>
+#include <exception>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <tuple>
 
 #include "executor/gpu/device_ops.h"
@@ -23,6 +30,7 @@
 #include "kernels/silu_mul.cuh"
 #include "kernels/split_kv_attention.cuh"
 #include "kernels/split_kv_plan.h"
+#include "kernels/staged_copy.cuh"
 
 namespace inferscale {
 
@@ -53,6 +61,8 @@ class CudaClock : public StepClock {
     INFERSCALE_CUDA_CHECK(cudaEventElapsedTime(&ms, prev_, events_[0]));
     return std::int64_t(double(ms) * 1e6);
   }
+  /// Whether the compute stream has finished everything issued to it so far (a query).
+  bool synchronized() const { return cudaStreamQuery(current_stream()) == cudaSuccess; }
   int mark() override {
     if (used_ == int(events_.size())) {
       cudaEvent_t e;
@@ -82,57 +92,134 @@ class CudaClock : public StepClock {
   bool has_prev_ = false;
 };
 
-/// The copy streams of asynchronous loads and offloads (one per direction, so that both PCIe
-/// directions run at once) and the events that order them against the compute stream: one per
-/// ticket, recycled once its copies are known to be done.
-class CopyStreams {
+void copy_on(const DeviceOps::CopyRegion& r, cudaStream_t stream) {
+  if (r.rows <= 1) {
+    INFERSCALE_CUDA_CHECK(cudaMemcpyAsync(r.dst, r.src, r.row_bytes, cudaMemcpyDefault, stream));
+  } else {
+    INFERSCALE_CUDA_CHECK(cudaMemcpy2DAsync(r.dst, r.pitch, r.src, r.pitch, r.row_bytes, r.rows,
+                                            cudaMemcpyDefault, stream));
+  }
+}
+
+/// Asynchronous loads and offloads: two lanes, one per direction (so that both PCIe directions
+/// run at once), each a copy stream and a thread that issues the batches of copies on it.
+///
+/// A stream holds only so many operations before the call that adds one blocks until the copy
+/// engine catches up, so thousands of block copies issued from the executor's thread would hold
+/// it at PCIe speed; issued from a lane's thread they do not. A lane also keeps at most
+/// kInFlightBytes of copies queued on its engine (it waits for older ones first), so that the
+/// compute stream's own small transfers (uploads of step metadata, sampled tokens) never queue
+/// behind seconds of bulk copies, and so that loads and offloads advance side by side.
+///
+/// Each batch gets a ticket (increasing over both lanes) and an event, recorded by its lane after
+/// the batch's copies and recycled once they are done. A batch may wait for an earlier ticket of
+/// the other lane (a load into blocks an offload frees); the executor's thread waits only where
+/// the compute stream must wait for a ticket whose copies its lane has not issued yet.
+class CopyEngine {
  public:
-  explicit CopyStreams(at::Device device)
-      : streams_{c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index()),
-                 c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index())},
-        compute_(c10::cuda::getCurrentCUDAStream(device.index())) {}
-  ~CopyStreams() {
+  explicit CopyEngine(at::Device device) : device_index_(device.index()) {
+    for (Lane& lane : lanes_) {
+      lane.stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index());
+    }
+    for (int i = 0; i < 2; ++i) lanes_[i].thread = std::thread([this, i] { run(lanes_[i]); });
+  }
+  ~CopyEngine() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    for (Lane& lane : lanes_) lane.queued_cv.notify_all();
+    for (Lane& lane : lanes_) lane.thread.join();
+    for (Lane& lane : lanes_) cudaStreamSynchronize(lane.stream->stream());
     for (auto& t : tickets_) cudaEventDestroy(t.second);
     for (cudaEvent_t e : spare_) cudaEventDestroy(e);
   }
+
   void begin(int direction) {
-    compute_ = c10::cuda::getCurrentCUDAStream(compute_.device_index());
-    active_ = direction;
-    cudaEvent_t e = take();
-    INFERSCALE_CUDA_CHECK(cudaEventRecord(e, compute_.stream()));
-    INFERSCALE_CUDA_CHECK(cudaStreamWaitEvent(streams_[direction].stream(), e, 0));
-    spare_.push_back(e);  // a later record of it does not change the wait issued here
-    c10::cuda::setCurrentCUDAStream(streams_[direction]);
+    rethrow();
+    batch_ = Batch{};
+    batch_.lane = direction;
+    batch_.after = take();
+    INFERSCALE_CUDA_CHECK(cudaEventRecord(batch_.after, current_stream()));
+    open_ = true;
   }
+  bool open() const { return open_; }
+  void add(const DeviceOps::CopyRegion& r) { batch_.items.push_back({r, 0}); }
   std::uint64_t end() {
-    c10::cuda::setCurrentCUDAStream(compute_);
-    cudaEvent_t e = take();
-    INFERSCALE_CUDA_CHECK(cudaEventRecord(e, streams_[active_].stream()));
-    tickets_.emplace(++issued_, e);
-    // Recycle the events of tickets that are done.
-    for (auto it = tickets_.begin(); it != tickets_.end() && tickets_.size() > 8;) {
-      if (it->first != issued_ && cudaEventQuery(it->second) == cudaSuccess) {
-        spare_.push_back(it->second);
-        it = tickets_.erase(it);
-      } else {
-        ++it;
+    open_ = false;
+    Lane& lane = lanes_[batch_.lane];
+    std::uint64_t ticket;
+    {
+      std::lock_guard lock(mutex_);
+      ticket = ++submitted_;
+      batch_.ticket = ticket;
+      pending_.insert(ticket);
+      lane.queue.push_back(std::move(batch_));
+      // Recycle the events of tickets that are done.
+      for (auto it = tickets_.begin(); it != tickets_.end() && tickets_.size() > 8;) {
+        if (cudaEventQuery(it->second) == cudaSuccess) {
+          spare_.push_back(it->second);
+          it = tickets_.erase(it);
+        } else {
+          ++it;
+        }
       }
     }
-    return issued_;
+    lane.queued_cv.notify_one();
+    return ticket;
   }
   void wait(std::uint64_t ticket) {
-    const auto it = tickets_.find(ticket);
-    if (it == tickets_.end()) return;  // recycled: done
-    const cudaStream_t current = c10::cuda::getCurrentCUDAStream(compute_.device_index()).stream();
-    INFERSCALE_CUDA_CHECK(cudaStreamWaitEvent(current, it->second, 0));
+    if (open_) {
+      batch_.items.push_back({DeviceOps::CopyRegion{}, ticket});  // the lane orders it
+      return;
+    }
+    std::unique_lock lock(mutex_);
+    cudaEvent_t e = recorded_event(ticket, lock);
+    // Under the lock, so that end() cannot recycle the event before the wait is issued.
+    if (e != nullptr) INFERSCALE_CUDA_CHECK(cudaStreamWaitEvent(current_stream(), e, 0));
   }
   bool done(std::uint64_t ticket) {
+    std::lock_guard lock(mutex_);
+    if (error_ != nullptr) std::rethrow_exception(error_);
+    if (pending_.count(ticket) > 0) return false;
     const auto it = tickets_.find(ticket);
     return it == tickets_.end() || cudaEventQuery(it->second) == cudaSuccess;
   }
+  /// Every batch submitted so far issued and finished.
+  void drain() {
+    {
+      std::unique_lock lock(mutex_);
+      recorded_cv_.wait(lock, [&] { return pending_.empty() || error_ != nullptr; });
+    }
+    for (Lane& lane : lanes_) cudaStreamSynchronize(lane.stream->stream());
+  }
 
  private:
-  cudaEvent_t take() {
+  static constexpr std::size_t kInFlightBytes = std::size_t(64) << 20;
+  static constexpr std::size_t kMarkBytes = std::size_t(16) << 20;  // a progress event per 16 MiB
+
+  struct Item {
+    DeviceOps::CopyRegion copy;
+    std::uint64_t wait = 0;  // a ticket to wait for instead of a copy
+  };
+  struct Batch {
+    int lane = 0;
+    cudaEvent_t after = nullptr;  // the compute stream's work that the copies follow
+    std::vector<Item> items;
+    std::uint64_t ticket = 0;
+  };
+  struct Lane {
+    std::optional<c10::cuda::CUDAStream> stream;
+    std::deque<Batch> queue;  // under mutex_
+    std::condition_variable queued_cv;
+    std::thread thread;
+    // The lane's thread only: events marking its progress, with the bytes issued before each.
+    std::deque<std::pair<cudaEvent_t, std::size_t>> marks;
+    std::size_t issued = 0, since_mark = 0;
+  };
+
+  // Under mutex_.
+  cudaEvent_t take_locked() {
     if (!spare_.empty()) {
       cudaEvent_t e = spare_.back();
       spare_.pop_back();
@@ -142,13 +229,101 @@ class CopyStreams {
     INFERSCALE_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     return e;
   }
+  cudaEvent_t take() {
+    std::lock_guard lock(mutex_);
+    return take_locked();
+  }
+  /// The event of a ticket once its lane has recorded it (nullptr: recycled, so done).
+  cudaEvent_t recorded_event(std::uint64_t ticket, std::unique_lock<std::mutex>& lock) {
+    recorded_cv_.wait(lock, [&] { return pending_.count(ticket) == 0 || error_ != nullptr; });
+    if (error_ != nullptr) std::rethrow_exception(error_);
+    const auto it = tickets_.find(ticket);
+    return it == tickets_.end() ? nullptr : it->second;
+  }
+  void rethrow() {
+    std::lock_guard lock(mutex_);
+    if (error_ != nullptr) std::rethrow_exception(error_);
+  }
 
-  c10::cuda::CUDAStream streams_[2];
-  c10::cuda::CUDAStream compute_;
-  int active_ = 0;
-  std::map<std::uint64_t, cudaEvent_t> tickets_;
+  void run(Lane& lane) {
+    cudaSetDevice(device_index_);
+    const cudaStream_t stream = lane.stream->stream();
+    for (;;) {
+      Batch batch;
+      {
+        std::unique_lock lock(mutex_);
+        lane.queued_cv.wait(lock, [&] { return stopping_ || !lane.queue.empty(); });
+        if (lane.queue.empty()) return;
+        batch = std::move(lane.queue.front());
+        lane.queue.pop_front();
+      }
+      try {
+        INFERSCALE_CUDA_CHECK(cudaStreamWaitEvent(stream, batch.after, 0));
+        for (const Item& item : batch.items) {
+          if (item.wait == 0) {
+            cudaEvent_t mark = nullptr;
+            throttle_and_mark(lane, item.copy.row_bytes * std::max<std::size_t>(1, item.copy.rows),
+                              &mark);
+            copy_on(item.copy, stream);
+            if (mark != nullptr) INFERSCALE_CUDA_CHECK(cudaEventRecord(mark, stream));
+            continue;
+          }
+          // An earlier ticket, of this lane (recorded) or of the other (wait for its record).
+          std::unique_lock lock(mutex_);
+          cudaEvent_t e = recorded_event(item.wait, lock);
+          if (e != nullptr) INFERSCALE_CUDA_CHECK(cudaStreamWaitEvent(stream, e, 0));
+        }
+        cudaEvent_t e;
+        {
+          std::lock_guard lock(mutex_);
+          spare_.push_back(batch.after);  // its wait is issued; a later record does not change it
+          e = take_locked();
+        }
+        INFERSCALE_CUDA_CHECK(cudaEventRecord(e, stream));
+        std::lock_guard lock(mutex_);
+        tickets_.emplace(batch.ticket, e);
+        pending_.erase(batch.ticket);
+      } catch (...) {
+        std::lock_guard lock(mutex_);
+        if (error_ == nullptr) error_ = std::current_exception();
+        pending_.erase(batch.ticket);
+      }
+      recorded_cv_.notify_all();
+    }
+  }
+
+  /// Before issuing `bytes` more on the lane: wait until its engine holds at most
+  /// kInFlightBytes; sets *mark to an event to record after the copy every kMarkBytes.
+  static void throttle_and_mark(Lane& lane, std::size_t bytes, cudaEvent_t* mark) {
+    while (!lane.marks.empty() &&
+           lane.issued + bytes - lane.marks.front().second > kInFlightBytes) {
+      INFERSCALE_CUDA_CHECK(cudaEventSynchronize(lane.marks.front().first));
+      cudaEventDestroy(lane.marks.front().first);
+      lane.marks.pop_front();
+    }
+    lane.issued += bytes;
+    lane.since_mark += bytes;
+    if (lane.since_mark >= kMarkBytes) {
+      lane.since_mark = 0;
+      INFERSCALE_CUDA_CHECK(cudaEventCreateWithFlags(mark, cudaEventDisableTiming));
+      lane.marks.emplace_back(*mark, lane.issued);
+    }
+  }
+
+  int device_index_;
+  Lane lanes_[2];
+  // The executor's thread only.
+  Batch batch_;
+  bool open_ = false;
+  // Shared with the lanes' threads, under mutex_.
+  std::mutex mutex_;
+  std::condition_variable recorded_cv_;
+  std::map<std::uint64_t, cudaEvent_t> tickets_;  // recorded, not yet known to be done
+  std::set<std::uint64_t> pending_;               // submitted, not yet recorded
   std::vector<cudaEvent_t> spare_;
-  std::uint64_t issued_ = 0;
+  std::uint64_t submitted_ = 0;
+  std::exception_ptr error_;
+  bool stopping_ = false;
 };
 
 class CudaOps : public DeviceOps {
@@ -242,24 +417,50 @@ class CudaOps : public DeviceOps {
     return out;
   }
 
+  // Uploads and downloads of a step go through the multiprocessors (kernels/staged_copy.cuh),
+  // not a copy engine, where they would queue behind the host tier's bulk copies. Their
+  // page-locked buffers are kept until the step is synchronized.
   at::Tensor upload(const std::vector<std::int32_t>& host) override {
     at::Tensor pinned = at::empty({std::int64_t(host.size())},
                                   at::TensorOptions().dtype(at::kInt).pinned_memory(true));
     std::copy(host.begin(), host.end(), pinned.data_ptr<std::int32_t>());
-    // The caching host allocator keeps `pinned` alive until the copy has run.
-    return pinned.to(device_, /*non_blocking=*/true);
+    at::Tensor out = at::empty({std::int64_t(host.size())},
+                               at::TensorOptions().dtype(at::kInt).device(device_));
+    INFERSCALE_CUDA_CHECK(
+        staged_copy_launch(out.data_ptr(), pinned.data_ptr(), host.size(), current_stream()));
+    staged_.push_back(std::move(pinned));
+    return out;
   }
 
   at::Tensor to_host(const at::Tensor& t) override {
     at::Tensor out = at::empty(t.sizes(), t.options().device(at::kCPU).pinned_memory(true));
-    out.copy_(t, /*non_blocking=*/true);
+    const at::Tensor src = t.contiguous();
+    const std::size_t bytes = std::size_t(src.numel()) * src.element_size();
+    if (bytes % 4 != 0) {
+      out.copy_(src, /*non_blocking=*/true);
+      return out;
+    }
+    INFERSCALE_CUDA_CHECK(
+        staged_copy_launch(out.data_ptr(), src.data_ptr(), bytes / 4, current_stream()));
+    staged_.push_back(out);
+    staged_.push_back(src);
     return out;
   }
 
-  StepClock& clock() override { return clock_; }
+  StepClock& clock() override {
+    if (!staged_.empty() && clock_.synchronized()) staged_.clear();
+    return clock_;
+  }
 
+  void copy(const CopyRegion& r) override {
+    if (copies_ && copies_->open()) {
+      copies_->add(r);
+    } else {
+      copy_on(r, current_stream());
+    }
+  }
   void begin_copies(CopyDirection direction) override {
-    if (!copies_) copies_ = std::make_unique<CopyStreams>(device_);
+    if (!copies_) copies_ = std::make_unique<CopyEngine>(device_);
     copies_->begin(direction == CopyDirection::kToDevice ? 0 : 1);
   }
   std::uint64_t end_copies() override { return copies_->end(); }
@@ -269,6 +470,9 @@ class CudaOps : public DeviceOps {
   bool copies_done(std::uint64_t ticket) override {
     return !copies_ || ticket == 0 || copies_->done(ticket);
   }
+  void drain_copies() override {
+    if (copies_) copies_->drain();
+  }
 
   at::Device device() const override { return device_; }
   std::string device_name() const override { return at::cuda::getCurrentDeviceProperties()->name; }
@@ -277,7 +481,8 @@ class CudaOps : public DeviceOps {
   at::Device device_;
   std::int32_t sm_count_;
   CudaClock clock_;
-  std::unique_ptr<CopyStreams> copies_;
+  std::unique_ptr<CopyEngine> copies_;
+  std::vector<at::Tensor> staged_;  // buffers of staged copies the compute stream may still use
   bool flash_ok_ = true;
   bool split_kv_ok_ = true;
 };

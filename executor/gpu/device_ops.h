@@ -82,9 +82,24 @@ class DeviceOps {
   virtual at::Tensor to_host(const at::Tensor& t) = 0;
   virtual StepClock& clock() = 0;
 
+  /// A copy between the fact pool and the host tier: `rows` rows of `row_bytes`, the rows
+  /// `pitch` bytes apart in both source and destination (one row: a plain copy).
+  struct CopyRegion {
+    void* dst = nullptr;
+    const void* src = nullptr;
+    std::size_t row_bytes = 0;
+    std::size_t rows = 1;
+    std::size_t pitch = 0;
+  };
+  /// Issues a copy: on the compute stream, or into the batch of copies begun by begin_copies().
+  /// The CPU copies at once.
+  virtual void copy(const CopyRegion& r);
+
   // Asynchronous copies between the fact pool and the host tier (BatchPlan::async_loads and
-  // async_offloads). On CUDA they run on two more streams, one per direction, beside the compute
-  // stream; on the CPU they run at once and these do nothing.
+  // async_offloads). On CUDA each batch between begin_copies() and end_copies() goes to a copy
+  // thread, which issues it on one of two copy streams (one per direction) beside the compute
+  // stream, so that the host never waits for PCIe while it launches compute; on the CPU copies
+  // run at once and these do nothing.
   enum class CopyDirection { kToDevice, kToHost };
   /// Copies issued from now until end_copies() go to that direction's copy stream, after every
   /// piece of work issued to the compute stream so far.
@@ -92,15 +107,17 @@ class DeviceOps {
   /// Back to the compute stream; returns a ticket for the copies since begin_copies() (tickets
   /// increase from 1 over both directions; 0 means none).
   virtual std::uint64_t end_copies() { return 0; }
-  /// Work issued from now on to the current stream (the compute stream, or a copy stream
-  /// between begin_copies and end_copies) waits for the copies of `ticket`, and so for those of
-  /// every earlier ticket of the same direction.
+  /// Work issued from now on to the current stream (the compute stream, or the copies of the
+  /// batch between begin_copies and end_copies) waits for the copies of `ticket`, and so for
+  /// those of every earlier ticket of the same direction.
   virtual void wait_copies(std::uint64_t ticket) { (void)ticket; }
   /// Whether the copies of `ticket` have finished (a query; never blocks).
   virtual bool copies_done(std::uint64_t ticket) {
     (void)ticket;
     return true;
   }
+  /// Blocks until every copy issued so far has finished (before the memory they touch is freed).
+  virtual void drain_copies() {}
   virtual at::Device device() const = 0;
   virtual std::string device_name() const = 0;
 

@@ -4,11 +4,48 @@
 #include <c10/core/InferenceMode.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <unordered_set>
 
 namespace inferscale {
+
+namespace {
+
+/// INFERSCALE_HOST_TRACE=1: one line per step on stderr with the host's time (us) from the start
+/// of execute() to each of its points, for finding where the host waits inside a step.
+class HostTrace {
+ public:
+  HostTrace() : on_(enabled()), t0_(std::chrono::steady_clock::now()) {}
+  void at(const char* point) {
+    if (!on_) return;
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                        std::chrono::steady_clock::now() - t0_)
+                        .count();
+    line_ += std::string(line_.empty() ? "host trace:" : "") + " " + point + "=" +
+             std::to_string(us);
+  }
+  ~HostTrace() {
+    if (on_) std::fprintf(stderr, "%s\n", line_.c_str());
+  }
+
+ private:
+  static bool enabled() {
+    static const bool on = [] {
+      const char* v = std::getenv("INFERSCALE_HOST_TRACE");
+      return v != nullptr && v[0] != '\0' && v[0] != '0';
+    }();
+    return on;
+  }
+  bool on_;
+  std::chrono::steady_clock::time_point t0_;
+  std::string line_;
+};
+
+}  // namespace
 
 namespace {
 
@@ -54,7 +91,10 @@ GpuExecutor::GpuExecutor(GpuExecutorOptions options)
   cache_ = model_->make_cache(std::int32_t(options_.kv_cache_tokens));
 }
 
-GpuExecutor::~GpuExecutor() = default;
+GpuExecutor::~GpuExecutor() {
+  // Copies still in flight read or write the pool and the host tier, which go first.
+  if (ops_) ops_->drain_copies();
+}
 
 std::string GpuExecutor::name() const {
   return "gpu(" + ops_->device_name() + ", " + options_.model.name + ")";
@@ -155,6 +195,7 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   stats_ = StepStats{};
   const AttentionCounts calls_before = ops_->attention_counts();
   const int m_start = clock.mark();
+  HostTrace trace;
 
   // Requests starting now own their cache rows before loads and encodes write into them.
   for (const PrefillItem& p : plan.prefills) {
@@ -180,17 +221,20 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
       }
     }
   }
+  trace.at("host_evictions");
   for (const FactLoad& o : plan.offloads) offload(o.fact);
   if (!plan.async_offloads.empty()) issue_async_offloads(plan.async_offloads);
   for (FactId f : plan.evictions) {
     settle(f);
     pool_->free(f);
   }
+  trace.at("offloads");
   Injections inj;
   std::vector<PendingEncode> encodes;
   if (!plan.loads.empty()) settle_offloads();  // they may write blocks an offload still reads
   for (const FactLoad& l : plan.loads) load(l, inj, encodes);
   if (!plan.async_loads.empty()) issue_async_loads(plan.async_loads, inj, encodes);
+  trace.at("loads");
   // A prefill that injects an asynchronously loaded fact waits for its copy here.
   if (!pending_loads_.empty()) {
     std::uint64_t need = 0;
@@ -208,6 +252,7 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
     }
   }
   const int m_load = clock.mark();
+  trace.at("load_wait");
   for (FactId f : late_host_evictions) {
     settle(f);
     host_tier_->erase(f);
@@ -223,6 +268,7 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   if (!encodes.empty()) settle_offloads();
   run_encodes(encodes, inj);
   const int m_encode = clock.mark();
+  trace.at("encodes");
 
   // First chunks: the cached header and the injected facts, one fused launch for the step.
   for (const PrefillItem& p : plan.prefills) {
@@ -255,6 +301,7 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   const int m_inject_begin = clock.mark();
   launch_injections(inj, inj_dev);
   const int m_inject_end = clock.mark();
+  trace.at("inject");
 
   // One forward pass over every prefill chunk and decode item.
   ForwardBatch batch;
@@ -303,14 +350,18 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   at::Tensor sampled_host;
   if (!batch.empty()) {
     const ForwardInputs in = batch.finalize(*ops_, cache_.rows());
+    trace.at("finalize");
     const at::Tensor logits = model_->forward(in, cache_, nullptr, false);
+    trace.at("forward");
     if (logits.defined()) {
       sampled_host = ops_->to_host(logits.argmax(-1).to(at::kInt));
       if (options_.keep_logits) last_logits_ = ops_->to_host(logits.to(at::kFloat));
     }
   }
   const int m_forward = clock.mark();
+  trace.at("to_host");
   clock.synchronize();
+  trace.at("sync");
   // The device stood idle between the last step and this one while the host planned; copies in
   // flight then moved on, time the virtual clock has not seen. Count it in this step.
   const std::int64_t gap = clock.gap_ns();

@@ -105,7 +105,7 @@ void GpuExecutor::issue_async_loads(const std::vector<FactLoad>& loads, Injectio
       ops_->wait_copies(need);
       waited = need;
     }
-    host_tier_->load(*h, e, *pool_);
+    host_tier_->load(*h, e, *pool_, *ops_);
   }
   const std::uint64_t ticket = ops_->end_copies();
   last_load_ticket_ = ticket;
@@ -118,7 +118,7 @@ void GpuExecutor::offload(FactId fact) {
   const FactPool::Entry* e = pool_->find(fact);
   if (e == nullptr) return;  // not resident here: nothing to copy
   settle(fact);
-  host_tier_->store(fact, *e, *pool_);
+  host_tier_->store(fact, *e, *pool_, *ops_);
 }
 
 void GpuExecutor::load(const FactLoad& l, Injections& inj, std::vector<PendingEncode>& fallback) {
@@ -135,7 +135,7 @@ void GpuExecutor::load(const FactLoad& l, Injections& inj, std::vector<PendingEn
   if (for_request) private_target(l.for_request, l.prompt_tokens);
   const FactPool::Entry& e = for_request ? allocate_transient(h->tokens, h->encode_position, inj)
                                          : pool_->allocate(l.fact, h->tokens, h->encode_position);
-  host_tier_->load(*h, e, *pool_);
+  host_tier_->load(*h, e, *pool_, *ops_);
   if (for_request) add_injection(e, l.for_request, l.position, inj);
 }
 

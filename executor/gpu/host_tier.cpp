@@ -9,8 +9,9 @@ namespace inferscale {
 HostTier::HostTier(const FactPool& pool, std::uint64_t chunk_bytes) {
   const at::Tensor& s = pool.storage();
   chunk_shape_.assign(s.sizes().begin(), s.sizes().end());
-  const std::uint64_t block_bytes = std::uint64_t(s[0].numel()) * s.element_size();
-  chunk_shape_[0] = std::int64_t(std::max<std::uint64_t>(1, chunk_bytes / block_bytes));
+  block_bytes_ = std::size_t(s[0].numel()) * s.element_size();
+  token_bytes_ = block_bytes_ / std::size_t(s.size(1) * s.size(2) * s.size(3));
+  chunk_shape_[0] = std::int64_t(std::max<std::uint64_t>(1, chunk_bytes / block_bytes_));
   options_ = s.options().device(at::kCPU).pinned_memory(s.is_cuda());
 }
 
@@ -19,9 +20,27 @@ const HostTier::Entry* HostTier::find(FactId fact) const {
   return it == facts_.end() ? nullptr : &it->second;
 }
 
-at::Tensor HostTier::block(std::int32_t id) const {
+char* HostTier::block(std::int32_t id) const {
   const std::int64_t per_chunk = chunk_shape_[0];
-  return chunks_[std::size_t(id / per_chunk)].select(0, id % per_chunk);
+  return static_cast<char*>(chunks_[std::size_t(id / per_chunk)].data_ptr()) +
+         std::size_t(id % per_chunk) * block_bytes_;
+}
+
+void HostTier::copy_block(char* dst, const char* src, std::uint32_t used_tokens,
+                          DeviceOps& ops) const {
+  const auto block_tokens = std::uint32_t(chunk_shape_[3]);
+  DeviceOps::CopyRegion r;
+  r.dst = dst;
+  r.src = src;
+  if (used_tokens >= block_tokens) {
+    r.row_bytes = block_bytes_;  // the whole block at once
+  } else {
+    // One row per layer's K and V: the used tokens' part of each.
+    r.row_bytes = used_tokens * token_bytes_;
+    r.rows = std::size_t(chunk_shape_[1] * chunk_shape_[2]);
+    r.pitch = block_tokens * token_bytes_;
+  }
+  ops.copy(r);
 }
 
 void HostTier::add_chunk() {
@@ -35,28 +54,39 @@ void HostTier::reserve(std::uint64_t bytes) {
   while (reserved_bytes() < bytes) add_chunk();
 }
 
-void HostTier::store(FactId fact, const FactPool::Entry& from, FactPool& pool) {
+void HostTier::store(FactId fact, const FactPool::Entry& from, FactPool& pool, DeviceOps& ops) {
   erase(fact);
   Entry e;
   e.tokens = from.tokens;
   e.encode_position = from.encode_position;
-  for (const std::int32_t b : from.blocks) {
+  auto* storage = static_cast<char*>(pool.storage().data_ptr());
+  const auto block_tokens = std::uint32_t(chunk_shape_[3]);
+  for (std::size_t i = 0; i < from.blocks.size(); ++i) {
     if (free_.empty()) add_chunk();
     const std::int32_t h = free_.back();
     free_.pop_back();
-    block(h).copy_(pool.storage().select(0, b), /*non_blocking=*/true);
+    copy_block(block(h), storage + std::size_t(from.blocks[i]) * block_bytes_,
+               std::min<std::uint32_t>(block_tokens, from.tokens - std::uint32_t(i) * block_tokens),
+               ops);
     e.blocks.push_back(h);
   }
   facts_[fact] = std::move(e);
 }
 
-void HostTier::load(const Entry& from, const FactPool::Entry& to, FactPool& pool) const {
-  if (from.blocks.size() != to.blocks.size()) {
+void HostTier::load(const Entry& from, const FactPool::Entry& to, FactPool& pool,
+                    DeviceOps& ops) const {
+  if (from.blocks.size() != to.blocks.size() || from.tokens > to.tokens) {
     throw std::invalid_argument("host tier: a copy of " + std::to_string(from.blocks.size()) +
-                                " blocks into a pool entry of " + std::to_string(to.blocks.size()));
+                                " blocks (" + std::to_string(from.tokens) +
+                                " tokens) into a pool entry of " + std::to_string(to.blocks.size()) +
+                                " (" + std::to_string(to.tokens) + " tokens)");
   }
+  auto* storage = static_cast<char*>(pool.storage().data_ptr());
+  const auto block_tokens = std::uint32_t(chunk_shape_[3]);
   for (std::size_t i = 0; i < from.blocks.size(); ++i) {
-    pool.storage().select(0, to.blocks[i]).copy_(block(from.blocks[i]), /*non_blocking=*/true);
+    copy_block(storage + std::size_t(to.blocks[i]) * block_bytes_, block(from.blocks[i]),
+               std::min<std::uint32_t>(block_tokens, from.tokens - std::uint32_t(i) * block_tokens),
+               ops);
   }
 }
 

@@ -1,9 +1,11 @@
 #pragma once
 // @brief The executor's host tier: fact KV offloaded from the GPU fact pool, in blocks of the
 // pool's shape inside page-locked host chunks that are allocated as the tier grows and reused
-// after. Copies in both directions are asynchronous on the current stream (page-locked memory
-// is what lets a copy run at PCIe speed without stalling the stream); the host never reads the
-// blocks itself, so stream order is all the synchronization they need.
+// after. Copies in both directions go through DeviceOps::copy (on CUDA: asynchronous, on the
+// compute stream or in a batch of asynchronous copies; page-locked memory is what lets a copy
+// run at PCIe speed without stalling a stream) and move only the rows of a block's tokens that
+// the fact uses; the host never reads the blocks itself, so the streams' order and the copy
+// tickets are all the synchronization they need.
 
 #include <ATen/ATen.h>
 
@@ -11,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "executor/gpu/device_ops.h"
 #include "executor/gpu/fact_pool.h"
 #include "traces/types.h"
 
@@ -33,9 +36,10 @@ class HostTier {
 
   const Entry* find(FactId fact) const;
   /// Copies a pool entry into host blocks (replacing an earlier copy of the fact).
-  void store(FactId fact, const FactPool::Entry& from, FactPool& pool);
-  /// Copies a host entry into a pool entry of as many blocks.
-  void load(const Entry& from, const FactPool::Entry& to, FactPool& pool) const;
+  void store(FactId fact, const FactPool::Entry& from, FactPool& pool, DeviceOps& ops);
+  /// Copies a host entry into a pool entry of as many blocks (the rows of its tokens; the
+  /// rest of a last, partly used block is left as it was).
+  void load(const Entry& from, const FactPool::Entry& to, FactPool& pool, DeviceOps& ops) const;
   /// Drops a fact's copy; false when there was none. Its blocks are reused by later stores,
   /// which the stream orders after any copy still reading them.
   bool erase(FactId fact);
@@ -45,10 +49,14 @@ class HostTier {
   std::uint64_t reserved_bytes() const;
 
  private:
-  at::Tensor block(std::int32_t id) const;
+  char* block(std::int32_t id) const;
   void add_chunk();
+  /// The copies of a fact's `tokens` between two blocks of the pool's shape, by block.
+  void copy_block(char* dst, const char* src, std::uint32_t used_tokens, DeviceOps& ops) const;
 
-  std::vector<std::int64_t> chunk_shape_;  // [chunk_blocks, pool block shape...]
+  std::vector<std::int64_t> chunk_shape_;  // [chunk_blocks, layers, 2, block tokens, ...]
+  std::size_t block_bytes_ = 0;
+  std::size_t token_bytes_ = 0;  // one token's row of one layer's K or V
   at::TensorOptions options_;
   std::vector<at::Tensor> chunks_;
   std::vector<std::int32_t> free_;  // stack of free block ids

@@ -1,4 +1,5 @@
 // The fact pool obeys: allocate, free, report usage; the KV cache row allocator.
+#include "executor/gpu/device_ops.h"
 #include "executor/gpu/fact_pool.h"
 #include "executor/gpu/host_tier.h"
 #include "executor/gpu/slot_allocator.h"
@@ -50,14 +51,15 @@ TEST_CASE("fact pool allocates whole blocks within its capacity") {
 TEST_CASE("host tier keeps block copies in chunks, reuses freed blocks and reserves up front") {
   const ModelConfig m = test::tiny_model();
   const std::uint64_t block = FactPool::block_bytes(m, 4);
+  const std::unique_ptr<DeviceOps> ops = make_cpu_ops();
   FactPool pool(m, 8 * block, 0, at::TensorOptions().dtype(at::kFloat));
   pool.storage().copy_(at::randn(pool.storage().sizes()));
   HostTier host(pool, 3 * block);  // chunks of 3 blocks
   CHECK(host.reserved_bytes() == 0);
-  const FactPool::Entry a = pool.allocate(1, 40, 2);  // 3 blocks
+  const FactPool::Entry a = pool.allocate(1, 40, 2);  // 3 blocks, 8 tokens of the last
   const FactPool::Entry b = pool.allocate(2, 20, 0);  // 2 blocks
-  host.store(1, a, pool);
-  host.store(2, b, pool);
+  host.store(1, a, pool, *ops);
+  host.store(2, b, pool, *ops);
   CHECK(host.reserved_bytes() == 6 * block);  // grew by whole chunks
   CHECK(host.find(1)->encode_position == 2);
   const at::Tensor a_kv =
@@ -65,14 +67,21 @@ TEST_CASE("host tier keeps block copies in chunks, reuses freed blocks and reser
   pool.free(1);
   pool.storage().zero_();
   const FactPool::Entry& back = pool.allocate(1, 40, 2);
-  host.load(*host.find(1), back, pool);
-  for (std::size_t i = 0; i < 3; ++i)
+  host.load(*host.find(1), back, pool, *ops);
+  // Blocks [layers, 2, 16 tokens, kv_heads, head_dim]: whole blocks, then the last one's first 8
+  // tokens of every layer's K and V; its other rows are not copied.
+  for (std::size_t i = 0; i < 2; ++i)
     CHECK(at::equal(pool.storage()[back.blocks[i]], a_kv[std::int64_t(i)]));
-  CHECK_THROWS_AS(host.load(*host.find(2), back, pool), std::invalid_argument);  // 2 blocks into 3
+  const at::Tensor last = pool.storage()[back.blocks[2]];
+  CHECK(at::equal(last.narrow(2, 0, 8), a_kv[2].narrow(2, 0, 8)));
+  CHECK(last.narrow(2, 8, 8).abs().sum().item<float>() == 0.0f);
+  CHECK(a_kv[2].narrow(2, 8, 8).abs().sum().item<float>() > 0.0f);  // not vacuous
+  CHECK_THROWS_AS(host.load(*host.find(2), back, pool, *ops),
+                  std::invalid_argument);  // 2 blocks into 3
   // Freed host blocks are reused before the tier grows.
   CHECK(host.erase(1));
   CHECK_FALSE(host.erase(1));
-  host.store(3, a, pool);
+  host.store(3, a, pool, *ops);
   CHECK(host.reserved_bytes() == 6 * block);
   HostTier reserved(pool, 3 * block);
   reserved.reserve(7 * block);

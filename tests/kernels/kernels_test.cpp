@@ -17,9 +17,11 @@
 #include "kernels/reference/rms_norm.h"
 #include "kernels/reference/rope.h"
 #include "kernels/reference/silu_mul.h"
+#include "kernels/reference/staged_copy.h"
 #include "kernels/rms_norm.cuh"
 #include "kernels/rope.cuh"
 #include "kernels/silu_mul.cuh"
+#include "kernels/staged_copy.cuh"
 #include "tests/catch.h"
 #include "tests/kernels/kernels_test_util.h"
 
@@ -434,5 +436,31 @@ TEST_CASE("silu_mul kernel matches its reference within exp's rounding") {
       // division and product; 16-bit outputs: one step of the output's rounding.
       CHECK(test::max_ulp_diff(dout.download(), ref, dt) <= (dt == DType::kF32 ? 8u : 1u));
     }
+  }
+}
+
+TEST_CASE("staged copy moves words between page-locked host memory and the device") {
+  if (!test::cuda_device_available()) INFERSCALE_SKIP("no CUDA device");
+  std::mt19937 rng(7);
+  for (const std::size_t words : {std::size_t(1), std::size_t(255), std::size_t(257),
+                                  std::size_t(100003)}) {
+    CAPTURE(words);
+    std::uint32_t* host_in = nullptr;
+    std::uint32_t* host_out = nullptr;
+    std::uint32_t* dev = nullptr;
+    INFERSCALE_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_in), words * 4, 0));
+    INFERSCALE_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_out), words * 4, 0));
+    INFERSCALE_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&dev), words * 4));
+    std::vector<std::uint32_t> ref(words, 0);
+    for (std::size_t i = 0; i < words; ++i) host_in[i] = std::uint32_t(rng());
+    std::fill(host_out, host_out + words, 0xdeadbeefu);
+    staged_copy_reference(ref.data(), host_in, words);
+    INFERSCALE_CUDA_CHECK(staged_copy_launch(dev, host_in, words, nullptr));   // host -> device
+    INFERSCALE_CUDA_CHECK(staged_copy_launch(host_out, dev, words, nullptr));  // device -> host
+    test::device_sync();
+    CHECK(std::equal(ref.begin(), ref.end(), host_out));
+    cudaFree(dev);
+    cudaFreeHost(host_out);
+    cudaFreeHost(host_in);
   }
 }
