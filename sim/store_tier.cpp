@@ -70,7 +70,7 @@ void FactBytes::widen(int width) {
   width_ = width;
 }
 
-void StoreTier::grow(FactId id) {
+void StoreTier::grow_to(FactId id) {
   if (slots_on_) {
     if (id >= slot_of_.size()) {
       slot_of_.resize(std::max<std::size_t>(id + 1, slot_of_.size() * 2), kNoSlot);
@@ -115,15 +115,11 @@ bool StoreTier::lookup(const CacheEntry& e, SimTime now) {
   return true;
 }
 
-FactId StoreTier::victim_fact(FactId v) const {
+void StoreTier::not_resident(FactId v) const {
   // Checked in every build: a plugin policy must not corrupt the store.
-  const bool named = slots_on_ ? v < slots_.size() && slots_[v].used : resident(v);
-  if (!named) {
-    throw PolicyContractError("eviction policy '" + eviction_name_ + "' on tier " + name_ +
-                              " returned " + (slots_on_ ? "slot " : "fact ") + std::to_string(v) +
-                              ", which is not resident");
-  }
-  return slots_on_ ? slots_[v].fact : v;
+  throw PolicyContractError("eviction policy '" + eviction_name_ + "' on tier " + name_ +
+                            " returned " + (slots_on_ ? "slot " : "fact ") + std::to_string(v) +
+                            ", which is not resident");
 }
 
 std::optional<FactId> StoreTier::victim(const EvictionContext& ctx) const {

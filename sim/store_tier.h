@@ -189,13 +189,25 @@ class StoreTier {
   };
 
   bool make_room(const CacheEntry& e, SimTime now, std::vector<FactId>* evicted);
-  void grow(FactId id);
+  /// Makes `id` a valid index of the per-fact arrays (inline: it is one comparison per insert).
+  void grow(FactId id) {
+    if (id >= (slots_on_ ? slot_of_.size() : bytes_.size())) grow_to(id);
+  }
+  void grow_to(FactId id);
   /// Residency bookkeeping of a removal, without telling the policy; `slot`: the fact's slot
   /// with slot ids (the victim's answer: its slot_of_ entry is not read).
   void drop(FactId id, std::uint32_t slot);
   /// The fact a policy's answer names (a slot's fact with slot ids); throws PolicyContractError
   /// when it names no resident fact.
-  FactId victim_fact(FactId v) const;
+  FactId victim_fact(FactId v) const {
+    if (slots_on_) {
+      if (v < slots_.size() && slots_[v].used) return slots_[v].fact;
+    } else if (resident(v)) {
+      return v;
+    }
+    not_resident(v);
+  }
+  [[noreturn]] void not_resident(FactId v) const;
 
   std::string name_, eviction_name_;
   std::uint64_t capacity_bytes_;
