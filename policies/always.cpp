@@ -7,6 +7,7 @@ namespace {
 class Always final : public AdmissionPolicy {
  public:
   bool admit(const CacheEntry&, SimTime) override { return true; }
+  bool admits_everything() const override { return true; }
 };
 
 }  // namespace

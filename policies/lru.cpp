@@ -17,6 +17,18 @@ class Lru final : public EvictionPolicy {
     pinned_tail_.unlink(list_, id);
     list_.erase(id);
   }
+  /// The next victim is most likely the new tail: its records (through the view) and its
+  /// neighbour's node, which its own eviction writes, start loading while the run places the
+  /// fact this eviction made room for.
+  void on_evict(FactId id, const EvictionContext& ctx) override {
+    on_remove(id);
+    const std::uint32_t tail = list_.back();
+    if (tail == IdList::kNil) return;
+    if (ctx.run != nullptr) ctx.run->prefetch(tail);
+    list_.prefetch(list_.next_toward_front(tail));
+  }
+  /// Order alone decides: with slot ids a million-fact run keeps its list in the cache.
+  bool slot_ids() const override { return true; }
   std::optional<FactId> victim(const EvictionContext& ctx) const override {
     const auto i = pinned_tail_.first_unpinned(list_, ctx);
     if (i == IdList::kNil) return std::nullopt;

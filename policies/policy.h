@@ -51,6 +51,9 @@ class RunView {
   virtual std::int64_t position() const = 0;
   /// Bound on fact ids in this run (ids are in [0, fact_id_bound())).
   virtual FactId fact_id_bound() const = 0;
+  /// A hint, no more: the policy will soon ask about `id` (its next victim), so the view may
+  /// start loading what pinned(id) reads. Default: nothing.
+  virtual void prefetch(FactId /*id*/) const {}
 };
 
 /// Passed to victim(): everything a policy may look at to choose.
@@ -87,6 +90,14 @@ class EvictionPolicy {
   virtual void attach(const RunView* /*view*/) {}
   /// Whether on_hit needs CacheEntry::last_access from the tier. Default: no.
   virtual bool needs_last_access() const { return false; }
+  /// Whether the tier may name facts by slot ids: dense ids of the resident facts, one per
+  /// resident, reused after a removal. Only for a policy that keeps metadata of resident facts
+  /// alone and decides by their order, never by the ids' values, by on_access (not called then:
+  /// a missing fact has no slot), by ctx.incoming's id or by any field of a CacheEntry but its
+  /// id (the run may leave the others unset). Its per-fact arrays then span the
+  /// tier's residents, not every fact of the run, and stay in the core's cache. The RunView it
+  /// is given speaks slot ids too. Default: no (fact ids).
+  virtual bool slot_ids() const { return false; }
 };
 
 /// @brief Admission: may a fact that is not resident enter the tier?
@@ -94,6 +105,9 @@ class AdmissionPolicy {
  public:
   virtual ~AdmissionPolicy() = default;
   virtual bool admit(const CacheEntry& e, SimTime now) = 0;
+  /// Whether it admits every fact and learns nothing from on_access: the tier then neither asks
+  /// nor informs it. Default: no.
+  virtual bool admits_everything() const { return false; }
   /// Every lookup on the tier, hit or miss (frequency sketches learn here). Default: nothing.
   virtual void on_access(const CacheEntry& /*e*/, SimTime /*now*/) {}
 };

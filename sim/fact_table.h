@@ -18,27 +18,37 @@ struct FactInfo {
   std::uint32_t encode_context_tokens = 0;  // CWE context for the run's window w
 };
 
+/// What a request's admission reads of a fact: 8 bytes, so that a user's facts (declared
+/// together) share a few cache lines. FactInfo holds them too.
+struct FactTokens {
+  std::uint32_t tokens = 0;
+  std::uint32_t encode_context_tokens = 0;
+};
+
 class FactTable {
  public:
   /// `external`: the id in the trace; `memory_write`: appeared during serving (needs an encode)
   /// rather than memory at start.
   FactId add(const FactInfo& f, FactId external, bool memory_write) {
     facts_.push_back(f);
+    tokens_.push_back(FactTokens{f.tokens, f.encode_context_tokens});
     external_.push_back(external);
     memory_write_.push_back(memory_write ? 1 : 0);
     return facts_.size() - 1;
   }
   const FactInfo& operator[](FactId id) const { return facts_[id]; }
-  FactInfo& operator[](FactId id) { return facts_[id]; }
+  const FactTokens& tokens(FactId id) const { return tokens_[id]; }
   /// Starts loading a fact's record into the cache (a loop over a request's facts issues these
   /// first, so that their misses overlap).
   void prefetch(FactId id) const { __builtin_prefetch(facts_.data() + id); }
+  void prefetch_tokens(FactId id) const { __builtin_prefetch(tokens_.data() + id); }
   FactId external(FactId id) const { return external_[id]; }
   bool memory_write(FactId id) const { return memory_write_[id] != 0; }
   std::size_t size() const { return facts_.size(); }
 
  private:
   std::vector<FactInfo> facts_;
+  std::vector<FactTokens> tokens_;  // by id, a copy of FactInfo's two fields
   std::vector<FactId> external_;
   std::vector<std::uint8_t> memory_write_;
 };

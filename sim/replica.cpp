@@ -39,6 +39,8 @@ Replica::Replica(int index, const RunConfig& cfg, FactTable& facts, RequestPool&
       host_ = make_tier("host", cfg.store.host, seed + 17);
       host_->set_view(this, true);
     }
+    global_ids_ = gpu_->slot_ids() && (!host_ || host_->slot_ids());
+    lite_entries_ = !gpu_->reads_entry_details() && (!host_ || !host_->reads_entry_details());
   }
   total_blocks_ = cfg.request_kv_bytes() / (kv_bytes_per_token_ * kBlockTokens);
   if (cfg.serving.header_cache) {
@@ -57,6 +59,16 @@ FactId Replica::add_local(FactId global) {
   if (async_loads_) async_ready_.push_back(0);
   local_plus1_[global] = static_cast<std::uint32_t>(local_.size());
   return local_plus1_[global] - 1;
+}
+
+void Replica::add_global(FactId global) {
+  const std::size_t n = std::max<std::size_t>(global + 1, local_.size() * 2);
+  local_.reserve(n);
+  for (std::size_t i = local_.size(); i < n; ++i) {
+    local_.push_back(LocalFact{static_cast<std::uint32_t>(i), 0});
+  }
+  if (host_) host_dropped_step_.resize(n, 0);
+  if (async_loads_) async_ready_.resize(n, 0);
 }
 
 bool Replica::user_in_flight(UserId user) const {
@@ -154,24 +166,27 @@ bool Replica::has_work() const {
   return !waiting_.empty() || !running_.empty() || !request_jobs_.empty() || !write_jobs_.empty();
 }
 
-void Replica::pin(Request&, RequestFact& f) {
+void Replica::pin(Request& r, RequestFact& f) {
   if (f.pinned) return;
   add_pin(f.local);
   f.pinned = true;
+  r.pins.push_back(static_cast<std::uint32_t>(f.local));
 }
 
 void Replica::unpin_all(Request& r) {
   // The facts' records are far apart: start every miss before the first count waits on one.
-  for (const auto& f : r.layout) {
-    if (f.pinned) __builtin_prefetch(local_.data() + f.local, 1);
+  // The pins' list, not the layout: a request released long after its admission finds its
+  // layout out of the cache, eight times the lines. The layout's flags stay set on release (the
+  // request is done); preempt clears them.
+  for (const std::uint32_t l : r.pins) {
+    __builtin_prefetch(local_.data() + l, 1);
+    gpu_->prefetch_pin(l);
   }
-  for (auto& f : r.layout) {
-    if (f.pinned) {
-      INFERSCALE_ASSERT(local_[f.local].pins > 0, "pin count underflow");
-      unpin(f.local);
-      f.pinned = false;
-    }
+  for (const std::uint32_t l : r.pins) {
+    INFERSCALE_ASSERT(local_[l].pins > 0, "pin count underflow");
+    unpin(l);
   }
+  r.pins.clear();
 }
 
 bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission) {
@@ -181,7 +196,7 @@ bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission) {
   const bool ok =
       use_admission ? gpu_->insert(e, now, &evicted_) : gpu_->force_insert(e, now, &evicted_);
   for (const FactId v : evicted_) {
-    const FactId vg = local_[v].global;
+    const FactId vg = global_ids_ ? v : local_[v].global;  // not the victim's record if it can
     plan_.evictions.push_back(vg);
     if (host_ && !host_->resident(v)) {
       const CacheEntry ve = entry(vg, v, now);
@@ -221,7 +236,7 @@ bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission) {
 /// Host-tier hit: copy into the GPU pool (or straight into the request's cache when the pool has
 /// no unpinned room).
 void Replica::promote_from_host(Request& r, RequestFact& f, SimTime now, bool async) {
-  const FactInfo& info = facts_[f.global];
+  const FactTokens& info = facts_.tokens(f.global);
   const std::uint64_t bytes = move_bytes(info.tokens);
   async_copy_ = async;  // the victims' offloads go to the other copy engine
   const bool placed = insert_gpu(f.global, now, false);
@@ -256,24 +271,22 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now) {
   std::uint32_t pos = s.header_tokens;
   std::uint32_t computed = s.footer_tokens + r.query_tokens + (s.header_tokens - shared);
   std::uint32_t present = shared;
+  INFERSCALE_ASSERT(r.pins.empty(), "a request admitted with pins held");
   r.layout.clear();
   r.layout.reserve(r.facts.size());
   r.loads_ready = 0;
   // The facts' records are far apart: start every miss before the loop waits on the first.
-  for (const FactId g : r.facts) {
-    facts_.prefetch(g);
-    if (g < local_plus1_.size()) __builtin_prefetch(local_plus1_.data() + g);
-  }
+  for (const FactId g : r.facts) prefetch_fact(g);
   for (const FactId g : r.facts) {
     RequestFact& f = r.layout.emplace_back();  // in place, as in plan_encode_job
-    f.global = g;
-    f.tokens = facts_[g].tokens;
+    f.global = static_cast<std::uint32_t>(g);
+    f.tokens = facts_.tokens(g).tokens;
     f.position = pos;
     pos += f.tokens;
     if (!kv_inject_) {
       f.source = FactSource::kText;
     } else {
-      f.local = local_id(g);
+      f.local = static_cast<std::uint32_t>(local_id(g));
       __builtin_prefetch(local_.data() + f.local);  // pinned or placed below
       const CacheEntry e = entry(g, f.local, now);
       if (gpu_->lookup(e, now)) {
@@ -349,14 +362,14 @@ bool Replica::plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& 
   }
   if (tokens > budget) return false;
   const bool stored = insert_gpu(job.global, now, true);
-  const FactInfo& info = facts_[job.global];
+  const FactTokens& info = facts_.tokens(job.global);
   if (r == nullptr && !stored) return true;  // a memory write the store did not admit
   budget -= tokens;
   // Written in place: a copy from the stack would wait for the insertion's stores to random
   // cache lines to drain (a wide load of narrow stores is not forwarded).
   FactEncode& enc = plan_.encodes.emplace_back();
   enc.fact = job.global;
-  enc.user = info.user;
+  enc.user = r != nullptr ? r->user : facts_[job.global].user;  // a request names its user's facts
   enc.tokens = info.tokens;
   enc.context_tokens = info.encode_context_tokens;
   enc.store = stored;
@@ -433,7 +446,11 @@ bool Replica::admit(std::uint32_t ri, SimTime now, std::uint32_t& budget) {
   Request& r = pool_[ri];
   const auto& s = cfg_.serving;
   position_ = r.trace_position;
-  const std::uint64_t facts_tokens = r.fact_tokens;
+  // Summed here, not at arrival: a request waits long enough on a busy replica that reading
+  // its facts' records twice would miss the cache twice.
+  std::uint32_t facts_tokens = 0;
+  for (const FactId g : r.facts) facts_tokens += facts_.tokens(g).tokens;
+  r.fact_tokens = facts_tokens;
   const std::uint64_t own = std::uint64_t(s.header_cache ? 0 : s.header_tokens) + facts_tokens +
                             s.footer_tokens + r.query_tokens + r.generated;
   // Blocks for the prompt and the first output token.
@@ -454,10 +471,7 @@ bool Replica::admit(std::uint32_t ri, SimTime now, std::uint32_t& budget) {
   // The next request in line is likely admitted after this one: its fact records (read once at
   // arrival, long evicted on a busy replica) load while this one is planned.
   if (waiting_.size() > 1 && waiting_.front() == ri) {
-    for (const FactId g : pool_[waiting_[1]].facts) {
-      facts_.prefetch(g);
-      if (g < local_plus1_.size()) __builtin_prefetch(local_plus1_.data() + g);
-    }
+    for (const FactId g : pool_[waiting_[1]].facts) prefetch_fact(g);
   }
   resolve_facts(ri, now);
   while (!request_jobs_.empty() && plan_encode_job(request_jobs_.front(), now, budget)) {
@@ -471,6 +485,7 @@ bool Replica::admit(std::uint32_t ri, SimTime now, std::uint32_t& budget) {
 void Replica::preempt(std::uint32_t ri) {
   Request& r = pool_[ri];
   unpin_all(r);
+  for (auto& f : r.layout) f.pinned = false;
   free_blocks_ += r.kv_blocks;
   r.kv_blocks = 0;
   running_.erase(std::find(running_.begin(), running_.end(), ri));

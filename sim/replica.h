@@ -122,11 +122,34 @@ class Replica final : public RunView {
   };
 
   FactId local_id(FactId global) {
+    if (global_ids_) {
+      if (global >= local_.size()) add_global(global);
+      return global;
+    }
     if (global < local_plus1_.size() && local_plus1_[global] != 0) return local_plus1_[global] - 1;
     return add_local(global);
   }
   FactId add_local(FactId global);  // first sight of `global` here
+  void add_global(FactId global);   // with global_ids_: records up to `global`
+  /// Starts loading what resolve_facts reads of a fact (a request's facts are far apart).
+  void prefetch_fact(FactId global) const {
+    facts_.prefetch_tokens(global);
+    if (!lite_entries_) facts_.prefetch(global);
+    if (global_ids_) {
+      if (global < local_.size()) __builtin_prefetch(local_.data() + global);
+    } else if (global < local_plus1_.size()) {
+      __builtin_prefetch(local_plus1_.data() + global);
+    }
+  }
   CacheEntry entry(FactId global, FactId local, SimTime) const {
+    if (lite_entries_) {  // no policy reads more: the fact's other fields stay unread
+      CacheEntry e;
+      e.id = local;
+      e.tokens = facts_.tokens(global).tokens;
+      e.bytes = blocks_for(e.tokens) * kBlockTokens * kv_bytes_per_token_;
+      e.last_access = kNever;
+      return e;
+    }
     const FactInfo& f = facts_[global];
     CacheEntry e;
     e.id = local;
@@ -148,7 +171,8 @@ class Replica final : public RunView {
   /// Plans one encode job; false when it does not fit in the budget (try next step).
   bool plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& budget);
   std::uint32_t encode_tokens(FactId global) const {
-    return facts_[global].tokens + facts_[global].encode_context_tokens;
+    const FactTokens& t = facts_.tokens(global);
+    return t.tokens + t.encode_context_tokens;
   }
   void plan_first_chunk_facts(Request& r, PrefillItem& item);
   bool plan_prefill_chunk(std::uint32_t ri, std::uint32_t& budget);
@@ -192,6 +216,15 @@ class Replica final : public RunView {
   std::vector<SimTime> async_ready_;
 
   std::unique_ptr<StoreTier> gpu_, host_;
+  /// Local ids are the global ids when no policy sees them (every tier gives its policy slot
+  /// ids, so no decision depends on their values): a user's facts, declared together, then have
+  /// neighbouring records, and a request's lookups, pins and its facts' later evictions share
+  /// cache lines instead of touching one line each. Otherwise local ids follow first sight here
+  /// (a policy's ties may depend on them) through local_plus1_.
+  bool global_ids_ = false;
+  /// No tier's policy reads a CacheEntry beyond id, tokens and bytes (StoreTier::
+  /// reads_entry_details): entries are built from FactTable::tokens alone.
+  bool lite_entries_ = false;
   std::vector<std::uint32_t> local_plus1_;  // global -> local + 1 (0: never seen here)
   /// A fact as this replica knows it, by local id: one record, so that an eviction reads the
   /// victim's pins and global id in one cache line.

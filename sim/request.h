@@ -10,15 +10,19 @@ namespace inferscale {
 
 enum class FactSource : std::uint8_t { kGpuHit, kHostHit, kEncoded, kText };
 
+/// 20 bytes: a request's layout is written at each admission, and on a busy replica its lines
+/// have left the cache since the pool slot's previous request. Dense ids fit 32 bits (a run's
+/// facts are counted in 32 bits).
 struct RequestFact {
-  FactId global = 0;
-  FactId local = 0;  // the replica's dense id
+  std::uint32_t global = 0;
+  std::uint32_t local = 0;  // the replica's dense id
   std::uint32_t tokens = 0;
   std::uint32_t position = 0;  // composed position of its first token
   FactSource source = FactSource::kText;
   bool pinned = false;      // holds a pin on the replica's GPU tier
   bool private_kv = false;  // encoded/loaded straight into this request's cache (not stored)
 };
+static_assert(sizeof(RequestFact) == 20);
 
 struct Request {
   RequestId id = 0;
@@ -26,13 +30,16 @@ struct Request {
   SimTime arrival = 0;
   std::uint32_t query_tokens = 0;
   std::uint32_t output_tokens = 0;
-  std::vector<FactId> facts;        // global dense ids, best last
-  std::uint32_t fact_tokens = 0;    // tokens of those facts
-  std::int64_t trace_position = 0;  // index among the trace's requests
+  std::vector<std::uint32_t> facts;  // global dense ids, best last (a run counts facts in 32 bits)
+  std::uint32_t fact_tokens = 0;     // tokens of those facts (summed at admission)
+  std::int64_t trace_position = 0;   // index among the trace's requests
   int replica = -1;
 
   // Set when admitted (again after a preemption).
   std::vector<RequestFact> layout;
+  /// Local ids of the layout's facts that hold a pin (RequestFact::pinned), in pin order: what
+  /// a release reads, 4 bytes a fact instead of the layout's 32.
+  std::vector<std::uint32_t> pins;
   std::uint32_t prompt_tokens = 0;   // header + facts + footer + query
   std::uint32_t computed_total = 0;  // tokens that go through the model (incl. recompute)
   std::uint32_t computed_done = 0;
@@ -71,11 +78,14 @@ class RequestPool {
   void release(std::uint32_t i) {
     auto facts = std::move(slab_[i].facts);
     auto layout = std::move(slab_[i].layout);
+    auto pins = std::move(slab_[i].pins);
     facts.clear();
     layout.clear();
+    pins.clear();
     slab_[i] = Request{};
     slab_[i].facts = std::move(facts);
     slab_[i].layout = std::move(layout);
+    slab_[i].pins = std::move(pins);
     free_.push_back(i);
   }
   Request& operator[](std::uint32_t i) { return slab_[i]; }

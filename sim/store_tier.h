@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -71,28 +72,52 @@ struct TierStats {
   std::uint64_t peak_bytes = 0;
 };
 
+/// How a tier names facts to its eviction policy (EvictionPolicy::slot_ids).
+enum class TierIds { kPolicyChoice, kFactIds };
+
 class StoreTier {
  public:
+  /// `ids`: kFactIds keeps fact ids even for a policy that accepts slot ids (tests compare both).
   StoreTier(std::string name, std::uint64_t capacity_bytes,
             std::unique_ptr<EvictionPolicy> eviction, std::unique_ptr<AdmissionPolicy> admission,
-            std::string eviction_name = {});
+            std::string eviction_name = {}, TierIds ids = TierIds::kPolicyChoice);
+  StoreTier(StoreTier&&) = delete;  // its slot view points to it
 
   /// The run's view (pins, users, future); set before the first access. Also given to the
   /// eviction policy (EvictionPolicy::attach). With `tracks_pins`, the run calls on_pinned and
   /// on_unpinned whenever RunView::pinned changes for a fact.
   void set_view(const RunView* view, bool tracks_pins = false) {
     view_ = view;
-    eviction_->attach(view);
     tracks_pins_ = tracks_pins && view != nullptr;
+    slot_view_.outer = view;
+    slot_view_.use_flags = tracks_pins_;
+    eviction_->attach(slots_on_ && view != nullptr ? &slot_view_ : view);
   }
   /// `id` became pinned (set_view with tracks_pins).
   void on_pinned(FactId id) {
-    if (resident(id)) --unpinned_resident_;
+    if (!resident(id)) return;
+    --unpinned_resident_;
+    if (slots_on_) slots_[slot_of_[id]].pinned = 1;
   }
   /// `id` is no longer pinned (set_view with tracks_pins).
   void on_unpinned(FactId id) {
-    if (resident(id)) ++unpinned_resident_;
+    if (!resident(id)) return;
+    ++unpinned_resident_;
+    if (slots_on_) slots_[slot_of_[id]].pinned = 0;
   }
+  /// Starts loading what on_pinned/on_unpinned of `id` read (a loop over a request's facts
+  /// issues these first, so that their misses overlap).
+  void prefetch_pin(FactId id) const {
+    if (slots_on_ && id < slot_of_.size()) __builtin_prefetch(slot_of_.data() + id);
+  }
+  /// Whether the policy is given slot ids (EvictionPolicy::slot_ids).
+  bool slot_ids() const { return slots_on_; }
+  /// Whether a policy of the tier reads a CacheEntry's fields beyond id, tokens and bytes; if
+  /// not, entries may leave them unset (a slot-id eviction policy, admission of everything).
+  bool reads_entry_details() const { return !slots_on_ || ask_admission_; }
+  /// The policy's victim for `ctx` (whose view speaks fact ids), as a fact id; for inspection
+  /// (no side effects, like EvictionPolicy::victim).
+  std::optional<FactId> victim(const EvictionContext& ctx) const;
 
   bool resident(FactId id) const {
     return (id >> 6) < resident_bits_.size() && (resident_bits_[id >> 6] >> (id & 63) & 1) != 0;
@@ -110,6 +135,7 @@ class StoreTier {
   /// Last access on this tier of a resident fact (its insertion time before any hit), when the
   /// eviction policy needs it (EvictionPolicy::needs_last_access); else kNever.
   SimTime last_access(FactId id) const {
+    if (slots_on_) return resident(id) ? slot_last_access_[slot_of_[id]] : kNever;
     return id < last_access_.size() ? last_access_[id] : kNever;
   }
   std::uint64_t used_bytes() const { return used_bytes_; }
@@ -117,18 +143,77 @@ class StoreTier {
   std::uint64_t resident_count() const { return resident_count_; }
   const TierStats& stats() const { return stats_; }
   const std::string& name() const { return name_; }
-  /// The eviction policy, for inspection (victim() is const and side-effect free).
+  /// The eviction policy, for inspection (victim() is const and side-effect free). Its ids are
+  /// slot ids when slot_ids(); StoreTier::victim translates.
   const EvictionPolicy& eviction_policy() const { return *eviction_; }
 
  private:
+  static constexpr std::uint32_t kNoSlot = 0xffffffffu;
+  /// A resident fact as a slot-id policy knows it: all an eviction reads of it, in 16 bytes.
+  /// With pins tracked its pin flag too, so that checking a victim reads nothing of the owner's.
+  struct Slot {
+    FactId fact = 0;
+    std::uint64_t bytes : 62 = 0;
+    std::uint64_t used : 1 = 0;    // holds a resident fact
+    std::uint64_t pinned : 1 = 0;  // with pins tracked: RunView::pinned(fact)
+  };
+  static_assert(sizeof(Slot) == 16);
+  /// The run's view in slot ids, for a slot-id policy. Pins come from the slots when the tier
+  /// is told of pin changes (set_view with tracks_pins), else from the outer view.
+  class SlotView final : public RunView {
+   public:
+    const StoreTier* tier = nullptr;
+    const RunView* outer = nullptr;
+    bool use_flags = false;
+    bool pinned(FactId slot) const override {
+      if (use_flags) return tier->slots_[slot].pinned != 0;
+      return outer != nullptr && outer->pinned(tier->slots_[slot].fact);
+    }
+    std::uint64_t unpin_count() const override {
+      return outer != nullptr ? outer->unpin_count() : kUncountedPins;
+    }
+    bool user_in_flight(UserId user) const override {
+      return outer != nullptr && outer->user_in_flight(user);
+    }
+    SimTime user_last_active(UserId user) const override {
+      return outer != nullptr ? outer->user_last_active(user) : kNever;
+    }
+    std::int64_t next_access(FactId slot) const override {
+      return outer != nullptr ? outer->next_access(tier->slots_[slot].fact) : kNever;
+    }
+    std::int64_t position() const override { return outer != nullptr ? outer->position() : 0; }
+    FactId fact_id_bound() const override { return tier->slots_.size(); }
+    void prefetch(FactId slot) const override {
+      if (slot < tier->slots_.size()) __builtin_prefetch(tier->slots_.data() + slot);
+    }
+  };
+
   bool make_room(const CacheEntry& e, SimTime now, std::vector<FactId>* evicted);
-  void grow(FactId id);
-  void drop(FactId id);  // residency bookkeeping of a removal, without telling the policy
+  /// Makes `id` a valid index of the per-fact arrays (inline: it is one comparison per insert).
+  void grow(FactId id) {
+    if (id >= (slots_on_ ? slot_of_.size() : bytes_.size())) grow_to(id);
+  }
+  void grow_to(FactId id);
+  /// Residency bookkeeping of a removal, without telling the policy; `slot`: the fact's slot
+  /// with slot ids (the victim's answer: its slot_of_ entry is not read).
+  void drop(FactId id, std::uint32_t slot);
+  /// The fact a policy's answer names (a slot's fact with slot ids); throws PolicyContractError
+  /// when it names no resident fact.
+  FactId victim_fact(FactId v) const {
+    if (slots_on_) {
+      if (v < slots_.size() && slots_[v].used) return slots_[v].fact;
+    } else if (resident(v)) {
+      return v;
+    }
+    not_resident(v);
+  }
+  [[noreturn]] void not_resident(FactId v) const;
 
   std::string name_, eviction_name_;
   std::uint64_t capacity_bytes_;
   std::unique_ptr<EvictionPolicy> eviction_;
   std::unique_ptr<AdmissionPolicy> admission_;
+  bool ask_admission_ = false;  // an admission policy that does not admit everything
   const RunView* view_ = nullptr;
   // Residency is a bitmap (1M facts: 128 KiB, cache-resident), so a lookup touches no per-fact
   // memory of the tier; bytes (dictionary-coded) are read on eviction, last access only for
@@ -144,6 +229,14 @@ class StoreTier {
   // running requests inject, that search would walk the pinned facts again after every unpin.
   bool tracks_pins_ = false;
   std::uint64_t unpinned_resident_ = 0;
+  // With slot ids: by fact id its slot (valid while resident), by slot the fact's record, and
+  // the free slots (most recently freed last).
+  bool slots_on_ = false;
+  std::vector<std::uint32_t> slot_of_;
+  std::vector<Slot> slots_;
+  std::vector<SimTime> slot_last_access_;  // by slot, with needs_last_access
+  std::vector<std::uint32_t> free_slots_;
+  SlotView slot_view_;
   TierStats stats_;
 };
 

@@ -13,9 +13,9 @@ std::uint32_t FactIndex::add(FactId id, UserId user) {
   const auto dense = static_cast<std::uint32_t>(owner_.size());
   if (id < kDenseLimit) {
     if (id >= dense_.size()) {
-      dense_.resize(std::max<std::size_t>(id + 1, dense_.size() + dense_.size() / 2), kAbsent);
+      dense_.resize(std::max<std::size_t>(id + 1, dense_.size() + dense_.size() / 2));
     }
-    dense_[id] = dense;
+    dense_[id] = Entry{dense, user < kWideOwner ? static_cast<std::uint32_t>(user) : kWideOwner};
   } else {
     sparse_.emplace(id, dense);
   }

@@ -305,7 +305,7 @@ void compare(const std::string& name, const Params& p, std::uint64_t seed, bool 
       ctx.now = now;
       ctx.run = &view;
       ctx.bytes_needed = 1;
-      REQUIRE(a.eviction_policy().victim(ctx) == b.eviction_policy().victim(ctx));
+      REQUIRE(a.victim(ctx) == b.victim(ctx));
     }
   }
   CHECK(a.stats().hits == b.stats().hits);

@@ -61,8 +61,8 @@ TEST_CASE("lru and fifo with a counted pinned tail evict what a plain scan evict
         EvictionContext a, b;
         a.run = &counted;
         b.run = &plain;
-        const auto va = counted_tier->eviction_policy().victim(a);
-        REQUIRE(va == plain_tier->eviction_policy().victim(b));
+        const auto va = counted_tier->victim(a);
+        REQUIRE(va == plain_tier->victim(b));
         if (!va) ++all_pinned;
       }
     }

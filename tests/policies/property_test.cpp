@@ -82,7 +82,7 @@ TEST_CASE("every policy keeps capacity and pins, and its victims are resident an
           EvictionContext ctx;
           ctx.run = &view;
           ctx.incoming = in;
-          const auto v = tier.eviction_policy().victim(ctx);
+          const auto v = tier.victim(ctx);
           if (v && (!tier.resident(*v) || view.pinned(*v))) ++bad_victims;
         };
         const AfterInsert check_insert = [&](StoreTier& tier, TestView& view,
@@ -118,7 +118,7 @@ TEST_CASE("extra victim() calls, with any context, change no decision") {
       std::mt19937_64 rng(seed);
       TestView other;  // a view with different pins and users in flight
       const Hook probe = [&](StoreTier& tier, TestView& view, const CacheEntry* in) {
-        const auto& policy = tier.eviction_policy();
+        const StoreTier& policy = tier;  // its victim() speaks fact ids, as the views do
         EvictionContext real;
         real.run = &view;
         real.incoming = in;

@@ -62,8 +62,8 @@ TEST_CASE("clock's victim() moves no hand: repeated calls agree, the eviction fo
   b.access(0);
   EvictionContext ctx;
   ctx.run = &b.view;
-  const auto v1 = b.tier->eviction_policy().victim(ctx);
-  const auto v2 = b.tier->eviction_policy().victim(ctx);
+  const auto v1 = b.tier->victim(ctx);
+  const auto v2 = b.tier->victim(ctx);
   REQUIRE(v1);
   CHECK(*v1 == 1);
   CHECK(v1 == v2);

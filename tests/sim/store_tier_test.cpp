@@ -163,3 +163,137 @@ TEST_CASE("a tier told of pin changes decides what an untold tier decides") {
     CHECK(rejected_all_pinned > 10);
   }
 }
+
+TEST_CASE("a tier that gives its policy slot ids decides what a tier with fact ids decides") {
+  // LRU takes slot ids; a second tier keeps fact ids. Both replay the same lookups, inserts of
+  // three sizes, pins (told or untold), removals and probes of victim(); every answer, eviction
+  // list, byte count and statistic must agree. 120 facts, room for about 40: slots are reused
+  // thousands of times, and the store is at times entirely pinned.
+  for (const bool told : {true, false}) {
+    INFO((told ? "told of pins" : "untold"));
+    PolicyArgs args;
+    StoreTier slots("gpu", 400, PolicyRegistry::make_eviction("lru", args, "test"), nullptr, "lru");
+    StoreTier facts("gpu", 400, PolicyRegistry::make_eviction("lru", args, "test"), nullptr, "lru",
+                    TierIds::kFactIds);
+    REQUIRE(slots.slot_ids());
+    REQUIRE_FALSE(facts.slot_ids());
+    Pins pins;
+    slots.set_view(&pins, told);
+    facts.set_view(&pins, told);
+    std::uint64_t state = 99;
+    auto next = [&state] {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      return state >> 33;
+    };
+    std::vector<FactId> ev_slots, ev_facts;
+    std::uint64_t evictions = 0, full_of_pins = 0, removals = 0;
+    for (int step = 0; step < 40000; ++step) {
+      const auto op = next() % 20;
+      const FactId f = next() % 120;
+      const std::uint64_t bytes = 5 + 5 * (f % 3);  // 5, 10 or 15 bytes
+      if (op < 10) {
+        const bool hit = slots.lookup(entry(f, bytes), step);
+        REQUIRE(facts.lookup(entry(f, bytes), step) == hit);
+        if (hit) continue;
+        ev_slots.clear();
+        ev_facts.clear();
+        const bool placed = slots.insert(entry(f, bytes), step, &ev_slots);
+        REQUIRE(facts.insert(entry(f, bytes), step, &ev_facts) == placed);
+        REQUIRE(ev_slots == ev_facts);
+        evictions += ev_slots.size();
+        if (!placed) ++full_of_pins;
+      } else if (op < 16) {  // pins outnumber unpins: often every resident is pinned
+        if (slots.resident(f) && pins.pinned_ids.insert(f).second && told) {
+          slots.on_pinned(f);
+          facts.on_pinned(f);
+        }
+      } else if (op < 17) {
+        if (pins.pinned_ids.erase(f) != 0 && told) {
+          slots.on_unpinned(f);
+          facts.on_unpinned(f);
+        }
+      } else if (op < 19) {
+        if (slots.resident(f) && pins.pinned_ids.count(f) == 0) {
+          slots.remove(f);
+          facts.remove(f);
+          ++removals;
+        }
+      } else {
+        EvictionContext ctx;
+        ctx.run = &pins;
+        ctx.bytes_needed = 1;
+        const auto v = slots.victim(ctx);
+        REQUIRE(v == facts.victim(ctx));
+        if (v) {
+          CHECK(slots.resident(*v));
+          CHECK(pins.pinned_ids.count(*v) == 0);
+        }
+      }
+      REQUIRE(slots.used_bytes() == facts.used_bytes());
+      REQUIRE(slots.resident_count() == facts.resident_count());
+    }
+    CHECK(slots.stats().hits == facts.stats().hits);
+    CHECK(slots.stats().evictions == facts.stats().evictions);
+    INFO(evictions << " evictions, " << full_of_pins << " rejected, " << removals << " removals");
+    CHECK(evictions > 5000);
+    CHECK(full_of_pins > 10);
+    CHECK(removals > 100);
+  }
+}
+
+TEST_CASE("a slot-id policy's answer that names no resident fact is stopped") {
+  // A policy that takes slot ids and names a slot never used, then a freed slot.
+  class BadSlots : public EvictionPolicy {
+   public:
+    FactId answer = 7;
+    void on_insert(const CacheEntry&, SimTime) override {}
+    void on_hit(const CacheEntry&, SimTime) override {}
+    void on_remove(FactId) override {}
+    bool slot_ids() const override { return true; }
+    std::optional<FactId> victim(const EvictionContext&) const override { return answer; }
+  };
+  auto policy = std::make_unique<BadSlots>();
+  BadSlots* bad = policy.get();
+  StoreTier tier("gpu", 20, std::move(policy), nullptr, "bad");
+  REQUIRE(tier.slot_ids());
+  Pins pins;
+  tier.set_view(&pins, true);
+  std::vector<FactId> evicted;
+  REQUIRE(tier.insert(entry(100), 0, &evicted));  // slot 0
+  REQUIRE(tier.insert(entry(200), 0, &evicted));  // slot 1
+  CHECK_THROWS_AS(tier.insert(entry(300), 1, &evicted), PolicyContractError);
+  tier.remove(100);                               // slot 0 is free now
+  REQUIRE(tier.insert(entry(400), 2, &evicted));  // takes slot 0 again
+  bad->answer = 0;
+  CHECK(tier.victim(EvictionContext{}) == std::optional<FactId>(400));
+  tier.remove(400);
+  CHECK_THROWS_AS(tier.victim(EvictionContext{}), PolicyContractError);
+  pins.pinned_ids = {200};
+  tier.on_pinned(200);
+  bad->answer = 1;
+  REQUIRE(tier.insert(entry(500), 3, &evicted));  // room without an eviction
+  CHECK_THROWS_AS(tier.insert(entry(600), 3, &evicted), PolicyContractError);  // slot 1: pinned
+}
+
+TEST_CASE("a tier reads entries' details unless its policies need only ids and bytes") {
+  PolicyArgs args;
+  auto tier = [&](const char* eviction, const char* admission, TierIds ids) {
+    return std::make_unique<StoreTier>(
+        "gpu", 100, PolicyRegistry::make_eviction(eviction, args, "test"),
+        PolicyRegistry::make_admission(admission, args, "test"), eviction, ids);
+  };
+  CHECK_FALSE(tier("lru", "always", TierIds::kPolicyChoice)->reads_entry_details());
+  CHECK(tier("lru", "tinylfu", TierIds::kPolicyChoice)->reads_entry_details());
+  CHECK(tier("lru", "always", TierIds::kFactIds)->reads_entry_details());
+  CHECK(tier("fifo", "always", TierIds::kPolicyChoice)->reads_entry_details());
+  CHECK(tier("gdsf", "always", TierIds::kPolicyChoice)->reads_entry_details());
+  // Admission of everything is not asked: nothing is rejected but for want of room.
+  auto t = tier("lru", "always", TierIds::kPolicyChoice);
+  Pins pins;
+  t->set_view(&pins, true);
+  std::vector<FactId> evicted;
+  for (FactId id = 0; id < 50; ++id) REQUIRE(t->insert(entry(id), SimTime(id), &evicted));
+  CHECK(t->stats().rejected == 0);
+  CHECK(t->stats().inserts == 50);
+  CHECK(evicted.size() == 40);
+}

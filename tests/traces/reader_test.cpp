@@ -70,21 +70,26 @@ TEST_CASE("reader rejects bad input with file:line:column") {
     std::string where_suffix;  // ":line:column"
     const char* message_part;
   };
-  const std::string fact = R"({"type":"fact","id":10,"user":1,"tokens":20})" "\n";
+  const std::string fact = R"({"type":"fact","id":10,"user":1,"tokens":20})"
+                           "\n";
   const std::vector<Case> cases = {
       {"truncated", fact + R"({"type":"request","id":1,"user":1,"time":2)", ":2:", "truncated"},
       {"wrong_type", R"({"type":"fact","id":"10","user":1,"tokens":20})", ":1:21",
        "expected an integer, got a string"},
       {"negative_size", R"({"type":"fact","id":10,"user":1,"tokens":-4})", ":1:42",
        "expected an integer in [1"},
-      {"backwards", fact + R"({"type":"memory_write","id":11,"user":1,"tokens":5,"time":100})"
-                           "\n" R"({"type":"memory_write","id":12,"user":1,"tokens":5,"time":50})",
+      {"backwards",
+       fact + R"({"type":"memory_write","id":11,"user":1,"tokens":5,"time":100})"
+              "\n"
+              R"({"type":"memory_write","id":12,"user":1,"tokens":5,"time":50})",
        ":3:59", "time goes backwards"},
       {"missing_fact",
-       fact + R"({"type":"request","id":1,"user":1,"time":2,"query_tokens":1,"output_tokens":1,"facts":[10,99]})",
+       fact +
+           R"({"type":"request","id":1,"user":1,"time":2,"query_tokens":1,"output_tokens":1,"facts":[10,99]})",
        ":2:91", "does not exist (yet)"},
       {"other_users_fact",
-       fact + R"({"type":"request","id":1,"user":2,"time":2,"query_tokens":1,"output_tokens":1,"facts":[10]})",
+       fact +
+           R"({"type":"request","id":1,"user":2,"time":2,"query_tokens":1,"output_tokens":1,"facts":[10]})",
        ":2:88", "of user 1"},
       {"unknown_key", R"({"type":"fact","id":10,"user":1,"tokens":20,"tokns":3})", ":1:53",
        "unknown key 'tokns'"},
@@ -164,8 +169,14 @@ TEST_CASE("the compact fast path and the general parser read the same records") 
   {
     TraceWriter w(compact);
     for (FactId id = 0; id < 40; ++id) {
-      FactRecord f{id * 3 + 1, id % 4, static_cast<std::uint32_t>(5 + id), 0, id % 2 ? "t" : "",
-                   id % 3 ? "D1:2" : "", static_cast<std::int32_t>(id % 5) - 1, {}};
+      FactRecord f{id * 3 + 1,
+                   id % 4,
+                   static_cast<std::uint32_t>(5 + id),
+                   0,
+                   id % 2 ? "t" : "",
+                   id % 3 ? "D1:2" : "",
+                   static_cast<std::int32_t>(id % 5) - 1,
+                   {}};
       if (id % 2) f.context_tokens = {3, 4, static_cast<std::uint32_t>(id)};
       w.write_fact(f, false);
     }
@@ -215,4 +226,108 @@ TEST_CASE("the compact fast path and the general parser read the same records") 
   }
   CHECK_FALSE(b.next(rb));
   CHECK(n == 71);
+}
+
+TEST_CASE("FactIndex::find_owned answers as find and owner do, for every id and owner range") {
+  FactIndex index;
+  struct Added {
+    FactId id;
+    UserId user;
+  };
+  const std::vector<Added> added = {
+      {0, 0},                               // the smallest
+      {5, 7},                               // dense, small owner
+      {6, 0xfffffffeull},                   // the largest owner kept in the entry
+      {7, 0xffffffffull},                   // owners from 2^32 - 1 on live in owner_
+      {8, 0x1234567890ull},                 //
+      {FactId{1} << 28, 3},                 // sparse ids (a hash map)
+      {(FactId{1} << 40) + 1, 1ull << 35},  // sparse id, wide owner
+  };
+  for (const auto& a : added) REQUIRE(index.add(a.id, a.user) != FactIndex::kAbsent);
+  CHECK(index.add(5, 9) == FactIndex::kAbsent);  // an id exists once
+  for (const auto& a : added) {
+    INFO("id " << a.id << ", user " << a.user);
+    const auto dense = index.find(a.id);
+    REQUIRE(dense != FactIndex::kAbsent);
+    CHECK(index.owner(dense) == a.user);
+    CHECK(index.find_owned(a.id, a.user) == dense);
+    // Owners that differ in the low or high 32 bits, or are the entry's wide marker.
+    for (const UserId other : {a.user + 1, a.user ^ (UserId{1} << 32), UserId{0xffffffffull},
+                               UserId{0}, a.user + (UserId{1} << 32)}) {
+      if (other == a.user) continue;
+      CHECK(index.find_owned(a.id, other) == FactIndex::kAbsent);
+    }
+  }
+  for (const FactId absent :
+       {FactId{1}, FactId{4}, FactId{9}, FactId{1000000}, (FactId{1} << 28) + 1, FactId{1} << 50}) {
+    CHECK(index.find(absent) == FactIndex::kAbsent);
+    CHECK(index.find_owned(absent, 0) == FactIndex::kAbsent);
+    CHECK(index.find_owned(absent, 3) == FactIndex::kAbsent);
+  }
+}
+
+TEST_CASE("numbers of every length read the same on the fast path and the general parser") {
+  // Fact ids and users of 1 to 19 digits, some with leading zeros, in every position of a line
+  // (the fast path reads up to 8 digits at a time and must stop at the first non-digit).
+  std::vector<std::string> ids, users;
+  std::string digits = "1";
+  for (int n = 1; n <= 18; ++n) {
+    ids.push_back(digits);
+    users.push_back(std::to_string(n % 3 == 0 ? (1ull << 33) + n : n));
+    digits += static_cast<char>('0' + (n * 7) % 10);
+  }
+  ids.push_back("007");  // leading zeros: 7
+  users.push_back("0004");
+  std::string body;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    body += "{\"type\":\"fact\",\"id\":" + ids[i] + ",\"user\":" + users[i] +
+            ",\"tokens\":" + std::to_string(1 + i) + "}\n";
+  }
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    body += "{\"type\":\"request\",\"id\":" + std::to_string(i) + ",\"user\":" + users[i] +
+            ",\"time\":" + std::to_string(1000 * i) + ",\"query_tokens\":" + std::to_string(9 + i) +
+            ",\"output_tokens\":2,\"facts\":[" + ids[i] + "," + ids[i] + "]}\n";
+  }
+  std::string spaced;
+  for (std::size_t b = 0, e; (e = body.find('\n', b)) != std::string::npos; b = e + 1) {
+    spaced += "{ " + body.substr(b + 1, e - b);
+  }
+  TraceReader a(write_file("numbers_fast.jsonl", body));
+  TraceReader b(write_file("numbers_general.jsonl", spaced));
+  TraceRecord ra, rb;
+  std::size_t i = 0, requests = 0;
+  while (a.next(ra)) {
+    REQUIRE(b.next(rb));
+    REQUIRE(ra.kind == rb.kind);
+    if (ra.kind == RecordKind::kFact) {
+      CHECK(ra.fact.id == std::stoull(ids[i]));
+      CHECK(ra.fact.id == rb.fact.id);
+      CHECK(ra.fact.user == std::stoull(users[i]));
+      CHECK(ra.fact.user == rb.fact.user);
+      ++i;
+    } else if (ra.kind == RecordKind::kRequest) {
+      CHECK(ra.request.user == rb.request.user);
+      CHECK(ra.request.time == rb.request.time);
+      CHECK(ra.request.query_tokens == rb.request.query_tokens);
+      CHECK(ra.request.facts == rb.request.facts);
+      CHECK(a.request_fact_indices() ==
+            std::vector<std::uint32_t>(2, static_cast<std::uint32_t>(requests)));
+      ++requests;
+    }
+  }
+  CHECK_FALSE(b.next(rb));
+  CHECK(requests == ids.size());
+  // Not integers: errors either way, with the column of the number.
+  for (const char* bad : {"1.5", "12e3", "1234567.0", "-3", "12345678.5"}) {
+    INFO(bad);
+    const std::string line =
+        "{\"type\":\"fact\",\"id\":1,\"user\":1,\"tokens\":3}\n"
+        "{\"type\":\"request\",\"id\":1,\"user\":1,\"time\":0,"
+        "\"query_tokens\":3,\"output_tokens\":2,\"facts\":[" +
+        std::string(bad) + ",1]}\n";
+    TraceReader r(write_file("numbers_bad.jsonl", line));
+    TraceRecord rec;
+    REQUIRE(r.next(rec));
+    CHECK_THROWS_AS(r.next(rec), InputError);
+  }
 }

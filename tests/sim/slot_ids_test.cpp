@@ -1,0 +1,182 @@
+// Slot ids (EvictionPolicy::slot_ids) and the replica's global ids: with LRU on every tier, a
+// replica names facts by their global ids and its tiers give LRU slot ids. A test-only copy of
+// LRU that keeps fact ids (so the replica keeps its first-sight local ids) must give
+// byte-identical requests.csv and the same summary on the same runs.
+#include <random>
+
+#include "policies/id_list.h"
+#include "policies/pinned_tail.h"
+#include "policies/registry.h"
+#include "sim/config/experiment.h"
+#include "sim/executor_factory.h"
+#include "sim/fact_table.h"
+#include "sim/simulator.h"
+#include "tests/catch.h"
+#include "tests/sim/sim_test_util.h"
+#include "traces/synthetic.h"
+#include "traces/writer.h"
+
+namespace inferscale {
+namespace {
+
+/// LRU as policies/lru.cpp, but with fact ids (slot_ids() false).
+class LruFactIds final : public EvictionPolicy {
+ public:
+  void on_insert(const CacheEntry& e, SimTime) override { list_.push_front(e.id); }
+  void on_hit(const CacheEntry& e, SimTime) override {
+    pinned_tail_.unlink(list_, e.id);
+    list_.move_to_front(e.id);
+  }
+  void on_remove(FactId id) override {
+    pinned_tail_.unlink(list_, id);
+    list_.erase(id);
+  }
+  std::optional<FactId> victim(const EvictionContext& ctx) const override {
+    const auto i = pinned_tail_.first_unpinned(list_, ctx);
+    if (i == IdList::kNil) return std::nullopt;
+    return i;
+  }
+
+ private:
+  IdList list_;
+  PinnedTail pinned_tail_;
+};
+
+}  // namespace
+
+INFERSCALE_REGISTER_EVICTION(lru_fact_ids_test, "LRU with fact ids (test only)", {},
+                             [](const PolicyArgs&) { return std::make_unique<LruFactIds>(); });
+
+}  // namespace inferscale
+
+using namespace inferscale;
+using namespace inferscale::test;
+
+namespace {
+
+struct Outcome {
+  std::string csv;
+  RunSummary summary;
+};
+
+Outcome simulate(const RunConfig& run, const std::filesystem::path& csv) {
+  SimOutputs out;
+  out.requests_csv = csv.string();
+  out.progress = false;
+  Simulator sim(
+      run, run.trace.path, [&run](int i) { return make_executor(run, i); }, {}, out);
+  Outcome o;
+  o.summary = sim.run();
+  o.csv = read_text(csv);
+  return o;
+}
+
+/// Runs `body` with `store` (policies named LRU) and with LRU replaced by the fact-id copy.
+/// Returns the evictions seen.
+std::uint64_t check_same(const std::filesystem::path& dir, const std::string& trace,
+                         const std::string& body, const std::string& store) {
+  std::string fact_ids = store;
+  for (std::size_t p; (p = fact_ids.find("eviction: lru}")) != std::string::npos;) {
+    fact_ids.replace(p, 14, "eviction: lru_fact_ids_test}");
+  }
+  INFO(body << store);
+  const auto a_exp =
+      load_experiment(write_text(dir / "a.yaml", tiny_config(trace, body + store)), {});
+  const auto b_exp =
+      load_experiment(write_text(dir / "b.yaml", tiny_config(trace, body + fact_ids)), {});
+  REQUIRE(a_exp.runs.size() == 1);
+  const Outcome a = simulate(a_exp.runs[0], dir / "a.csv");
+  const Outcome b = simulate(b_exp.runs[0], dir / "b.csv");
+  CHECK(a.summary.requests > 0);
+  CHECK(a.csv == b.csv);
+  const RunSummary &x = a.summary, &y = b.summary;
+  CHECK(x.steps == y.steps);
+  CHECK(x.requests == y.requests);
+  CHECK(x.makespan_s == y.makespan_s);
+  CHECK(x.store_mean_bytes == y.store_mean_bytes);
+  CHECK(x.store_peak_bytes == y.store_peak_bytes);
+  CHECK(x.preemptions == y.preemptions);
+  CHECK(x.encodes == y.encodes);
+  CHECK(x.loads == y.loads);
+  CHECK(x.gpu_hits == y.gpu_hits);
+  CHECK(x.host_hits == y.host_hits);
+  CHECK(x.ttft_ms.p99 == y.ttft_ms.p99);
+  return x.encodes;
+}
+
+std::string synthetic_trace(const std::filesystem::path& dir, std::uint64_t seed, double rate,
+                            std::uint32_t output_tokens) {
+  SyntheticOptions o;
+  o.users = 30;
+  o.requests = 300;
+  o.facts_per_user = 12;
+  o.facts_per_user_spread = 4;
+  o.sessions_min = 3;
+  o.sessions_max = 6;
+  o.live_sessions = 2;  // memory writes during the run: facts added after the replicas start
+  o.k = 8;
+  o.output_tokens = output_tokens;
+  o.arrival.rate_per_s = rate;
+  o.seed = seed;
+  const auto path = (dir / ("syn" + std::to_string(seed) + ".jsonl")).string();
+  TraceWriter w(path);
+  generate_synthetic(o, w);
+  w.close();
+  return path;
+}
+
+const char* kRouters[] = {"round_robin", "least_loaded", "user_affinity"};
+
+}  // namespace
+
+TEST_CASE("LRU with slot ids and global ids decides as LRU with fact ids") {
+  const auto dir = temp_dir("slot_ids");
+  // Tight KV memory, a small store and a small token budget: preemptions, full stores, stores
+  // entirely pinned, encodes deferred to later steps.
+  const std::string body =
+      "gpu: {name: small, memory: 60KiB, bf16_tflops: 1, hbm_gbps: 1, pcie_gbps: 1,"
+      " step_overhead_us: 100}\n"
+      "scheduler: {max_batch_tokens: 96, max_seqs: 16}\n"
+      "serving: {k: 8, header_tokens: 16, footer_tokens: 4, cwe_window: 2, turn_tokens: 10}\n";
+  const char* stores[] = {
+      "store: {gpu: {capacity: 24KiB, eviction: lru}}\n",
+      "store: {gpu: {capacity: 24KiB, eviction: lru}, host: {capacity: 32KiB, eviction: lru}}\n",
+      "store: {gpu: {capacity: 8KiB, eviction: lru}, host: {capacity: 16KiB, eviction: lru},"
+      " warm: true}\n",
+  };
+  std::uint64_t encodes = 0;
+  int i = 0;
+  for (const double rate : {30.0, 3000.0}) {
+    for (const std::uint32_t out : {1u, 40u}) {
+      const std::string trace = synthetic_trace(dir, 31 + i, rate, out);
+      for (const char* store : stores) {
+        encodes += check_same(
+            dir, trace,
+            body + "replicas: " + std::to_string(1 + i % 3) + "\nrouter: " + kRouters[i % 3] + "\n",
+            store);
+        ++i;
+      }
+    }
+  }
+  CHECK(encodes > 1000);
+}
+
+TEST_CASE("FactTable's token records follow its facts") {
+  FactTable table;
+  for (std::uint32_t i = 0; i < 1000; ++i) {
+    FactInfo f;
+    f.user = i / 7;
+    f.tokens = 1 + i % 97;
+    f.encode_context_tokens = (i * 13) % 41;
+    f.recompute_cost_ns = i;
+    REQUIRE(table.add(f, 5000 + i, i % 3 == 0) == i);
+  }
+  REQUIRE(table.size() == 1000);
+  for (std::uint32_t i = 0; i < 1000; ++i) {
+    CHECK(table.tokens(i).tokens == table[i].tokens);
+    CHECK(table.tokens(i).encode_context_tokens == table[i].encode_context_tokens);
+    CHECK(table.tokens(i).tokens == 1 + i % 97);
+    CHECK(table.external(i) == 5000 + i);
+    CHECK(table.memory_write(i) == (i % 3 == 0));
+  }
+}
