@@ -207,15 +207,20 @@ struct Simulator::Impl {
     push(now, kKick, static_cast<std::uint64_t>(rep));
   }
 
+  /// An idle replica (start_step returned -1) whose requests wait for asynchronous loads: a kick
+  /// when the first of them is done.
+  void wake_later(int rep, SimTime now) {
+    const SimTime wake = replicas[rep]->wake_time();
+    if (wake != kNever && wake > now) push(wake, kKick, static_cast<std::uint64_t>(rep));
+  }
+
   /// On a kick (insertion order `kick_seq`).
   void try_start(int rep, SimTime now, std::uint64_t kick_seq) {
     Replica& r = *replicas[rep];
     if (r.busy() || !r.has_work()) return;
     const SimTime d = r.start_step(now);
     if (d < 0) {
-      // Idle until a request's asynchronous loads are done.
-      const SimTime wake = r.wake_time();
-      if (wake != kNever && wake > now) push(wake, kKick, static_cast<std::uint64_t>(rep));
+      wake_later(rep, now);
       return;
     }
     StepChain& chain = chains[rep];
@@ -328,7 +333,10 @@ struct Simulator::Impl {
       }
       if (replica.busy() || !replica.has_work()) return;
       const SimTime d = replica.start_step(now);
-      if (d < 0) return;
+      if (d < 0) {
+        wake_later(rep, now);
+        return;
+      }
       chains[rep].starts.push_back(now);
       if (timeline != nullptr) write_timeline(replica);
       // Fused: the next step's end is handled here rather than from the queue. Nothing else

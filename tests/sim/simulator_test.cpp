@@ -259,6 +259,29 @@ TEST_CASE("asynchronous host loads: prefills wait for their copies, which run be
   }
 }
 
+TEST_CASE("asynchronous host loads: a replica left idle by its loads wakes when they are done") {
+  // A step's end that leaves only requests waiting for their copies must still wake the replica
+  // (it once did only when the replica was idle at a kick, and runs ended with requests never
+  // completed); slow arrivals and several replicas make such idle gaps common.
+  const auto dir = temp_dir("async_wake");
+  std::string stress = kStress;
+  const std::string fifo = "eviction: fifo}}";
+  stress.replace(stress.find(fifo), fifo.size(), "eviction: lru, async_loads: true}}");
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    for (const double rate : {30.0, 3000.0}) {
+      const std::string trace = make_trace(dir, 20 + seed, rate);
+      for (int replicas = 1; replicas <= 4; ++replicas) {
+        INFO("seed " << seed << ", rate " << rate << ", replicas " << replicas);
+        const auto outcomes =
+            run(dir, tiny_config(trace, stress + "replicas: " + std::to_string(replicas) +
+                                            "\nrouter: least_loaded\n"));
+        const auto rows = read_csv(std::filesystem::path(outcomes.at(0).dir) / "requests.csv");
+        CHECK(rows.size() == 600);
+      }
+    }
+  }
+}
+
 TEST_CASE("same seed gives byte-identical requests.csv, another seed differs") {
   const auto dir = temp_dir("determinism");
   const auto trace = make_trace(dir, 5, 300);
