@@ -12,6 +12,7 @@
 #include "sim/fact_table.h"
 #include "sim/simulator.h"
 #include "tests/catch.h"
+#include "tests/sim/same_run.h"
 #include "tests/sim/sim_test_util.h"
 #include "traces/synthetic.h"
 #include "traces/writer.h"
@@ -89,19 +90,8 @@ std::uint64_t check_same(const std::filesystem::path& dir, const std::string& tr
   const Outcome b = simulate(b_exp.runs[0], dir / "b.csv");
   CHECK(a.summary.requests > 0);
   CHECK(a.csv == b.csv);
-  const RunSummary &x = a.summary, &y = b.summary;
-  CHECK(x.steps == y.steps);
-  CHECK(x.requests == y.requests);
-  CHECK(x.makespan_s == y.makespan_s);
-  CHECK(x.store_mean_bytes == y.store_mean_bytes);
-  CHECK(x.store_peak_bytes == y.store_peak_bytes);
-  CHECK(x.preemptions == y.preemptions);
-  CHECK(x.encodes == y.encodes);
-  CHECK(x.loads == y.loads);
-  CHECK(x.gpu_hits == y.gpu_hits);
-  CHECK(x.host_hits == y.host_hits);
-  CHECK(x.ttft_ms.p99 == y.ttft_ms.p99);
-  return x.encodes;
+  check_same_summary(a.summary, b.summary);
+  return a.summary.encodes;
 }
 
 std::string synthetic_trace(const std::filesystem::path& dir, std::uint64_t seed, double rate,
