@@ -9,6 +9,7 @@
 #include "tests/catch.h"
 #include "tests/sim/same_run.h"
 #include "tests/sim/sim_test_util.h"
+#include "tests/sim/small_trace.h"
 #include "traces/synthetic.h"
 #include "traces/writer.h"
 
@@ -97,27 +98,13 @@ std::string ms_trace(const std::filesystem::path& dir, std::uint64_t seed) {
 
 std::string synthetic_trace(const std::filesystem::path& dir, std::uint64_t seed, double rate,
                             std::uint32_t output_tokens, bool closed) {
-  SyntheticOptions o;
-  o.users = 30;
-  o.requests = 300;
-  o.facts_per_user = 12;
-  o.facts_per_user_spread = 4;
-  o.sessions_min = 3;
-  o.sessions_max = 6;
-  o.live_sessions = closed ? 0 : 2;  // memory writes during the run (open loop only)
-  o.k = 8;
-  o.output_tokens = output_tokens;
-  o.arrival.rate_per_s = rate;
-  if (closed) {
-    o.arrival.mode = ArrivalMode::kClosedLoop;
-    o.arrival.concurrency = 6;
-  }
-  o.seed = seed;
-  const auto path = (dir / ("syn" + std::to_string(seed) + ".jsonl")).string();
-  TraceWriter w(path);
-  generate_synthetic(o, w);
-  w.close();
-  return path;
+  SmallTrace t;
+  t.seed = seed;
+  t.rate = rate;
+  t.output_tokens = output_tokens;
+  t.live_sessions = closed ? 0 : 2;  // memory writes during the run (open loop only)
+  t.closed_loop = closed ? 6 : 0;
+  return small_trace(dir, "syn", t);
 }
 
 const char* kRouters[] = {"round_robin", "least_loaded", "user_affinity"};

@@ -1,8 +1,8 @@
 // Golden end-to-end run on a two-request trace whose metrics are worked out by hand.
-#include "tests/catch.h"
-#include "tests/sim/sim_test_util.h"
 #include "sim/config/experiment.h"
 #include "sim/runner.h"
+#include "tests/catch.h"
+#include "tests/sim/sim_test_util.h"
 
 using namespace inferscale;
 using namespace inferscale::test;
@@ -26,14 +26,13 @@ const std::vector<std::vector<std::string>> kExpected = {
 
 TEST_CASE("golden run: hand-computed TTFT, TPOT, E2E, hits in both modes") {
   const auto dir = temp_dir("golden");
-  const auto cfg = write_text(
-      dir / "golden.yaml",
-      tiny_config(source_path("tests/sim/data/golden.jsonl"),
-                  "scheduler: {max_batch_tokens: 1024, max_seqs: 8}\n"
-                  "serving: {k: 50, header_tokens: 0, footer_tokens: 0}\n"
-                  "store: {gpu: {capacity: 64KiB}}\n"
-                  "runs:\n  - name: text\n    serving: {mode: text}\n"
-                  "  - name: kv\n    serving: {mode: kv_inject}\n"));
+  const auto cfg = write_text(dir / "golden.yaml",
+                              tiny_config(source_path("tests/sim/data/golden.jsonl"),
+                                          "scheduler: {max_batch_tokens: 1024, max_seqs: 8}\n"
+                                          "serving: {k: 50, header_tokens: 0, footer_tokens: 0}\n"
+                                          "store: {gpu: {capacity: 64KiB}}\n"
+                                          "runs:\n  - name: text\n    serving: {mode: text}\n"
+                                          "  - name: kv\n    serving: {mode: kv_inject}\n"));
   const auto exp = load_experiment(cfg, {});
   RunnerOptions opts;
   opts.out_dir = (dir / "results").string();

@@ -8,6 +8,7 @@
 #include "sim/runner.h"
 #include "tests/catch.h"
 #include "tests/sim/sim_test_util.h"
+#include "tests/sim/small_trace.h"
 #include "traces/synthetic.h"
 #include "traces/writer.h"
 
@@ -19,22 +20,13 @@ namespace {
 /// A small synthetic trace: `users` users, `requests` requests, memory writes during the run.
 std::string make_trace(const std::filesystem::path& dir, std::uint64_t seed, double rate,
                        std::uint32_t live_sessions = 2) {
-  SyntheticOptions o;
-  o.users = 40;
-  o.requests = 600;
-  o.facts_per_user = 12;
-  o.facts_per_user_spread = 4;
-  o.sessions_min = 3;
-  o.sessions_max = 6;
-  o.live_sessions = live_sessions;
-  o.k = 8;
-  o.arrival.rate_per_s = rate;
-  o.seed = seed;
-  const auto path = (dir / ("trace" + std::to_string(seed) + ".jsonl")).string();
-  TraceWriter w(path);
-  generate_synthetic(o, w);
-  w.close();
-  return path;
+  SmallTrace t;
+  t.seed = seed;
+  t.rate = rate;
+  t.users = 40;
+  t.requests = 600;
+  t.live_sessions = live_sessions;
+  return small_trace(dir, "trace", t);
 }
 
 std::vector<RunOutcome> run(const std::filesystem::path& dir, const std::string& yaml) {

@@ -14,6 +14,7 @@
 #include "tests/catch.h"
 #include "tests/sim/same_run.h"
 #include "tests/sim/sim_test_util.h"
+#include "tests/sim/small_trace.h"
 #include "traces/synthetic.h"
 #include "traces/writer.h"
 
@@ -96,23 +97,11 @@ std::uint64_t check_same(const std::filesystem::path& dir, const std::string& tr
 
 std::string synthetic_trace(const std::filesystem::path& dir, std::uint64_t seed, double rate,
                             std::uint32_t output_tokens) {
-  SyntheticOptions o;
-  o.users = 30;
-  o.requests = 300;
-  o.facts_per_user = 12;
-  o.facts_per_user_spread = 4;
-  o.sessions_min = 3;
-  o.sessions_max = 6;
-  o.live_sessions = 2;  // memory writes during the run: facts added after the replicas start
-  o.k = 8;
-  o.output_tokens = output_tokens;
-  o.arrival.rate_per_s = rate;
-  o.seed = seed;
-  const auto path = (dir / ("syn" + std::to_string(seed) + ".jsonl")).string();
-  TraceWriter w(path);
-  generate_synthetic(o, w);
-  w.close();
-  return path;
+  SmallTrace t;  // memory writes during the run: facts added after the replicas start
+  t.seed = seed;
+  t.rate = rate;
+  t.output_tokens = output_tokens;
+  return small_trace(dir, "syn", t);
 }
 
 const char* kRouters[] = {"round_robin", "least_loaded", "user_affinity"};
