@@ -18,25 +18,6 @@ using namespace inferscale::test;
 
 namespace {
 
-struct Outcome {
-  std::string csv;
-  RunSummary summary;
-};
-
-Outcome simulate(const RunConfig& run, const std::string& trace, const std::filesystem::path& csv,
-                 bool fuse) {
-  SimOutputs out;
-  out.requests_csv = csv.string();
-  out.progress = false;
-  out.fuse_quiet_steps = fuse;
-  Simulator sim(
-      run, trace, [&run](int i) { return make_executor(run, i); }, {}, out);
-  Outcome o;
-  o.summary = sim.run();
-  o.csv = read_text(csv);
-  return o;
-}
-
 /// Runs every run of `yaml` fused and not; checks they agree. Returns the fused steps seen.
 std::uint64_t check_same(const std::filesystem::path& dir, const std::string& yaml) {
   const auto exp = load_experiment(write_text(dir / "exp.yaml", yaml), {});

@@ -56,23 +56,6 @@ using namespace inferscale::test;
 
 namespace {
 
-struct Outcome {
-  std::string csv;
-  RunSummary summary;
-};
-
-Outcome simulate(const RunConfig& run, const std::filesystem::path& csv) {
-  SimOutputs out;
-  out.requests_csv = csv.string();
-  out.progress = false;
-  Simulator sim(
-      run, run.trace.path, [&run](int i) { return make_executor(run, i); }, {}, out);
-  Outcome o;
-  o.summary = sim.run();
-  o.csv = read_text(csv);
-  return o;
-}
-
 /// Runs `body` with `store` (policies named LRU) and with LRU replaced by the fact-id copy.
 /// Returns the evictions seen.
 std::uint64_t check_same(const std::filesystem::path& dir, const std::string& trace,
@@ -87,8 +70,8 @@ std::uint64_t check_same(const std::filesystem::path& dir, const std::string& tr
   const auto b_exp =
       load_experiment(write_text(dir / "b.yaml", tiny_config(trace, body + fact_ids)), {});
   REQUIRE(a_exp.runs.size() == 1);
-  const Outcome a = simulate(a_exp.runs[0], dir / "a.csv");
-  const Outcome b = simulate(b_exp.runs[0], dir / "b.csv");
+  const Outcome a = simulate(a_exp.runs[0], a_exp.runs[0].trace.path, dir / "a.csv");
+  const Outcome b = simulate(b_exp.runs[0], b_exp.runs[0].trace.path, dir / "b.csv");
   CHECK(a.summary.requests > 0);
   CHECK(a.csv == b.csv);
   check_same_summary(a.summary, b.summary);
