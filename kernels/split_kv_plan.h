@@ -26,9 +26,12 @@ struct SplitKvShape {
 /// warps_m = 1, 2 or 4 as the packed rows of the longest segment (max_q * heads / kv_heads) fit
 /// in 16, 32 or more; then as many key splits as bring the grid to about two blocks per
 /// multiprocessor (two fit in shared memory), never more than the 64-key tiles of the longest
-/// context. `force_warps_m` / `force_splits` (> 0) override the choices (tests).
+/// context, and none shorter than `min_chunk_tiles` tiles (fewer, longer splits: less fp32
+/// partial output for the combine to read). `force_warps_m` / `force_splits` (> 0) override the
+/// choices (tests).
 inline SplitKvPlan split_kv_plan(const SplitKvShape& s, std::int32_t sm_count,
-                                 std::int32_t force_warps_m = 0, std::int32_t force_splits = 0) {
+                                 std::int32_t force_warps_m = 0, std::int32_t force_splits = 0,
+                                 std::int32_t min_chunk_tiles = 1) {
   SplitKvPlan plan;
   const std::int64_t group = s.kv_heads > 0 ? s.heads / s.kv_heads : 1;
   const std::int64_t rows = std::max<std::int64_t>(1, std::int64_t(s.max_q) * group);
@@ -47,7 +50,11 @@ inline SplitKvPlan split_kv_plan(const SplitKvShape& s, std::int32_t sm_count,
     splits = (target + base - 1) / base;
   }
   splits = std::clamp<std::int64_t>(splits, 1, key_tiles);
-  const std::int64_t chunk_tiles = (key_tiles + splits - 1) / splits;
+  std::int64_t chunk_tiles = (key_tiles + splits - 1) / splits;
+  if (force_splits <= 0) {
+    chunk_tiles =
+        std::min<std::int64_t>(std::max<std::int64_t>(chunk_tiles, min_chunk_tiles), key_tiles);
+  }
   plan.chunk = std::int32_t(chunk_tiles * kSplitKvTileKeys);
   plan.splits = std::int32_t((key_tiles + chunk_tiles - 1) / chunk_tiles);
   return plan;

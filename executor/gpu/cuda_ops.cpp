@@ -388,7 +388,8 @@ class CudaOps : public DeviceOps {
     p.cu_q = b.cu_q.data_ptr<std::int32_t>();
     p.k_start = b.k_start.data_ptr<std::int32_t>();
     p.k_used = b.k_used.data_ptr<std::int32_t>();
-    p.plan = split_kv_plan({p.segments, p.max_q, p.max_k, p.heads, p.kv_heads}, sm_count_);
+    p.plan = split_kv_plan({p.segments, p.max_q, p.max_k, p.heads, p.kv_heads}, sm_count_, 0, 0,
+                           split_kv_.min_chunk_tiles);
     const std::int64_t floats = split_kv_workspace_floats(p.plan, p.tokens, p.heads, p.head_dim);
     at::Tensor workspace;
     if (floats > 0) {

@@ -36,6 +36,7 @@ struct SplitKvPolicy {
   bool enabled = true;                    // the A/B switch
   std::int32_t max_query_tokens = 64;     // longest segment (queries)
   std::int32_t min_context_tokens = 256;  // longest context (keys)
+  std::int32_t min_chunk_tiles = 1;       // shortest key split, in 64-key tiles (split_kv_plan)
 };
 
 /// Whether `policy` sends an attention batch to split-KV (shape only; the CUDA ops also need

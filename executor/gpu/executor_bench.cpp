@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
+#include <string>
 
 #include "executor/gpu/torch_compat.h"
 #include "traces/error.h"
@@ -45,9 +47,26 @@ std::string attention_kind(const AttentionCounts& c) {
   return c.split_kv > 0 ? "split_kv" : (c.flash > 0 ? "flash" : "math");
 }
 
-/// options.split_kv with INFERSCALE_SPLIT_KV (on|off) applied.
+/// options.split_kv with INFERSCALE_SPLIT_KV (on|off) and INFERSCALE_SPLIT_KV_MIN_TILES (the
+/// shortest key split in 64-key tiles, an integer >= 1) applied.
 SplitKvPolicy split_kv_setting(const SplitKvPolicy& policy) {
   SplitKvPolicy p = policy;
+  if (const char* tiles = std::getenv("INFERSCALE_SPLIT_KV_MIN_TILES");
+      tiles != nullptr && *tiles != '\0') {
+    const std::string v = tiles;
+    std::size_t used = 0;
+    int n = 0;
+    try {
+      n = std::stoi(v, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != v.size() || n < 1) {
+      throw InputError("INFERSCALE_SPLIT_KV_MIN_TILES",
+                       "expected an integer >= 1, got '" + v + "'");
+    }
+    p.min_chunk_tiles = n;
+  }
   const char* env = std::getenv("INFERSCALE_SPLIT_KV");
   if (env == nullptr || *env == '\0') return p;
   const std::string v = env;
@@ -242,7 +261,8 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
        {{"enabled", eo.split_kv.enabled},
         {"max_query_tokens", eo.split_kv.max_query_tokens},
         {"min_context_tokens", eo.split_kv.min_context_tokens},
-        {"switch", "INFERSCALE_SPLIT_KV=on|off"}}},
+        {"min_chunk_tiles", eo.split_kv.min_chunk_tiles},
+        {"switch", "INFERSCALE_SPLIT_KV=on|off, INFERSCALE_SPLIT_KV_MIN_TILES=n"}}},
       {"cwe_window", 0},
       {"reps", o.reps},
       {"warmup", o.warmup},

@@ -16,6 +16,8 @@
 #              with HIL_SET (extra --set arguments) if given
 #   bench      `inferscale bench executor` (Llama-3.1-8B shape, random weights) with split-KV
 #              attention on and off (issue: GPU executor targets)
+#   splits     kv_inject bench at batch 1 and 16, k=50, with the shortest split-KV key split at
+#              1, 2, 4 and 8 tiles (INFERSCALE_SPLIT_KV_MIN_TILES; 1 is the default plan)
 #   profile    every kernel's duration (ncu) in a batch-1, k=50 kv_inject bench step
 #   ceilings   scripts/device/ceilings.py: copy bandwidth and bf16 matrix products with PyTorch
 #   fidelity   configs/eval/fidelity_h200.yaml over every answerable LoCoMo question
@@ -129,6 +131,15 @@ if want bench; then
       executor --model llama-3.1-8b --device cuda --header 64 --fact 24 --query 24 --output 50 \
       --batch 1,16,64 --k 0,10,25,50 --out "$WORK/executor_h200_split_kv_$sk.json"
     sed -n '/^mode/,$p' "$WORK/bench_$sk.log" | sed "s/^/    [$sk] /" >>"$SUMMARY"
+  done
+fi
+
+if want splits; then
+  for t in 1 2 4 8; do
+    INFERSCALE_SPLIT_KV_MIN_TILES=$t step "splits_min_tiles_$t" 90 "$WORK/splits.log" "$BIN" bench \
+      executor --model llama-3.1-8b --device cuda --header 64 --fact 24 --query 24 --output 50 \
+      --batch 1,16 --k 50 --modes kv_inject --out "$WORK/executor_h200_min_tiles_$t.json"
+    sed -n '/^mode/,$p' "$WORK/splits.log" | tail -3 | sed "s/^/    [min tiles $t] /" >>"$SUMMARY"
   done
 fi
 

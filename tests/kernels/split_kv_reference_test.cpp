@@ -275,6 +275,16 @@ TEST_CASE("split-KV plan covers every shape with whole 64-key tiles and no empty
   CHECK(one.splits == 1);
   CHECK(one.direct());
   CHECK(split_kv_plan({1, 1, 10, 8, 8}, 132, 0, 50).splits == 1);  // never more than the tiles
+  // A shortest split: batch 1, 32 query tokens over 1296 keys (21 tiles) splits 11 ways in
+  // chunks of 2 tiles; with at least 4 tiles a split, 6 ways; never longer than the context.
+  const SplitKvPlan free_plan = split_kv_plan({1, 32, 1296, 32, 8}, 132);
+  CHECK(free_plan.chunk == 2 * kSplitKvTileKeys);
+  CHECK(free_plan.splits == 11);
+  const SplitKvPlan longer = split_kv_plan({1, 32, 1296, 32, 8}, 132, 0, 0, 4);
+  CHECK(longer.chunk == 4 * kSplitKvTileKeys);
+  CHECK(longer.splits == 6);
+  CHECK(split_kv_plan({1, 32, 1296, 32, 8}, 132, 0, 0, 100).splits == 1);
+  CHECK(split_kv_plan({1, 32, 1296, 32, 8}, 132, 0, 0, 100).chunk == 21 * kSplitKvTileKeys);
   CHECK(split_kv_workspace_floats(one, 64, 32, 128) == 0);
   CHECK(split_kv_workspace_floats(forced, 3, 8, 64) == 3 * 3 * 8 * 66);
 }
