@@ -450,7 +450,6 @@ bool Replica::admit(std::uint32_t ri, SimTime now, std::uint32_t& budget) {
   // its facts' records twice would miss the cache twice.
   std::uint32_t facts_tokens = 0;
   for (const FactId g : r.facts) facts_tokens += facts_.tokens(g).tokens;
-  r.fact_tokens = facts_tokens;
   const std::uint64_t own = std::uint64_t(s.header_cache ? 0 : s.header_tokens) + facts_tokens +
                             s.footer_tokens + r.query_tokens + r.generated;
   // Blocks for the prompt and the first output token.

@@ -146,7 +146,7 @@ class Replica final : public RunView {
       CacheEntry e;
       e.id = local;
       e.tokens = facts_.tokens(global).tokens;
-      e.bytes = blocks_for(e.tokens) * kBlockTokens * kv_bytes_per_token_;
+      e.bytes = fact_store_bytes(e.tokens);
       e.last_access = kNever;
       return e;
     }
@@ -155,8 +155,7 @@ class Replica final : public RunView {
     e.id = local;
     e.user = f.user;
     e.tokens = f.tokens;
-    // The pool stores KV in 16-token blocks: a fact occupies whole blocks.
-    e.bytes = blocks_for(f.tokens) * kBlockTokens * kv_bytes_per_token_;
+    e.bytes = fact_store_bytes(f.tokens);
     e.recompute_cost_ns = f.recompute_cost_ns;
     e.created = f.created;
     e.last_access = kNever;
@@ -181,6 +180,10 @@ class Replica final : public RunView {
   void preempt(std::uint32_t ri);
   std::uint64_t blocks_for(std::uint64_t tokens) const {
     return (tokens + kBlockTokens - 1) / kBlockTokens;
+  }
+  /// Bytes a fact occupies in a store: the pool keeps KV in 16-token blocks, whole blocks.
+  std::uint64_t fact_store_bytes(std::uint64_t tokens) const {
+    return blocks_for(tokens) * kBlockTokens * kv_bytes_per_token_;
   }
   /// Bytes a load or offload of a fact moves over PCIe: its tokens' rows (the store counts
   /// whole blocks, the copy does not move the unused rows of the last one).

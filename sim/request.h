@@ -31,7 +31,6 @@ struct Request {
   std::uint32_t query_tokens = 0;
   std::uint32_t output_tokens = 0;
   std::vector<std::uint32_t> facts;  // global dense ids, best last (a run counts facts in 32 bits)
-  std::uint32_t fact_tokens = 0;     // tokens of those facts (summed at admission)
   std::int64_t trace_position = 0;   // index among the trace's requests
   int replica = -1;
 

@@ -306,7 +306,6 @@ struct Simulator::Impl {
     r.trace_position = pos;
     const std::size_t k = std::min<std::size_t>(n, cfg.serving.k);
     r.facts.assign(ids + (n - k), ids + n);  // best last: keep the last k
-    r.fact_tokens = 0;                       // summed at admission
     users_seen[user] = 1;
     const int rep = router->route(user, replicas);
     replicas[rep]->enqueue(ri, now);

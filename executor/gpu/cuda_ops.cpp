@@ -47,6 +47,8 @@ class CudaClock : public StepClock {
     if (prev_ != nullptr) cudaEventDestroy(prev_);
   }
   void reset() override {
+    // A new step: what the last one staged is no longer read once the stream is idle.
+    if (!staged_.empty() && cudaStreamQuery(current_stream()) == cudaSuccess) staged_.clear();
     // Keep the last step's final mark: gap_ns() measures from it.
     if (used_ > 0) {
       if (prev_ == nullptr) INFERSCALE_CUDA_CHECK(cudaEventCreate(&prev_));
@@ -61,8 +63,8 @@ class CudaClock : public StepClock {
     INFERSCALE_CUDA_CHECK(cudaEventElapsedTime(&ms, prev_, events_[0]));
     return std::int64_t(double(ms) * 1e6);
   }
-  /// Whether the compute stream has finished everything issued to it so far (a query).
-  bool synchronized() const { return cudaStreamQuery(current_stream()) == cudaSuccess; }
+  /// Keeps a buffer of a staged copy alive until a later step starts with the stream idle.
+  void keep_staged(at::Tensor buffer) { staged_.push_back(std::move(buffer)); }
   int mark() override {
     if (used_ == int(events_.size())) {
       cudaEvent_t e;
@@ -90,6 +92,7 @@ class CudaClock : public StepClock {
   int used_ = 0;
   cudaEvent_t prev_ = nullptr;
   bool has_prev_ = false;
+  std::vector<at::Tensor> staged_;  // buffers the compute stream may still read or write
 };
 
 void copy_on(const DeviceOps::CopyRegion& r, cudaStream_t stream) {
@@ -419,8 +422,8 @@ class CudaOps : public DeviceOps {
   }
 
   // Uploads and downloads of a step go through the multiprocessors (kernels/staged_copy.cuh),
-  // not a copy engine, where they would queue behind the host tier's bulk copies. Their
-  // page-locked buffers are kept until the step is synchronized.
+  // not a copy engine, where they would queue behind the host tier's bulk copies. The clock
+  // keeps their buffers until a later step starts with the stream idle.
   at::Tensor upload(const std::vector<std::int32_t>& host) override {
     at::Tensor pinned = at::empty({std::int64_t(host.size())},
                                   at::TensorOptions().dtype(at::kInt).pinned_memory(true));
@@ -429,7 +432,7 @@ class CudaOps : public DeviceOps {
         at::empty({std::int64_t(host.size())}, at::TensorOptions().dtype(at::kInt).device(device_));
     INFERSCALE_CUDA_CHECK(
         staged_copy_launch(out.data_ptr(), pinned.data_ptr(), host.size(), current_stream()));
-    staged_.push_back(std::move(pinned));
+    clock_.keep_staged(std::move(pinned));
     return out;
   }
 
@@ -443,15 +446,12 @@ class CudaOps : public DeviceOps {
     }
     INFERSCALE_CUDA_CHECK(
         staged_copy_launch(out.data_ptr(), src.data_ptr(), bytes / 4, current_stream()));
-    staged_.push_back(out);
-    staged_.push_back(src);
+    clock_.keep_staged(out);
+    clock_.keep_staged(src);
     return out;
   }
 
-  StepClock& clock() override {
-    if (!staged_.empty() && clock_.synchronized()) staged_.clear();
-    return clock_;
-  }
+  StepClock& clock() override { return clock_; }
 
   void copy(const CopyRegion& r) override {
     if (copies_ && copies_->open()) {
@@ -483,7 +483,6 @@ class CudaOps : public DeviceOps {
   std::int32_t sm_count_;
   CudaClock clock_;
   std::unique_ptr<CopyEngine> copies_;
-  std::vector<at::Tensor> staged_;  // buffers of staged copies the compute stream may still use
   bool flash_ok_ = true;
   bool split_kv_ok_ = true;
 };

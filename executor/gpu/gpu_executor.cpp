@@ -45,10 +45,6 @@ class HostTrace {
   std::string line_;
 };
 
-}  // namespace
-
-namespace {
-
 at::ScalarType torch_dtype(DType t) {
   switch (t) {
     case DType::kF32:

@@ -26,6 +26,15 @@ char* HostTier::block(std::int32_t id) const {
          std::size_t(id % per_chunk) * block_bytes_;
 }
 
+char* HostTier::pool_block(FactPool& pool, std::int32_t b) const {
+  return static_cast<char*>(pool.storage().data_ptr()) + std::size_t(b) * block_bytes_;
+}
+
+std::uint32_t HostTier::tokens_in_block(std::uint32_t tokens, std::size_t i) const {
+  const auto block_tokens = std::uint32_t(chunk_shape_[3]);
+  return std::min<std::uint32_t>(block_tokens, tokens - std::uint32_t(i) * block_tokens);
+}
+
 void HostTier::copy_block(char* dst, const char* src, std::uint32_t used_tokens,
                           DeviceOps& ops) const {
   const auto block_tokens = std::uint32_t(chunk_shape_[3]);
@@ -59,15 +68,11 @@ void HostTier::store(FactId fact, const FactPool::Entry& from, FactPool& pool, D
   Entry e;
   e.tokens = from.tokens;
   e.encode_position = from.encode_position;
-  auto* storage = static_cast<char*>(pool.storage().data_ptr());
-  const auto block_tokens = std::uint32_t(chunk_shape_[3]);
   for (std::size_t i = 0; i < from.blocks.size(); ++i) {
     if (free_.empty()) add_chunk();
     const std::int32_t h = free_.back();
     free_.pop_back();
-    copy_block(block(h), storage + std::size_t(from.blocks[i]) * block_bytes_,
-               std::min<std::uint32_t>(block_tokens, from.tokens - std::uint32_t(i) * block_tokens),
-               ops);
+    copy_block(block(h), pool_block(pool, from.blocks[i]), tokens_in_block(from.tokens, i), ops);
     e.blocks.push_back(h);
   }
   facts_[fact] = std::move(e);
@@ -81,12 +86,9 @@ void HostTier::load(const Entry& from, const FactPool::Entry& to, FactPool& pool
         std::to_string(from.tokens) + " tokens) into a pool entry of " +
         std::to_string(to.blocks.size()) + " (" + std::to_string(to.tokens) + " tokens)");
   }
-  auto* storage = static_cast<char*>(pool.storage().data_ptr());
-  const auto block_tokens = std::uint32_t(chunk_shape_[3]);
   for (std::size_t i = 0; i < from.blocks.size(); ++i) {
-    copy_block(storage + std::size_t(to.blocks[i]) * block_bytes_, block(from.blocks[i]),
-               std::min<std::uint32_t>(block_tokens, from.tokens - std::uint32_t(i) * block_tokens),
-               ops);
+    copy_block(pool_block(pool, to.blocks[i]), block(from.blocks[i]),
+               tokens_in_block(from.tokens, i), ops);
   }
 }
 

@@ -51,7 +51,11 @@ class HostTier {
  private:
   char* block(std::int32_t id) const;
   void add_chunk();
-  /// The copies of a fact's `tokens` between two blocks of the pool's shape, by block.
+  /// Block `b` of the pool's storage.
+  char* pool_block(FactPool& pool, std::int32_t b) const;
+  /// Tokens of a `tokens`-token fact in its block `i`.
+  std::uint32_t tokens_in_block(std::uint32_t tokens, std::size_t i) const;
+  /// The copy of a block's first `used_tokens` tokens between two blocks of the pool's shape.
   void copy_block(char* dst, const char* src, std::uint32_t used_tokens, DeviceOps& ops) const;
 
   std::vector<std::int64_t> chunk_shape_;  // [chunk_blocks, layers, 2, block tokens, ...]

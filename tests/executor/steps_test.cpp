@@ -47,6 +47,17 @@ BatchPlan decode_plan(RequestId r, std::uint32_t context) {
   return plan;
 }
 
+/// The logits of a fresh executor that encodes `p`'s facts (context w) and prefills `p` in one
+/// step: what a run that moved the same KV around must reproduce.
+at::Tensor reference_logits(const GpuExecutorOptions& o, const PromptSpec& p, std::uint32_t w) {
+  GpuExecutor ref(o);
+  encode_facts(ref, {p}, w);
+  BatchPlan direct;
+  add_prefill(direct, p, 0, p.computed_total());
+  ref.execute(direct);
+  return ref.last_logits().clone();
+}
+
 }  // namespace
 
 TEST_CASE("chunked text prefill equals one chunk and decode continues greedily") {
@@ -178,12 +189,7 @@ TEST_CASE("not-admitted facts go to the request only and offloaded facts come ba
   PromptSpec p;
   p.facts = {{41, 5}, {42, 7}};
   p.header_cached = true;
-  GpuExecutor ref(cpu_options());
-  encode_facts(ref, {p}, 3);
-  BatchPlan plain;
-  add_prefill(plain, p, 0, p.computed_total());
-  ref.execute(plain);
-  const at::Tensor expect = ref.last_logits().select(0, 0).clone();
+  const at::Tensor expect = reference_logits(cpu_options(), p, 3).select(0, 0);
 
   // Fact 41 encoded for the request only (store=false, private KV); fact 42 resident.
   GpuExecutor ex(cpu_options());
@@ -220,12 +226,7 @@ TEST_CASE("not-admitted facts go to the request only and offloaded facts come ba
   ex.execute(back);
   CHECK_FALSE(ex.host_has(42));
   CHECK(ex.pool().find(42) != nullptr);
-  GpuExecutor fresh(cpu_options());
-  encode_facts(fresh, {q}, 3);
-  BatchPlan direct;
-  add_prefill(direct, q, 0, q.computed_total());
-  fresh.execute(direct);
-  CHECK(at::equal(ex.last_logits(), fresh.last_logits()));
+  CHECK(at::equal(ex.last_logits(), reference_logits(cpu_options(), q, 3)));
 }
 
 TEST_CASE("per-request facts beyond the reserved area are injected in rounds") {
@@ -233,12 +234,7 @@ TEST_CASE("per-request facts beyond the reserved area are injected in rounds") {
   // reserved area for one fact at a time: the executor injects what it holds and reuses it.
   PromptSpec p;
   p.facts = {{41, 5}, {42, 7}, {43, 6}, {44, 4}};
-  GpuExecutor ref(cpu_options());
-  encode_facts(ref, {p}, 0);
-  BatchPlan plain;
-  add_prefill(plain, p, 0, p.computed_total());
-  ref.execute(plain);
-  const at::Tensor expect = ref.last_logits().select(0, 0).clone();
+  const at::Tensor expect = reference_logits(cpu_options(), p, 0).select(0, 0);
 
   GpuExecutorOptions o = cpu_options();
   o.reserved_pool_tokens = kBlockTokens;
@@ -271,12 +267,7 @@ TEST_CASE("per-request KV may come steps before the request's first chunk") {
   // (the prefill waited for budget): the encode sets up the request's cache.
   PromptSpec p;
   p.facts = {{41, 5}, {42, 7}};
-  GpuExecutor ref(cpu_options());
-  encode_facts(ref, {p}, 2);
-  BatchPlan plain;
-  add_prefill(plain, p, 0, p.computed_total());
-  ref.execute(plain);
-  const at::Tensor expect = ref.last_logits().select(0, 0).clone();
+  const at::Tensor expect = reference_logits(cpu_options(), p, 2).select(0, 0);
 
   GpuExecutor ex(cpu_options());
   PromptSpec only42 = p;
@@ -364,12 +355,7 @@ TEST_CASE("asynchronous loads: the KV a later step injects is the KV that was of
   p.header_cached = true;
   for (const auto& [device, o] : executor_devices()) {
     INFO(device);
-    GpuExecutor ref(o);
-    encode_facts(ref, {p}, 3);
-    BatchPlan direct;
-    add_prefill(direct, p, 0, p.computed_total());
-    ref.execute(direct);
-    const at::Tensor expect = ref.last_logits().select(0, 0).clone();
+    const at::Tensor expect = reference_logits(o, p, 3).select(0, 0);
     // Same batch shapes on the same device: the logits are bit-equal when the KV is.
     CHECK(at::equal(async_round_trip(o, p, false), expect));
     CHECK(at::equal(async_round_trip(o, p, true), expect));
@@ -413,12 +399,7 @@ TEST_CASE(
     back.async_loads.push_back(FactLoad{41, 21, 0});
     add_prefill(back, p, 0, p.computed_total());
     ex.execute(back);
-    GpuExecutor ref(o);
-    encode_facts(ref, {p}, 3);
-    BatchPlan direct;
-    add_prefill(direct, p, 0, p.computed_total());
-    ref.execute(direct);
-    CHECK(at::equal(ex.last_logits(), ref.last_logits()));
+    CHECK(at::equal(ex.last_logits(), reference_logits(o, p, 3)));
   }
 }
 
