@@ -13,6 +13,10 @@ namespace {
 // Reserved-area keys: headers by length, transient entries by a counter.
 constexpr std::uint64_t kHeaderKey = 1ull << 62;
 constexpr std::uint64_t kTransientKey = 2ull << 62;
+// Asynchronous loads and offloads go to the copy engine in batches of this many facts, each
+// with its own ticket: a prefill waits only for the batches that hold its facts, and a load
+// only for the offload batch that frees its blocks.
+constexpr std::size_t kCopyChunk = 16;
 
 }  // namespace
 
@@ -54,11 +58,9 @@ void GpuExecutor::settle_offloads() {
 }
 
 void GpuExecutor::issue_async_offloads(const std::vector<FactLoad>& offloads) {
-  // In chunks, so that a load waits only for the chunk that frees its blocks.
-  constexpr std::size_t kChunk = 16;
   if (block_offload_ticket_.empty()) block_offload_ticket_.assign(pool_->storage().size(0), 0);
-  for (std::size_t i = 0; i < offloads.size(); i += kChunk) {
-    const std::size_t n = std::min(kChunk, offloads.size() - i);
+  for (std::size_t i = 0; i < offloads.size(); i += kCopyChunk) {
+    const std::size_t n = std::min(kCopyChunk, offloads.size() - i);
     ops_->begin_copies(DeviceOps::CopyDirection::kToHost);
     for (std::size_t j = i; j < i + n; ++j) offload(offloads[j].fact);
     const std::uint64_t ticket = ops_->end_copies();
@@ -81,36 +83,41 @@ void GpuExecutor::issue_async_loads(const std::vector<FactLoad>& loads, Injectio
     }
   }
   // On the host-to-device copy stream, after this step's offloads and evictions were issued;
-  // nothing of this step waits for them (a prefill that injects one does, see execute()).
-  ops_->begin_copies(DeviceOps::CopyDirection::kToDevice);
-  std::uint64_t waited = 0;
-  for (const FactLoad& l : loads) {
-    const HostTier::Entry* h = host_tier_->find(l.fact);
-    if (h == nullptr) {
-      load(l, inj, fallback);  // encoded instead, on the compute stream later
-      continue;
-    }
-    const FactPool::Entry& e = pool_->allocate(l.fact, h->tokens, h->encode_position);
-    // Wait for the offloads that free these blocks, and for one that wrote this host copy.
-    std::uint64_t need = 0;
-    if (!block_offload_ticket_.empty()) {
-      for (const std::int32_t b : e.blocks) {
-        need = std::max(need, block_offload_ticket_[std::size_t(b)]);
+  // nothing of this step waits for them (a prefill that injects one does, see execute()). In the
+  // plan's order (the order its requests were admitted), a ticket per kCopyChunk facts.
+  for (std::size_t i = 0; i < loads.size(); i += kCopyChunk) {
+    const std::size_t end = std::min(loads.size(), i + kCopyChunk);
+    ops_->begin_copies(DeviceOps::CopyDirection::kToDevice);
+    std::uint64_t waited = 0;
+    for (std::size_t j = i; j < end; ++j) {
+      const FactLoad& l = loads[j];
+      const HostTier::Entry* h = host_tier_->find(l.fact);
+      if (h == nullptr) {
+        load(l, inj, fallback);  // encoded instead, on the compute stream later
+        continue;
       }
+      const FactPool::Entry& e = pool_->allocate(l.fact, h->tokens, h->encode_position);
+      // Wait for the offloads that free these blocks, and for one that wrote this host copy.
+      std::uint64_t need = 0;
+      if (!block_offload_ticket_.empty()) {
+        for (const std::int32_t b : e.blocks) {
+          need = std::max(need, block_offload_ticket_[std::size_t(b)]);
+        }
+      }
+      if (const auto w = host_write_ticket_.find(l.fact); w != host_write_ticket_.end()) {
+        need = std::max(need, w->second);
+      }
+      if (need > waited && !ops_->copies_done(need)) {
+        ops_->wait_copies(need);
+        waited = need;
+      }
+      host_tier_->load(*h, e, *pool_, *ops_);
     }
-    if (const auto w = host_write_ticket_.find(l.fact); w != host_write_ticket_.end()) {
-      need = std::max(need, w->second);
+    const std::uint64_t ticket = ops_->end_copies();
+    last_load_ticket_ = ticket;
+    for (std::size_t j = i; j < end; ++j) {
+      if (pool_->find(loads[j].fact) != nullptr) pending_loads_[loads[j].fact] = ticket;
     }
-    if (need > waited && !ops_->copies_done(need)) {
-      ops_->wait_copies(need);
-      waited = need;
-    }
-    host_tier_->load(*h, e, *pool_, *ops_);
-  }
-  const std::uint64_t ticket = ops_->end_copies();
-  last_load_ticket_ = ticket;
-  for (const FactLoad& l : loads) {
-    if (pool_->find(l.fact) != nullptr) pending_loads_[l.fact] = ticket;
   }
 }
 
