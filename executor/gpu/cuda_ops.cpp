@@ -3,12 +3,16 @@
 // attention (PyTorch 2.x) elsewhere, pinned asynchronous uploads and CUDA-event step timing.
 // Compiled only where libtorch has CUDA and the kernels are built (executor/gpu/CMakeLists.txt).
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <exception>
 #include <map>
@@ -20,6 +24,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <unordered_map>
 
 #include "executor/gpu/device_ops.h"
 #include "executor/gpu/torch_compat.h"
@@ -333,7 +338,14 @@ class CudaOps : public DeviceOps {
  public:
   CudaOps()
       : device_(at::kCUDA, at::cuda::current_device()),
-        sm_count_(at::cuda::getCurrentDeviceProperties()->multiProcessorCount) {}
+        sm_count_(at::cuda::getCurrentDeviceProperties()->multiProcessorCount) {
+    // cuBLASLt's kernels for the model's products at a few dozen rows read the weights faster
+    // than cuBLAS's (which splits K and adds a reduction kernel); TORCH_BLAS_PREFER_CUBLASLT=0
+    // keeps cuBLAS.
+    if (std::getenv("TORCH_BLAS_PREFER_CUBLASLT") == nullptr) {
+      at::globalContext().setBlasPreferredBackend(at::BlasBackend::Cublaslt);
+    }
+  }
 
   void kv_append(const KvAppendParams& p) override {
     INFERSCALE_CUDA_CHECK(kv_append_launch(p, current_stream()));
@@ -453,6 +465,27 @@ class CudaOps : public DeviceOps {
 
   StepClock& clock() override { return clock_; }
 
+  at::Tensor run_forward(const std::string& shape, std::int64_t tokens, const at::Tensor& buffer,
+                         const std::function<at::Tensor(const at::Tensor&)>& forward) override {
+    if (!graphs_.enabled || graphs_.max_graphs <= 0 || tokens > graphs_.max_tokens) {
+      return forward(buffer);
+    }
+    if (const auto it = graphs_by_shape_.find(shape); it != graphs_by_shape_.end()) {
+      Graph& g = *it->second;
+      g.input.copy_(buffer, /*non_blocking=*/true);
+      g.graph->replay();
+      g.last_use = ++uses_;
+      counts_.split_kv += g.counts.split_kv;
+      counts_.flash += g.counts.flash;
+      counts_.math += g.counts.math;
+      ++graph_replays_;
+      return g.output;
+    }
+    if (sightings_.size() > 4096) sightings_.clear();
+    if (++sightings_[shape] < 2) return forward(buffer);  // a shape seen once may not recur
+    return capture(shape, buffer, forward);
+  }
+
   void copy(const CopyRegion& r) override {
     if (copies_ && copies_->open()) {
       copies_->add(r);
@@ -479,8 +512,61 @@ class CudaOps : public DeviceOps {
   std::string device_name() const override { return at::cuda::getCurrentDeviceProperties()->name; }
 
  private:
+  struct Graph {
+    std::unique_ptr<at::cuda::CUDAGraph> graph;
+    at::Tensor input, output;  // what the graph reads and writes (output in its memory pool)
+    AttentionCounts counts;    // attention calls of one pass
+    std::uint64_t last_use = 0;
+  };
+
+  /// Runs the pass on a side stream (graphs are captured off the default stream) and captures
+  /// it there; the first replay is the next call with this shape.
+  at::Tensor capture(const std::string& shape, const at::Tensor& buffer,
+                     const std::function<at::Tensor(const at::Tensor&)>& forward) {
+    if (std::int32_t(graphs_by_shape_.size()) >= graphs_.max_graphs) {
+      auto oldest = graphs_by_shape_.begin();
+      for (auto it = graphs_by_shape_.begin(); it != graphs_by_shape_.end(); ++it) {
+        if (it->second->last_use < oldest->second->last_use) oldest = it;
+      }
+      graphs_by_shape_.erase(oldest);
+    }
+    auto g = std::make_unique<Graph>();
+    g->input = buffer.clone();
+    if (!capture_stream_) {
+      capture_stream_ = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device_.index());
+    }
+    const c10::cuda::CUDAStream compute = at::cuda::getCurrentCUDAStream();
+    at::cuda::CUDAEvent inputs_ready, pass_done;
+    inputs_ready.record(compute);
+    inputs_ready.block(*capture_stream_);
+    at::Tensor out;
+    {
+      c10::cuda::CUDAStreamGuard on_side(*capture_stream_);
+      out = forward(buffer);  // this step's result
+      const AttentionCounts before = counts_;
+      g->graph = std::make_unique<at::cuda::CUDAGraph>();
+      // Thread-local: the copy engine's threads keep calling CUDA meanwhile.
+      g->graph->capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
+      g->output = forward(g->input);
+      g->graph->capture_end();
+      g->counts = {counts_.split_kv - before.split_kv, counts_.flash - before.flash,
+                   counts_.math - before.math};
+      counts_ = before;
+      pass_done.record(*capture_stream_);
+    }
+    pass_done.block(compute);
+    out.record_stream(compute);  // made on the side stream, used and freed on the compute one
+    g->last_use = ++uses_;
+    graphs_by_shape_[shape] = std::move(g);
+    return out;
+  }
+
   at::Device device_;
   std::int32_t sm_count_;
+  std::optional<c10::cuda::CUDAStream> capture_stream_;
+  std::unordered_map<std::string, std::unique_ptr<Graph>> graphs_by_shape_;
+  std::unordered_map<std::string, int> sightings_;
+  std::uint64_t uses_ = 0;
   CudaClock clock_;
   std::unique_ptr<CopyEngine> copies_;
   bool flash_ok_ = true;

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,6 +47,22 @@ bool split_kv_wanted(const SplitKvPolicy& policy, const AttentionBatch& batch);
 /// Attention calls by implementation, since the ops were made.
 struct AttentionCounts {
   std::uint64_t split_kv = 0, flash = 0, math = 0;
+};
+
+/// When a forward pass runs as a CUDA graph (DeviceOps::run_forward): a pass of at most
+/// `max_tokens` tokens whose shape was seen in an earlier step is captured once (that step runs
+/// it eagerly beside the capture) and replayed from then on, so its few hundred small kernels
+/// launch as one. At most `max_graphs` graphs are kept (least recently used dropped); each holds
+/// its pass's activations; max_graphs = 0 runs every pass eagerly with the same shapes (tests).
+/// The CPU ignores it.
+/// Off by default: the calibration and hardware-in-the-loop runs measure eager steps.
+/// With it on, a pass's longest context (AttentionBatch::max_k) is rounded up to a multiple of
+/// `key_bucket` so that the decode steps of a batch share one shape.
+struct CudaGraphPolicy {
+  bool enabled = false;
+  std::int32_t max_tokens = 256;
+  std::int32_t max_graphs = 16;
+  std::int32_t key_bucket = 256;
 };
 
 /// @brief Ordered marks on the compute stream; elapsed times are read after synchronize().
@@ -122,14 +139,34 @@ class DeviceOps {
   virtual at::Device device() const = 0;
   virtual std::string device_name() const = 0;
 
+  /// Runs `forward`, a pass of the model whose every varying input is a view of `buffer` (one
+  /// int32 device tensor) and whose launches depend on nothing but `shape` besides: `forward`
+  /// is called with `buffer` or with a tensor of the same size and contents. The CUDA ops may
+  /// replay a CUDA graph of it (CudaGraphPolicy); the result is then the graph's output, valid
+  /// until the next call. The CPU calls it.
+  virtual at::Tensor run_forward(const std::string& shape, std::int64_t tokens,
+                                 const at::Tensor& buffer,
+                                 const std::function<at::Tensor(const at::Tensor&)>& forward) {
+    (void)shape;
+    (void)tokens;
+    return forward(buffer);
+  }
+
   /// Which attention implementation attention() picks (GpuExecutorOptions::split_kv).
   void set_split_kv(const SplitKvPolicy& policy) { split_kv_ = policy; }
   const SplitKvPolicy& split_kv() const { return split_kv_; }
   const AttentionCounts& attention_counts() const { return counts_; }
+  /// When run_forward() replays CUDA graphs (GpuExecutorOptions::cuda_graphs).
+  void set_cuda_graphs(const CudaGraphPolicy& policy) { graphs_ = policy; }
+  const CudaGraphPolicy& cuda_graphs() const { return graphs_; }
+  /// Forward passes run as a CUDA graph replay, since the ops were made.
+  std::uint64_t graph_replays() const { return graph_replays_; }
 
  protected:
   SplitKvPolicy split_kv_;
   AttentionCounts counts_;
+  CudaGraphPolicy graphs_;
+  std::uint64_t graph_replays_ = 0;
 };
 
 /// Split-KV parameters of one attention call: tensors, strides and shape; the caller sets the

@@ -77,6 +77,20 @@ SplitKvPolicy split_kv_setting(const SplitKvPolicy& policy) {
   return p;
 }
 
+/// CUDA graphs for the bench's recurring step shapes: on unless INFERSCALE_CUDA_GRAPHS=off.
+CudaGraphPolicy cuda_graph_setting() {
+  CudaGraphPolicy p;
+  p.enabled = true;
+  const char* env = std::getenv("INFERSCALE_CUDA_GRAPHS");
+  if (env == nullptr || *env == '\0') return p;
+  const std::string v = env;
+  if (v != "on" && v != "off") {
+    throw InputError("INFERSCALE_CUDA_GRAPHS", "expected on or off, got '" + v + "'");
+  }
+  p.enabled = v == "on";
+  return p;
+}
+
 }  // namespace
 
 nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
@@ -93,6 +107,7 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
   eo.rope = o.rope;
   eo.seed = o.seed;
   eo.split_kv = split_kv_setting(o.split_kv);
+  eo.cuda_graphs = cuda_graph_setting();
   const std::uint64_t block = FactPool::block_bytes(m, std::uint32_t(dtype_bytes(o.dtype)));
   const std::uint64_t blocks_per_fact = (o.fact + kBlockTokens - 1) / kBlockTokens;
   eo.pool_bytes =
@@ -144,6 +159,8 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
     std::uint64_t injected = 0, computed = 0;
     double flops = 0;
     AttentionCounts ttft_calls, decode_calls;
+    bool ttft_graph = false;
+    std::uint32_t decode_graphs = 0;
     for (std::uint32_t rep = 0; rep < o.warmup + o.reps; ++rep) {
       BatchPlan plan;
       std::vector<RequestId> ids;
@@ -179,6 +196,8 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
       injected = ex.last_stats().injected_tokens;
       computed = ex.last_stats().computed_tokens;
       ttft_calls = ex.last_stats().attention;
+      ttft_graph = ex.last_stats().graph_replays > 0;
+      decode_graphs = 0;
       const bool measured = rep >= o.warmup;
       if (measured) {
         ttft.push_back(double(first.duration_ns) / 1e6);
@@ -193,6 +212,7 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
         if (step + 1 == o.output) d.released = ids;
         decode_ms += double(ex.execute(d).duration_ns) / 1e6;
         decode_calls = ex.last_stats().attention;
+        decode_graphs += ex.last_stats().graph_replays > 0 ? 1 : 0;
       }
       if (o.output <= 1) {
         BatchPlan rel;
@@ -221,6 +241,8 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
     }
     row["ttft_attention"] = attention_kind(ttft_calls);
     row["decode_attention"] = attention_kind(decode_calls);
+    row["ttft_cuda_graph"] = ttft_graph;  // the last repetition's TTFT step was a graph replay
+    row["decode_cuda_graph_steps"] = decode_graphs;  // of its output - 1 decode steps
     row["prefill_tokens"] = computed;
     row["prefill_flops"] = flops;
     row["ttft_ms_reps"] = ttft;
@@ -228,9 +250,10 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
     rows.push_back(row);
     char line[256];
     std::snprintf(line, sizeof line,
-                  "%-9s batch %3u k %2u: ttft %9.3f ms  tpot %7.3f ms  (attention: %s, %s)",
+                  "%-9s batch %3u k %2u: ttft %9.3f ms  tpot %7.3f ms  (attention: %s, %s%s)",
                   c.mode.c_str(), c.batch, c.k, double(row["ttft_ms"]), double(row["tpot_ms"]),
-                  attention_kind(ttft_calls).c_str(), attention_kind(decode_calls).c_str());
+                  attention_kind(ttft_calls).c_str(), attention_kind(decode_calls).c_str(),
+                  ttft_graph ? "; TTFT step a CUDA graph" : "");
     log(line);
   }
 
@@ -263,6 +286,19 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
         {"min_context_tokens", eo.split_kv.min_context_tokens},
         {"min_chunk_tiles", eo.split_kv.min_chunk_tiles},
         {"switch", "INFERSCALE_SPLIT_KV=on|off, INFERSCALE_SPLIT_KV_MIN_TILES=n"}}},
+      {"cuda_graphs",
+       {{"enabled", eo.cuda_graphs.enabled},
+        {"max_tokens", eo.cuda_graphs.max_tokens},
+        {"max_graphs", eo.cuda_graphs.max_graphs},
+        {"key_bucket", eo.cuda_graphs.key_bucket},
+        {"switch", "INFERSCALE_CUDA_GRAPHS=on|off"},
+        {"note",
+         "a step shape seen before is captured once (that step runs eagerly) and replayed "
+         "after; with warmup >= 2 every measured step of a shape is a replay"}}},
+      {"blas", std::getenv("TORCH_BLAS_PREFER_CUBLASLT") == nullptr
+                   ? "cublaslt preferred (CUDA)"
+                   : std::string("TORCH_BLAS_PREFER_CUBLASLT=") +
+                         std::getenv("TORCH_BLAS_PREFER_CUBLASLT")},
       {"cwe_window", 0},
       {"reps", o.reps},
       {"warmup", o.warmup},

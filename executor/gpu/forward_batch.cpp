@@ -1,6 +1,7 @@
 #include "executor/gpu/forward_batch.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
 #include <stdexcept>
 
@@ -81,6 +82,15 @@ ForwardInputs ForwardBatch::finalize(DeviceOps& ops, std::int32_t cache_rows) co
   for (std::int32_t r : sample_rows) {
     if (r < 0) throw std::invalid_argument("ForwardBatch: an output index has no segment");
   }
+  // A pass that may run as a CUDA graph: the longest context rounded up (the kernels read each
+  // segment's own length), so that consecutive decode steps share a shape.
+  const CudaGraphPolicy& graphs = ops.cuda_graphs();
+  if (graphs.enabled && graphs.key_bucket > 1 && tokens_ <= graphs.max_tokens &&
+      ops.device().is_cuda()) {
+    for (AttentionBatch& a : groups) {
+      a.max_k = (a.max_k + graphs.key_bucket - 1) / graphs.key_bucket * graphs.key_bucket;
+    }
+  }
 
   // One host buffer: ids | positions | cache rows | pool rows | samples | per attention group:
   // cu_q | k_start | k_used
@@ -105,6 +115,7 @@ ForwardInputs ForwardBatch::finalize(DeviceOps& ops, std::int32_t cache_rows) co
   const at::Tensor dev = ops.upload(buf);
 
   ForwardInputs in;
+  in.buffer = dev;
   in.tokens = tokens_;
   in.samples = samples_;
   const std::size_t o_pos = n, o_rows = 2 * n, o_pool = 3 * n, o_smp = o_pool + pools.size();
@@ -126,6 +137,43 @@ ForwardInputs ForwardBatch::finalize(DeviceOps& ops, std::int32_t cache_rows) co
     in.split_rows = split_rows;
   }
   return in;
+}
+
+ForwardInputs ForwardInputs::on(const at::Tensor& other) const {
+  if (other.numel() != buffer.numel()) {
+    throw std::invalid_argument("ForwardInputs::on: a buffer of another size");
+  }
+  const std::int64_t base = buffer.storage_offset();
+  auto view = [&](const at::Tensor& t) {
+    return t.defined() ? other.narrow(0, t.storage_offset() - base, t.size(0)) : at::Tensor();
+  };
+  auto batch = [&](const AttentionBatch& a) {
+    AttentionBatch b = a;
+    b.cu_q = view(a.cu_q);
+    b.k_start = view(a.k_start);
+    b.k_used = view(a.k_used);
+    return b;
+  };
+  ForwardInputs in = *this;
+  in.buffer = other;
+  in.token_ids = view(token_ids);
+  in.positions = view(positions);
+  in.cache_slots = view(cache_slots);
+  in.pool_slots = view(pool_slots);
+  in.sample_rows = view(sample_rows);
+  in.attn = batch(attn);
+  in.attn_long = batch(attn_long);
+  return in;
+}
+
+std::string ForwardInputs::shape() const {
+  char key[256];
+  std::snprintf(key, sizeof key, "t%lld s%lld p%d b%lld r%lld a%d,%d,%d l%d,%d,%d",
+                static_cast<long long>(tokens), static_cast<long long>(samples),
+                int(pool_slots.defined()), static_cast<long long>(buffer.numel()),
+                static_cast<long long>(split_rows), attn.segments, attn.max_q, attn.max_k,
+                attn_long.segments, attn_long.max_q, attn_long.max_k);
+  return key;
 }
 
 }  // namespace inferscale

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "executor/gpu/device_ops.h"
@@ -26,6 +27,14 @@ struct ForwardInputs {
   AttentionBatch attn;
   AttentionBatch attn_long;
   std::int64_t split_rows = 0;
+  /// The one uploaded int32 tensor that every device tensor above views.
+  at::Tensor buffer;
+
+  /// The same inputs viewing `other` (a tensor of buffer's size) instead of buffer.
+  ForwardInputs on(const at::Tensor& other) const;
+  /// Everything but the buffer's contents that the pass's launches depend on (a CUDA graph's
+  /// key, DeviceOps::run_forward).
+  std::string shape() const;
 };
 
 class ForwardBatch {

@@ -70,6 +70,7 @@ GpuExecutor::GpuExecutor(GpuExecutorOptions options)
     throw std::invalid_argument("GpuExecutor: device must be cuda or cpu, got " + options_.device);
   }
   ops_->set_split_kv(options_.split_kv);
+  ops_->set_cuda_graphs(options_.cuda_graphs);
   const ModelConfig& m = options_.model;
   tokens_ = options_.tokens ? options_.tokens
                             : std::make_shared<SyntheticTokenSource>(m.vocab, options_.seed);
@@ -190,6 +191,7 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   clock.reset();
   stats_ = StepStats{};
   const AttentionCounts calls_before = ops_->attention_counts();
+  const std::uint64_t replays_before = ops_->graph_replays();
   const int m_start = clock.mark();
   HostTrace trace;
 
@@ -355,7 +357,13 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   if (!batch.empty()) {
     const ForwardInputs in = batch.finalize(*ops_, cache_.rows());
     trace.at("finalize");
-    const at::Tensor logits = model_->forward(in, cache_, nullptr, false);
+    // The KV cache's address is part of what a captured graph launches with.
+    const std::string shape =
+        in.shape() + " c" + std::to_string(reinterpret_cast<std::uintptr_t>(cache_.k.data_ptr()));
+    const at::Tensor logits =
+        ops_->run_forward(shape, in.tokens, in.buffer, [&](const at::Tensor& buffer) {
+          return model_->forward(in.on(buffer), cache_, nullptr, false);
+        });
     trace.at("forward");
     if (logits.defined()) {
       sampled_host = ops_->to_host(logits.argmax(-1).to(at::kInt));
@@ -373,6 +381,7 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   copies_in_flight_ = (!pending_loads_.empty() && !ops_->copies_done(last_load_ticket_)) ||
                       !ops_->copies_done(last_offload_ticket_);
   const AttentionCounts& calls = ops_->attention_counts();
+  stats_.graph_replays = ops_->graph_replays() - replays_before;
   stats_.attention = {calls.split_kv - calls_before.split_kv, calls.flash - calls_before.flash,
                       calls.math - calls_before.math};
 

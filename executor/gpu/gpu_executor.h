@@ -48,6 +48,7 @@ struct GpuExecutorOptions {
   std::uint32_t max_batch_tokens = 16384;  // encodes are run in forwards of at most this
   bool keep_logits = false;                // keep each step's logits (tests)
   SplitKvPolicy split_kv;                  // split-KV attention where it pays; enabled = A/B
+  CudaGraphPolicy cuda_graphs;             // forwards of recurring shapes as CUDA graphs (CUDA)
   std::shared_ptr<TokenSource> tokens;     // null: SyntheticTokenSource(vocab, seed)
   std::shared_ptr<WeightLoader> weights;   // null: RandomWeightLoader(seed)
 };
@@ -67,6 +68,7 @@ class GpuExecutor : public Executor {
     std::uint64_t encoded_tokens = 0;   // fact and context tokens of encodes (and headers)
     std::uint64_t load_fallbacks = 0;   // loads of facts the host tier did not hold (encoded)
     AttentionCounts attention;          // attention calls (one per layer and forward) by kind
+    std::uint64_t graph_replays = 0;    // forwards run as a CUDA graph replay
     /// Device idle time before this step, counted in its duration because asynchronous loads
     /// were in flight (they progressed while the virtual clock stood still).
     std::int64_t copy_gap_ns = 0;

@@ -15,7 +15,9 @@
 #   hil        configs/headline.yaml hardware-in-the-loop at USERS (default 50 100 150 200),
 #              with HIL_SET (extra --set arguments) if given
 #   bench      `inferscale bench executor` (Llama-3.1-8B shape, random weights) with split-KV
-#              attention on and off (issue: GPU executor targets)
+#              attention on and off (BENCH_SPLIT_KV="on" runs only on; issue: GPU executor targets)
+#   graphs     kv_inject bench at batch 1, 16 and 64, k=0 and 50, with CUDA graphs on and off
+#              (INFERSCALE_CUDA_GRAPHS; on is the bench's default) and cuBLAS instead of cuBLASLt
 #   splits     kv_inject bench at batch 1 and 16, k=50, with the shortest split-KV key split at
 #              1, 2, 4 and 8 tiles (INFERSCALE_SPLIT_KV_MIN_TILES; 1 is the default plan)
 #   profile    every kernel's duration (ncu) in a batch-1, k=50 kv_inject bench step
@@ -126,12 +128,25 @@ if want hil; then
 fi
 
 if want bench; then
-  for sk in on off; do
+  for sk in ${BENCH_SPLIT_KV:-on off}; do
     INFERSCALE_SPLIT_KV=$sk step "bench_split_kv_$sk" 120 "$WORK/bench_$sk.log" "$BIN" bench \
       executor --model llama-3.1-8b --device cuda --header 64 --fact 24 --query 24 --output 50 \
       --batch 1,16,64 --k 0,10,25,50 --out "$WORK/executor_h200_split_kv_$sk.json"
     sed -n '/^mode/,$p' "$WORK/bench_$sk.log" | sed "s/^/    [$sk] /" >>"$SUMMARY"
   done
+fi
+
+if want graphs; then
+  for g in on off; do
+    INFERSCALE_CUDA_GRAPHS=$g step "graphs_$g" 90 "$WORK/graphs.log" "$BIN" bench executor \
+      --model llama-3.1-8b --device cuda --header 64 --fact 24 --query 24 --output 50 \
+      --batch 1,16,64 --k 0,50 --modes kv_inject --reps 5 --out "$WORK/executor_h200_graphs_$g.json"
+    sed -n '/^mode/,$p' "$WORK/graphs.log" | tail -7 | sed "s/^/    [graphs $g] /" >>"$SUMMARY"
+  done
+  TORCH_BLAS_PREFER_CUBLASLT=0 step graphs_on_cublas 90 "$WORK/graphs.log" "$BIN" bench executor \
+    --model llama-3.1-8b --device cuda --header 64 --fact 24 --query 24 --output 50 \
+    --batch 1,16,64 --k 0,50 --modes kv_inject --reps 5 --out "$WORK/executor_h200_graphs_on_cublas.json"
+  sed -n '/^mode/,$p' "$WORK/graphs.log" | tail -7 | sed "s/^/    [graphs on, cublas] /" >>"$SUMMARY"
 fi
 
 if want splits; then

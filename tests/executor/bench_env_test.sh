@@ -1,6 +1,7 @@
 #!/bin/sh
-# `inferscale bench executor` with a bad INFERSCALE_SPLIT_KV_MIN_TILES: exit status 2, the variable
-# named in the error, no JSON written. Usage: bench_env_test.sh INFERSCALE OUT_DIR
+# `inferscale bench executor` with a bad INFERSCALE_SPLIT_KV_MIN_TILES or INFERSCALE_CUDA_GRAPHS:
+# exit status 2, the variable named in the error, no JSON written.
+# Usage: bench_env_test.sh INFERSCALE OUT_DIR
 set -u
 bin=$1
 out=$2/bad_split.json
@@ -17,4 +18,15 @@ for bad in 0 x 3x -1; do
   esac
   [ ! -e "$out" ] || { echo "'$bad': $out was written"; exit 1; }
 done
-echo "bad INFERSCALE_SPLIT_KV_MIN_TILES values rejected"
+for bad in yes 1 ON; do
+  err=$(INFERSCALE_CUDA_GRAPHS=$bad "$bin" bench executor --model smollm2-135m --device cpu \
+    --batch 1 --k 0 --output 1 --reps 1 --warmup 0 --out "$out" 2>&1 >/dev/null)
+  rc=$?
+  [ "$rc" -eq 2 ] || { echo "graphs '$bad': exit status $rc, expected 2"; exit 1; }
+  case $err in
+    *"INFERSCALE_CUDA_GRAPHS: expected on or off, got '$bad'"*) ;;
+    *) echo "graphs '$bad': unexpected error: $err"; exit 1 ;;
+  esac
+  [ ! -e "$out" ] || { echo "graphs '$bad': $out was written"; exit 1; }
+done
+echo "bad INFERSCALE_SPLIT_KV_MIN_TILES and INFERSCALE_CUDA_GRAPHS values rejected"
