@@ -338,14 +338,7 @@ class CudaOps : public DeviceOps {
  public:
   CudaOps()
       : device_(at::kCUDA, at::cuda::current_device()),
-        sm_count_(at::cuda::getCurrentDeviceProperties()->multiProcessorCount) {
-    // cuBLASLt's kernels for the model's products at a few dozen rows read the weights faster
-    // than cuBLAS's (which splits K and adds a reduction kernel); TORCH_BLAS_PREFER_CUBLASLT=0
-    // keeps cuBLAS.
-    if (std::getenv("TORCH_BLAS_PREFER_CUBLASLT") == nullptr) {
-      at::globalContext().setBlasPreferredBackend(at::BlasBackend::Cublaslt);
-    }
-  }
+        sm_count_(at::cuda::getCurrentDeviceProperties()->multiProcessorCount) {}
 
   void kv_append(const KvAppendParams& p) override {
     INFERSCALE_CUDA_CHECK(kv_append_launch(p, current_stream()));
@@ -586,6 +579,11 @@ bool cuda_ops_available() {
 
 void release_cached_cuda_memory() {
   if (at::cuda::is_available()) c10::cuda::CUDACachingAllocator::emptyCache();
+}
+
+void prefer_cublaslt(bool on) {
+  at::globalContext().setBlasPreferredBackend(on ? at::BlasBackend::Cublaslt
+                                                 : at::BlasBackend::Cublas);
 }
 
 }  // namespace inferscale

@@ -15,4 +15,8 @@ bool cuda_ops_available() {
 
 void release_cached_cuda_memory() {}
 
+void prefer_cublaslt(bool on) {
+  (void)on;
+}
+
 }  // namespace inferscale

@@ -195,6 +195,11 @@ bool cuda_ops_available();
 /// without CUDA.
 void release_cached_cuda_memory();
 
+/// Which BLAS library libtorch prefers for the CUDA ops' matrix products (process-wide):
+/// cuBLASLt (true) or cuBLAS (false, libtorch's default). cuBLASLt reads the weights faster at
+/// a few dozen rows, where cuBLAS splits K and adds a reduction kernel. No-op without CUDA.
+void prefer_cublaslt(bool on);
+
 /// Kernel dtype of a tensor's scalar type (float, bfloat16, half).
 DType kernel_dtype(at::ScalarType t);
 

@@ -91,6 +91,17 @@ CudaGraphPolicy cuda_graph_setting() {
   return p;
 }
 
+/// cuBLASLt for the products unless INFERSCALE_BLAS=cublas.
+bool blas_setting() {
+  const char* env = std::getenv("INFERSCALE_BLAS");
+  if (env == nullptr || *env == '\0') return true;
+  const std::string v = env;
+  if (v != "cublaslt" && v != "cublas") {
+    throw InputError("INFERSCALE_BLAS", "expected cublaslt or cublas, got '" + v + "'");
+  }
+  return v == "cublaslt";
+}
+
 }  // namespace
 
 nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
@@ -108,6 +119,7 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
   eo.seed = o.seed;
   eo.split_kv = split_kv_setting(o.split_kv);
   eo.cuda_graphs = cuda_graph_setting();
+  eo.prefer_cublaslt = blas_setting();
   const std::uint64_t block = FactPool::block_bytes(m, std::uint32_t(dtype_bytes(o.dtype)));
   const std::uint64_t blocks_per_fact = (o.fact + kBlockTokens - 1) / kBlockTokens;
   eo.pool_bytes =
@@ -295,10 +307,9 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
         {"note",
          "a step shape seen before is captured once (that step runs eagerly) and replayed "
          "after; with warmup >= 2 every measured step of a shape is a replay"}}},
-      {"blas", std::getenv("TORCH_BLAS_PREFER_CUBLASLT") == nullptr
-                   ? "cublaslt preferred (CUDA)"
-                   : std::string("TORCH_BLAS_PREFER_CUBLASLT=") +
-                         std::getenv("TORCH_BLAS_PREFER_CUBLASLT")},
+      {"blas",
+       {{"library", eo.prefer_cublaslt ? "cublaslt" : "cublas"},
+        {"switch", "INFERSCALE_BLAS=cublaslt|cublas"}}},
       {"cwe_window", 0},
       {"reps", o.reps},
       {"warmup", o.warmup},

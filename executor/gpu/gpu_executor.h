@@ -49,8 +49,11 @@ struct GpuExecutorOptions {
   bool keep_logits = false;                // keep each step's logits (tests)
   SplitKvPolicy split_kv;                  // split-KV attention where it pays; enabled = A/B
   CudaGraphPolicy cuda_graphs;             // forwards of recurring shapes as CUDA graphs (CUDA)
-  std::shared_ptr<TokenSource> tokens;     // null: SyntheticTokenSource(vocab, seed)
-  std::shared_ptr<WeightLoader> weights;   // null: RandomWeightLoader(seed)
+  /// cuBLASLt for the matrix products (CUDA, process-wide; prefer_cublaslt()). Off by default:
+  /// the calibration and hardware-in-the-loop runs were measured with cuBLAS.
+  bool prefer_cublaslt = false;
+  std::shared_ptr<TokenSource> tokens;    // null: SyntheticTokenSource(vocab, seed)
+  std::shared_ptr<WeightLoader> weights;  // null: RandomWeightLoader(seed)
 };
 
 class GpuExecutor : public Executor {

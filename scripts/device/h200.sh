@@ -143,7 +143,7 @@ if want graphs; then
       --batch 1,16,64 --k 0,50 --modes kv_inject --reps 5 --out "$WORK/executor_h200_graphs_$g.json"
     sed -n '/^mode/,$p' "$WORK/graphs.log" | tail -7 | sed "s/^/    [graphs $g] /" >>"$SUMMARY"
   done
-  TORCH_BLAS_PREFER_CUBLASLT=0 step graphs_on_cublas 90 "$WORK/graphs.log" "$BIN" bench executor \
+  INFERSCALE_BLAS=cublas step graphs_on_cublas 90 "$WORK/graphs.log" "$BIN" bench executor \
     --model llama-3.1-8b --device cuda --header 64 --fact 24 --query 24 --output 50 \
     --batch 1,16,64 --k 0,50 --modes kv_inject --reps 5 --out "$WORK/executor_h200_graphs_on_cublas.json"
   sed -n '/^mode/,$p' "$WORK/graphs.log" | tail -7 | sed "s/^/    [graphs on, cublas] /" >>"$SUMMARY"
