@@ -1,5 +1,6 @@
 // GpuExecutor: request state, the order of a step, and the one batched forward pass.
 #include "executor/gpu/gpu_executor.h"
+#include "executor/gpu/torch_compat.h"
 
 #include <c10/core/InferenceMode.h>
 
@@ -62,6 +63,7 @@ at::ScalarType torch_dtype(DType t) {
 GpuExecutor::GpuExecutor(GpuExecutorOptions options)
     : options_(std::move(options)), rows_(std::int32_t(options_.kv_cache_tokens)) {
   c10::InferenceMode guard;
+  compat::install_warning_handler();
   if (options_.device == "cuda") {
     ops_ = make_cuda_ops();
   } else if (options_.device == "cpu") {
