@@ -91,10 +91,12 @@ CudaGraphPolicy cuda_graph_setting() {
   return p;
 }
 
-/// cuBLASLt for the products unless INFERSCALE_BLAS=cublas.
+/// cuBLAS for the products (libtorch's default) unless INFERSCALE_BLAS=cublaslt. On the H200
+/// cuBLASLt gave the same batch-1 TTFT with CUDA graphs and a slower batch-1 decode step
+/// (bench/results/executor_h200_graphs.md).
 bool blas_setting() {
   const char* env = std::getenv("INFERSCALE_BLAS");
-  if (env == nullptr || *env == '\0') return true;
+  if (env == nullptr || *env == '\0') return false;
   const std::string v = env;
   if (v != "cublaslt" && v != "cublas") {
     throw InputError("INFERSCALE_BLAS", "expected cublaslt or cublas, got '" + v + "'");

@@ -49,8 +49,8 @@ struct GpuExecutorOptions {
   bool keep_logits = false;                // keep each step's logits (tests)
   SplitKvPolicy split_kv;                  // split-KV attention where it pays; enabled = A/B
   CudaGraphPolicy cuda_graphs;             // forwards of recurring shapes as CUDA graphs (CUDA)
-  /// cuBLASLt for the matrix products (CUDA, process-wide; prefer_cublaslt()). Off by default:
-  /// the calibration and hardware-in-the-loop runs were measured with cuBLAS.
+  /// cuBLASLt for the matrix products (CUDA, process-wide; prefer_cublaslt()). Off by default
+  /// (libtorch's cuBLAS), as in the calibration and hardware-in-the-loop runs.
   bool prefer_cublaslt = false;
   std::shared_ptr<TokenSource> tokens;    // null: SyntheticTokenSource(vocab, seed)
   std::shared_ptr<WeightLoader> weights;  // null: RandomWeightLoader(seed)

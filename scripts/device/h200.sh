@@ -17,7 +17,7 @@
 #   bench      `inferscale bench executor` (Llama-3.1-8B shape, random weights) with split-KV
 #              attention on and off (BENCH_SPLIT_KV="on" runs only on; issue: GPU executor targets)
 #   graphs     kv_inject bench at batch 1, 16 and 64, k=0 and 50, with CUDA graphs on and off
-#              (INFERSCALE_CUDA_GRAPHS; on is the bench's default) and cuBLAS instead of cuBLASLt
+#              (INFERSCALE_CUDA_GRAPHS; on is the bench's default) and cuBLASLt instead of cuBLAS
 #   splits     kv_inject bench at batch 1 and 16, k=50, with the shortest split-KV key split at
 #              1, 2, 4 and 8 tiles (INFERSCALE_SPLIT_KV_MIN_TILES; 1 is the default plan)
 #   profile    every kernel's duration (ncu) in a batch-1, k=50 kv_inject bench step
@@ -143,10 +143,11 @@ if want graphs; then
       --batch 1,16,64 --k 0,50 --modes kv_inject --reps 5 --out "$WORK/executor_h200_graphs_$g.json"
     sed -n '/^mode/,$p' "$WORK/graphs.log" | tail -7 | sed "s/^/    [graphs $g] /" >>"$SUMMARY"
   done
-  INFERSCALE_BLAS=cublas step graphs_on_cublas 90 "$WORK/graphs.log" "$BIN" bench executor \
+  INFERSCALE_BLAS=cublaslt step graphs_on_cublaslt 90 "$WORK/graphs.log" "$BIN" bench executor \
     --model llama-3.1-8b --device cuda --header 64 --fact 24 --query 24 --output 50 \
-    --batch 1,16,64 --k 0,50 --modes kv_inject --reps 5 --out "$WORK/executor_h200_graphs_on_cublas.json"
-  sed -n '/^mode/,$p' "$WORK/graphs.log" | tail -7 | sed "s/^/    [graphs on, cublas] /" >>"$SUMMARY"
+    --batch 1,16,64 --k 0,50 --modes kv_inject --reps 5 \
+    --out "$WORK/executor_h200_graphs_on_cublaslt.json"
+  sed -n '/^mode/,$p' "$WORK/graphs.log" | tail -7 | sed "s/^/    [graphs on, cublaslt] /" >>"$SUMMARY"
 fi
 
 if want splits; then
