@@ -41,6 +41,7 @@ Replica::Replica(int index, const RunConfig& cfg, FactTable& facts, RequestPool&
     }
     global_ids_ = gpu_->slot_ids() && (!host_ || host_->slot_ids());
     lite_entries_ = !gpu_->reads_entry_details() && (!host_ || !host_->reads_entry_details());
+    direct_ = gpu_->direct() && !host_ && global_ids_;
   }
   total_blocks_ = cfg.request_kv_bytes() / (kv_bytes_per_token_ * kBlockTokens);
   if (cfg.serving.header_cache) {
@@ -189,8 +190,27 @@ void Replica::unpin_all(Request& r) {
   r.pins.clear();
 }
 
-bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission) {
+bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission, Request* owner,
+                         RequestFact* f) {
   const FactId local = local_id(global);
+  if (f != nullptr && f->pinned) owner = nullptr;
+  if (direct_) {
+    // Admits everything: insert and force_insert agree. Inserted as pinned, since it is pinned
+    // at once below: the tier's count of unpinned facts and the slot's flag end as add_pin
+    // leaves them.
+    const bool ok = gpu_->insert_direct(local, fact_store_bytes(facts_.tokens(global).tokens), true,
+                                        plan_.evictions);
+    if (ok) {
+      ++local_[local].pins;
+      if (owner != nullptr) {
+        f->pinned = true;
+        owner->pins.push_back(static_cast<std::uint32_t>(local));
+      } else {
+        step_pins_.push_back(local);
+      }
+    }
+    return ok;
+  }
   evicted_.clear();
   const CacheEntry e = entry(global, local, now);
   const bool ok =
@@ -224,7 +244,9 @@ bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission) {
       }
     }
   }
-  if (ok) {
+  if (ok && owner != nullptr) {
+    pin(*owner, *f);
+  } else if (ok) {
     // Pinned until the step ends: a fact placed in this step must not be evicted by a later
     // insertion of the same step (the executor frees before it encodes).
     add_pin(local);
@@ -288,12 +310,12 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now) {
     } else {
       f.local = static_cast<std::uint32_t>(local_id(g));
       __builtin_prefetch(local_.data() + f.local);  // pinned or placed below
-      const CacheEntry e = entry(g, f.local, now);
-      if (gpu_->lookup(e, now)) {
+      if (direct_ ? gpu_->lookup_direct(f.local, fact_store_bytes(f.tokens))
+                  : gpu_->lookup(entry(g, f.local, now), now)) {
         f.source = FactSource::kGpuHit;
         if (async_loads_) r.loads_ready = std::max(r.loads_ready, async_ready_[f.local]);
         if (first_admission) ++r.gpu_hits;
-      } else if (host_ && host_->lookup(e, now)) {
+      } else if (host_ && host_->lookup(entry(g, f.local, now), now)) {
         f.source = FactSource::kHostHit;
         if (first_admission) ++r.host_hits;
       } else {
@@ -361,7 +383,8 @@ bool Replica::plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& 
                                            std::to_string(cfg_.scheduler.max_batch_tokens) + ")");
   }
   if (tokens > budget) return false;
-  const bool stored = insert_gpu(job.global, now, true);
+  // Pinned for the request if stored: it holds the fact past the step's end.
+  const bool stored = insert_gpu(job.global, now, true, r, f);
   const FactTokens& info = facts_.tokens(job.global);
   if (r == nullptr && !stored) return true;  // a memory write the store did not admit
   budget -= tokens;
@@ -374,9 +397,7 @@ bool Replica::plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& 
   enc.context_tokens = info.encode_context_tokens;
   enc.store = stored;
   if (f != nullptr) {
-    if (stored) {
-      pin(*r, *f);
-    } else {
+    if (!stored) {  // (stored: insert_gpu pinned it)
       enc.for_request = r->id;
       enc.position = f->position;
       enc.prompt_tokens = r->prompt_tokens;

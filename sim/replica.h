@@ -163,7 +163,10 @@ class Replica final : public RunView {
   }
   bool admit(std::uint32_t ri, SimTime now, std::uint32_t& budget);
   void resolve_facts(std::uint32_t ri, SimTime now);
-  bool insert_gpu(FactId global, SimTime now, bool use_admission);
+  /// Places a fact on the GPU tier, pinned: for `owner`'s layout entry `f` when given and not
+  /// yet pinned (it holds the fact at least until the step ends), else until the step ends.
+  bool insert_gpu(FactId global, SimTime now, bool use_admission, Request* owner = nullptr,
+                  RequestFact* f = nullptr);
   /// `async`: on the copy engine (store.host.async_loads), the request's prefill waits for it.
   void promote_from_host(Request& r, RequestFact& f, SimTime now, bool async = false);
   bool loads_pending(const Request& r, SimTime now) const { return r.loads_ready > now; }
@@ -228,6 +231,10 @@ class Replica final : public RunView {
   /// No tier's policy reads a CacheEntry beyond id, tokens and bytes (StoreTier::
   /// reads_entry_details): entries are built from FactTable::tokens alone.
   bool lite_entries_ = false;
+  /// The GPU tier is direct (StoreTier::direct), there is no host tier and local ids are the
+  /// global ids: lookups and insertions go through the tier's direct calls, victims straight
+  /// into the plan.
+  bool direct_ = false;
   std::vector<std::uint32_t> local_plus1_;  // global -> local + 1 (0: never seen here)
   /// A fact as this replica knows it, by local id: one record, so that an eviction reads the
   /// victim's pins and global id in one cache line.
