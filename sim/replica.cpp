@@ -63,11 +63,8 @@ FactId Replica::add_local(FactId global) {
 }
 
 void Replica::add_global(FactId global) {
-  const std::size_t n = std::max<std::size_t>(global + 1, local_.size() * 2);
-  local_.reserve(n);
-  for (std::size_t i = local_.size(); i < n; ++i) {
-    local_.push_back(LocalFact{static_cast<std::uint32_t>(i), 0});
-  }
+  const std::size_t n = std::max<std::size_t>(global + 1, pins_.size() * 2);
+  pins_.resize(n, 0);
   if (host_) host_dropped_step_.resize(n, 0);
   if (async_loads_) async_ready_.resize(n, 0);
 }
@@ -83,7 +80,7 @@ SimTime Replica::user_last_active(UserId user) const {
 }
 
 std::int64_t Replica::next_access(FactId local) const {
-  return next_access_ ? next_access_(local_[local].global, position_) : kNever;
+  return next_access_ ? next_access_(global_of(local), position_) : kNever;
 }
 
 void Replica::enqueue(std::uint32_t ri, SimTime now) {
@@ -112,7 +109,7 @@ void Replica::warm_insert(FactId global) {
   // What the GPU tier does not keep goes to the host tier, as it would have over time.
   std::vector<FactId> dropped;
   for (const FactId v : evicted_) {
-    if (!host_->resident(v)) host_->insert(entry(local_[v].global, v, 0), 0, &dropped);
+    if (!host_->resident(v)) host_->insert(entry(global_of(v), v, 0), 0, &dropped);
   }
   if (!placed && !host_->resident(local)) host_->insert(entry(global, local, 0), 0, &dropped);
 }
@@ -180,11 +177,11 @@ void Replica::unpin_all(Request& r) {
   // layout out of the cache, eight times the lines. The layout's flags stay set on release (the
   // request is done); preempt clears them.
   for (const std::uint32_t l : r.pins) {
-    __builtin_prefetch(local_.data() + l, 1);
+    __builtin_prefetch(&pin_count(l), 1);
     gpu_->prefetch_pin(l);
   }
   for (const std::uint32_t l : r.pins) {
-    INFERSCALE_ASSERT(local_[l].pins > 0, "pin count underflow");
+    INFERSCALE_ASSERT(pin_count(l) > 0, "pin count underflow");
     unpin(l);
   }
   r.pins.clear();
@@ -201,7 +198,7 @@ bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission, Request
     const bool ok = gpu_->insert_direct(local, fact_store_bytes(facts_.tokens(global).tokens), true,
                                         plan_.evictions);
     if (ok) {
-      ++local_[local].pins;
+      ++pin_count(local);
       if (owner != nullptr) {
         f->pinned = true;
         owner->pins.push_back(static_cast<std::uint32_t>(local));
@@ -216,7 +213,7 @@ bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission, Request
   const bool ok =
       use_admission ? gpu_->insert(e, now, &evicted_) : gpu_->force_insert(e, now, &evicted_);
   for (const FactId v : evicted_) {
-    const FactId vg = global_ids_ ? v : local_[v].global;  // not the victim's record if it can
+    const FactId vg = global_of(v);  // not the victim's record with global ids
     plan_.evictions.push_back(vg);
     if (host_ && !host_->resident(v)) {
       const CacheEntry ve = entry(vg, v, now);
@@ -239,7 +236,7 @@ bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission, Request
         ++stats_.offloads;
       }
       for (const FactId h : host_evicted_) {
-        plan_.host_evictions.push_back(local_[h].global);
+        plan_.host_evictions.push_back(global_of(h));
         host_dropped_step_[h] = stats_.steps + 1;  // this step's plan (steps counts executed ones)
       }
     }
@@ -294,6 +291,14 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now) {
   std::uint32_t computed = s.footer_tokens + r.query_tokens + (s.header_tokens - shared);
   std::uint32_t present = shared;
   INFERSCALE_ASSERT(r.pins.empty(), "a request admitted with pins held");
+  if (r.layout.capacity() == 0 && !spare_layouts_.empty()) {
+    r.layout.swap(spare_layouts_.back());
+    spare_layouts_.pop_back();
+  }
+  if (r.pins.capacity() == 0 && !spare_pins_.empty()) {
+    r.pins.swap(spare_pins_.back());
+    spare_pins_.pop_back();
+  }
   r.layout.clear();
   r.layout.reserve(r.facts.size());
   r.loads_ready = 0;
@@ -309,7 +314,7 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now) {
       f.source = FactSource::kText;
     } else {
       f.local = static_cast<std::uint32_t>(local_id(g));
-      __builtin_prefetch(local_.data() + f.local);  // pinned or placed below
+      __builtin_prefetch(&pin_count(f.local));  // pinned or placed below
       if (direct_ ? gpu_->lookup_direct(f.local, fact_store_bytes(f.tokens))
                   : gpu_->lookup(entry(g, f.local, now), now)) {
         f.source = FactSource::kGpuHit;
@@ -636,6 +641,10 @@ SimTime Replica::wake_time() const {
 void Replica::release_request(std::uint32_t ri) {
   Request& r = pool_[ri];
   unpin_all(r);
+  spare_layouts_.push_back(std::move(r.layout));  // done with: nothing reads them after release
+  spare_pins_.push_back(std::move(r.pins));
+  r.layout.clear();  // (a moved-from vector is empty; said for the reader)
+  r.pins.clear();
   free_blocks_ += r.kv_blocks;
   r.kv_blocks = 0;
   running_.erase(std::find(running_.begin(), running_.end(), ri));
