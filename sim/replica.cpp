@@ -282,7 +282,7 @@ void Replica::promote_from_host(Request& r, RequestFact& f, SimTime now, bool as
   ++stats_.loads;
 }
 
-void Replica::resolve_facts(std::uint32_t ri, SimTime now) {
+void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget) {
   Request& r = pool_[ri];
   const auto& s = cfg_.serving;
   const bool first_admission = r.preemptions == 0;
@@ -340,14 +340,19 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now) {
   for (RequestFact& f : r.layout) {
     if (f.source == FactSource::kGpuHit) pin(r, f);
   }
-  // Then loads and encode jobs.
+  // Then loads and encode jobs. Without a host tier there are no loads, so planning an encode
+  // before queueing the next changes no order.
+  bool plan_now = direct_ && request_jobs_.empty();
   for (std::uint32_t i = 0; i < r.layout.size(); ++i) {
     RequestFact& f = r.layout[i];
     if (f.source == FactSource::kHostHit) {
       promote_from_host(r, f, now, async_loads_);
     } else if (f.source == FactSource::kEncoded) {
-      request_jobs_.push_back(EncodeJob{f.global, ri, r.id, i});
+      const EncodeJob job{f.global, ri, r.id, i};
       ++r.pending_encodes;
+      if (plan_now && plan_encode_job(job, now, budget)) continue;
+      plan_now = false;
+      request_jobs_.push_back(job);
     }
   }
   // After a preemption the tokens generated so far are recomputed too (vLLM's recompute).
@@ -498,7 +503,7 @@ bool Replica::admit(std::uint32_t ri, SimTime now, std::uint32_t& budget) {
   if (waiting_.size() > 1 && waiting_.front() == ri) {
     for (const FactId g : pool_[waiting_[1]].facts) prefetch_fact(g);
   }
-  resolve_facts(ri, now);
+  resolve_facts(ri, now, budget);
   while (!request_jobs_.empty() && plan_encode_job(request_jobs_.front(), now, budget)) {
     request_jobs_.pop_front();
   }

@@ -160,7 +160,11 @@ class Replica final : public RunView {
     return e;
   }
   bool admit(std::uint32_t ri, SimTime now, std::uint32_t& budget);
-  void resolve_facts(std::uint32_t ri, SimTime now);
+  /// Looks up a request's facts, pins its GPU hits, promotes its host hits and queues encodes
+  /// of its misses. On a direct replica with no encode queued before them, its encodes are
+  /// planned at once from `budget` instead, until one does not fit (as admit's loop over the
+  /// queue would plan them right after).
+  void resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget);
   /// Places a fact on the GPU tier, pinned: for `owner`'s layout entry `f` when given and not
   /// yet pinned (it holds the fact at least until the step ends), else until the step ends.
   bool insert_gpu(FactId global, SimTime now, bool use_admission, Request* owner = nullptr,
