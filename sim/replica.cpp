@@ -350,7 +350,7 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
     } else if (f.source == FactSource::kEncoded) {
       const EncodeJob job{f.global, ri, r.id, i};
       ++r.pending_encodes;
-      if (plan_now && plan_encode_job(job, now, budget)) continue;
+      if (plan_now && plan_encode_direct(r, f, budget)) continue;
       plan_now = false;
       request_jobs_.push_back(job);
     }
@@ -384,14 +384,7 @@ bool Replica::plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& 
     return done();
   }
   const std::uint32_t tokens = encode_tokens(job.global);
-  if (tokens > cfg_.scheduler.max_batch_tokens) {
-    throw InputError(cfg_.trace.where, "fact " + std::to_string(facts_.external(job.global)) +
-                                           " needs " + std::to_string(tokens) +
-                                           " tokens to encode (with cwe_window " +
-                                           std::to_string(cfg_.serving.cwe_window) +
-                                           "), more than scheduler.max_batch_tokens (" +
-                                           std::to_string(cfg_.scheduler.max_batch_tokens) + ")");
-  }
+  if (tokens > cfg_.scheduler.max_batch_tokens) encode_too_large(job.global, tokens);
   if (tokens > budget) return false;
   // Pinned for the request if stored: it holds the fact past the step's end.
   const bool stored = insert_gpu(job.global, now, true, r, f);
@@ -421,6 +414,53 @@ bool Replica::plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& 
   stats_.encode_tokens += tokens;
   step_tokens_ += tokens;
   return done();
+}
+
+void Replica::encode_too_large(FactId global, std::uint32_t tokens) const {
+  throw InputError(cfg_.trace.where, "fact " + std::to_string(facts_.external(global)) + " needs " +
+                                         std::to_string(tokens) +
+                                         " tokens to encode (with cwe_window " +
+                                         std::to_string(cfg_.serving.cwe_window) +
+                                         "), more than scheduler.max_batch_tokens (" +
+                                         std::to_string(cfg_.scheduler.max_batch_tokens) + ")");
+}
+
+bool Replica::plan_encode_direct(Request& r, RequestFact& f, std::uint32_t& budget) {
+  const FactId local = f.local;  // the global id
+  if (gpu_->resident(local)) {   // named twice by the request: placed for its first mention
+    pin(r, f);
+    --r.pending_encodes;
+    return true;
+  }
+  const FactTokens& info = facts_.tokens(f.global);
+  const std::uint32_t tokens = info.tokens + info.encode_context_tokens;
+  if (tokens > cfg_.scheduler.max_batch_tokens) encode_too_large(f.global, tokens);
+  if (tokens > budget) return false;
+  const bool stored =
+      gpu_->insert_direct(local, fact_store_bytes(info.tokens), true, plan_.evictions);
+  budget -= tokens;
+  FactEncode& enc = plan_.encodes.emplace_back();
+  enc.fact = f.global;
+  enc.user = r.user;
+  enc.tokens = info.tokens;
+  enc.context_tokens = info.encode_context_tokens;
+  enc.store = stored;
+  if (stored) {  // pinned for the request (insert_gpu's direct branch)
+    ++pin_count(local);
+    f.pinned = true;
+    r.pins.push_back(static_cast<std::uint32_t>(local));
+  } else {
+    enc.for_request = r.id;
+    enc.position = f.position;
+    enc.prompt_tokens = r.prompt_tokens;
+    f.private_kv = true;
+    ++stats_.private_encodes;
+  }
+  ++stats_.encodes;
+  stats_.encode_tokens += tokens;
+  step_tokens_ += tokens;
+  --r.pending_encodes;
+  return true;
 }
 
 void Replica::plan_first_chunk_facts(Request& r, PrefillItem& item) {
