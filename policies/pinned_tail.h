@@ -17,9 +17,10 @@ class PinnedTail {
  public:
   static constexpr std::uint32_t kNil = 0xffffffffu;
 
-  /// The id nearest the back of `list` that is not pinned, or kNil.
-  template <class List>
-  std::uint32_t first_unpinned(const List& list, const EvictionContext& ctx) const {
+  /// The id nearest the back of `list` that is not pinned, or kNil. `ctx`: an EvictionContext,
+  /// or a store tier's direct view of its pins with the same two queries (pinned, unpin_count).
+  template <class List, class Ctx>
+  std::uint32_t first_unpinned(const List& list, const Ctx& ctx) const {
     const std::uint64_t count = ctx.unpin_count();
     std::uint32_t i = list.back();
     if (count == kUncountedPins || count != unpins_) {

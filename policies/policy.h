@@ -64,6 +64,9 @@ struct EvictionContext {
   const RunView* run = nullptr;
   bool pinned(FactId id) const { return run != nullptr && run->pinned(id); }
   std::uint64_t unpin_count() const { return run != nullptr ? run->unpin_count() : kUncountedPins; }
+  void prefetch(FactId id) const {
+    if (run != nullptr) run->prefetch(id);
+  }
 };
 
 /// @brief Eviction: one instance per store tier.

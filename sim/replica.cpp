@@ -41,6 +41,7 @@ Replica::Replica(int index, const RunConfig& cfg, FactTable& facts, RequestPool&
     }
     global_ids_ = gpu_->slot_ids() && (!host_ || host_->slot_ids());
     lite_entries_ = !gpu_->reads_entry_details() && (!host_ || !host_->reads_entry_details());
+    direct_ = gpu_->direct() && !host_ && global_ids_;
   }
   total_blocks_ = cfg.request_kv_bytes() / (kv_bytes_per_token_ * kBlockTokens);
   if (cfg.serving.header_cache) {
@@ -62,11 +63,8 @@ FactId Replica::add_local(FactId global) {
 }
 
 void Replica::add_global(FactId global) {
-  const std::size_t n = std::max<std::size_t>(global + 1, local_.size() * 2);
-  local_.reserve(n);
-  for (std::size_t i = local_.size(); i < n; ++i) {
-    local_.push_back(LocalFact{static_cast<std::uint32_t>(i), 0});
-  }
+  const std::size_t n = std::max<std::size_t>(global + 1, pins_.size() * 2);
+  pins_.resize(n, 0);
   if (host_) host_dropped_step_.resize(n, 0);
   if (async_loads_) async_ready_.resize(n, 0);
 }
@@ -82,7 +80,7 @@ SimTime Replica::user_last_active(UserId user) const {
 }
 
 std::int64_t Replica::next_access(FactId local) const {
-  return next_access_ ? next_access_(local_[local].global, position_) : kNever;
+  return next_access_ ? next_access_(global_of(local), position_) : kNever;
 }
 
 void Replica::enqueue(std::uint32_t ri, SimTime now) {
@@ -111,7 +109,7 @@ void Replica::warm_insert(FactId global) {
   // What the GPU tier does not keep goes to the host tier, as it would have over time.
   std::vector<FactId> dropped;
   for (const FactId v : evicted_) {
-    if (!host_->resident(v)) host_->insert(entry(local_[v].global, v, 0), 0, &dropped);
+    if (!host_->resident(v)) host_->insert(entry(global_of(v), v, 0), 0, &dropped);
   }
   if (!placed && !host_->resident(local)) host_->insert(entry(global, local, 0), 0, &dropped);
 }
@@ -179,24 +177,43 @@ void Replica::unpin_all(Request& r) {
   // layout out of the cache, eight times the lines. The layout's flags stay set on release (the
   // request is done); preempt clears them.
   for (const std::uint32_t l : r.pins) {
-    __builtin_prefetch(local_.data() + l, 1);
+    __builtin_prefetch(&pin_count(l), 1);
     gpu_->prefetch_pin(l);
   }
   for (const std::uint32_t l : r.pins) {
-    INFERSCALE_ASSERT(local_[l].pins > 0, "pin count underflow");
+    INFERSCALE_ASSERT(pin_count(l) > 0, "pin count underflow");
     unpin(l);
   }
   r.pins.clear();
 }
 
-bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission) {
+bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission, Request* owner,
+                         RequestFact* f) {
   const FactId local = local_id(global);
+  if (f != nullptr && f->pinned) owner = nullptr;
+  if (direct_) {
+    // Admits everything: insert and force_insert agree. Inserted as pinned, since it is pinned
+    // at once below: the tier's count of unpinned facts and the slot's flag end as add_pin
+    // leaves them.
+    const bool ok = gpu_->insert_direct(local, fact_store_bytes(facts_.tokens(global).tokens), true,
+                                        plan_.evictions);
+    if (ok) {
+      ++pin_count(local);
+      if (owner != nullptr) {
+        f->pinned = true;
+        owner->pins.push_back(static_cast<std::uint32_t>(local));
+      } else {
+        step_pins_.push_back(local);
+      }
+    }
+    return ok;
+  }
   evicted_.clear();
   const CacheEntry e = entry(global, local, now);
   const bool ok =
       use_admission ? gpu_->insert(e, now, &evicted_) : gpu_->force_insert(e, now, &evicted_);
   for (const FactId v : evicted_) {
-    const FactId vg = global_ids_ ? v : local_[v].global;  // not the victim's record if it can
+    const FactId vg = global_of(v);  // not the victim's record with global ids
     plan_.evictions.push_back(vg);
     if (host_ && !host_->resident(v)) {
       const CacheEntry ve = entry(vg, v, now);
@@ -219,12 +236,14 @@ bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission) {
         ++stats_.offloads;
       }
       for (const FactId h : host_evicted_) {
-        plan_.host_evictions.push_back(local_[h].global);
+        plan_.host_evictions.push_back(global_of(h));
         host_dropped_step_[h] = stats_.steps + 1;  // this step's plan (steps counts executed ones)
       }
     }
   }
-  if (ok) {
+  if (ok && owner != nullptr) {
+    pin(*owner, *f);
+  } else if (ok) {
     // Pinned until the step ends: a fact placed in this step must not be evicted by a later
     // insertion of the same step (the executor frees before it encodes).
     add_pin(local);
@@ -263,7 +282,7 @@ void Replica::promote_from_host(Request& r, RequestFact& f, SimTime now, bool as
   ++stats_.loads;
 }
 
-void Replica::resolve_facts(std::uint32_t ri, SimTime now) {
+void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget) {
   Request& r = pool_[ri];
   const auto& s = cfg_.serving;
   const bool first_admission = r.preemptions == 0;
@@ -272,6 +291,14 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now) {
   std::uint32_t computed = s.footer_tokens + r.query_tokens + (s.header_tokens - shared);
   std::uint32_t present = shared;
   INFERSCALE_ASSERT(r.pins.empty(), "a request admitted with pins held");
+  if (r.layout.capacity() == 0 && !spare_layouts_.empty()) {
+    r.layout.swap(spare_layouts_.back());
+    spare_layouts_.pop_back();
+  }
+  if (r.pins.capacity() == 0 && !spare_pins_.empty()) {
+    r.pins.swap(spare_pins_.back());
+    spare_pins_.pop_back();
+  }
   r.layout.clear();
   r.layout.reserve(r.facts.size());
   r.loads_ready = 0;
@@ -287,13 +314,13 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now) {
       f.source = FactSource::kText;
     } else {
       f.local = static_cast<std::uint32_t>(local_id(g));
-      __builtin_prefetch(local_.data() + f.local);  // pinned or placed below
-      const CacheEntry e = entry(g, f.local, now);
-      if (gpu_->lookup(e, now)) {
+      __builtin_prefetch(&pin_count(f.local));  // pinned or placed below
+      if (direct_ ? gpu_->lookup_direct(f.local, fact_store_bytes(f.tokens))
+                  : gpu_->lookup(entry(g, f.local, now), now)) {
         f.source = FactSource::kGpuHit;
         if (async_loads_) r.loads_ready = std::max(r.loads_ready, async_ready_[f.local]);
         if (first_admission) ++r.gpu_hits;
-      } else if (host_ && host_->lookup(e, now)) {
+      } else if (host_ && host_->lookup(entry(g, f.local, now), now)) {
         f.source = FactSource::kHostHit;
         if (first_admission) ++r.host_hits;
       } else {
@@ -313,14 +340,19 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now) {
   for (RequestFact& f : r.layout) {
     if (f.source == FactSource::kGpuHit) pin(r, f);
   }
-  // Then loads and encode jobs.
+  // Then loads and encode jobs. Without a host tier there are no loads, so planning an encode
+  // before queueing the next changes no order.
+  bool plan_now = direct_ && request_jobs_.empty();
   for (std::uint32_t i = 0; i < r.layout.size(); ++i) {
     RequestFact& f = r.layout[i];
     if (f.source == FactSource::kHostHit) {
       promote_from_host(r, f, now, async_loads_);
     } else if (f.source == FactSource::kEncoded) {
-      request_jobs_.push_back(EncodeJob{f.global, ri, r.id, i});
+      const EncodeJob job{f.global, ri, r.id, i};
       ++r.pending_encodes;
+      if (plan_now && plan_encode_direct(r, f, budget)) continue;
+      plan_now = false;
+      request_jobs_.push_back(job);
     }
   }
   // After a preemption the tokens generated so far are recomputed too (vLLM's recompute).
@@ -352,16 +384,10 @@ bool Replica::plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& 
     return done();
   }
   const std::uint32_t tokens = encode_tokens(job.global);
-  if (tokens > cfg_.scheduler.max_batch_tokens) {
-    throw InputError(cfg_.trace.where, "fact " + std::to_string(facts_.external(job.global)) +
-                                           " needs " + std::to_string(tokens) +
-                                           " tokens to encode (with cwe_window " +
-                                           std::to_string(cfg_.serving.cwe_window) +
-                                           "), more than scheduler.max_batch_tokens (" +
-                                           std::to_string(cfg_.scheduler.max_batch_tokens) + ")");
-  }
+  if (tokens > cfg_.scheduler.max_batch_tokens) encode_too_large(job.global, tokens);
   if (tokens > budget) return false;
-  const bool stored = insert_gpu(job.global, now, true);
+  // Pinned for the request if stored: it holds the fact past the step's end.
+  const bool stored = insert_gpu(job.global, now, true, r, f);
   const FactTokens& info = facts_.tokens(job.global);
   if (r == nullptr && !stored) return true;  // a memory write the store did not admit
   budget -= tokens;
@@ -374,9 +400,7 @@ bool Replica::plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& 
   enc.context_tokens = info.encode_context_tokens;
   enc.store = stored;
   if (f != nullptr) {
-    if (stored) {
-      pin(*r, *f);
-    } else {
+    if (!stored) {  // (stored: insert_gpu pinned it)
       enc.for_request = r->id;
       enc.position = f->position;
       enc.prompt_tokens = r->prompt_tokens;
@@ -390,6 +414,53 @@ bool Replica::plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& 
   stats_.encode_tokens += tokens;
   step_tokens_ += tokens;
   return done();
+}
+
+void Replica::encode_too_large(FactId global, std::uint32_t tokens) const {
+  throw InputError(cfg_.trace.where, "fact " + std::to_string(facts_.external(global)) + " needs " +
+                                         std::to_string(tokens) +
+                                         " tokens to encode (with cwe_window " +
+                                         std::to_string(cfg_.serving.cwe_window) +
+                                         "), more than scheduler.max_batch_tokens (" +
+                                         std::to_string(cfg_.scheduler.max_batch_tokens) + ")");
+}
+
+bool Replica::plan_encode_direct(Request& r, RequestFact& f, std::uint32_t& budget) {
+  const FactId local = f.local;  // the global id
+  if (gpu_->resident(local)) {   // named twice by the request: placed for its first mention
+    pin(r, f);
+    --r.pending_encodes;
+    return true;
+  }
+  const FactTokens& info = facts_.tokens(f.global);
+  const std::uint32_t tokens = info.tokens + info.encode_context_tokens;
+  if (tokens > cfg_.scheduler.max_batch_tokens) encode_too_large(f.global, tokens);
+  if (tokens > budget) return false;
+  const bool stored =
+      gpu_->insert_direct(local, fact_store_bytes(info.tokens), true, plan_.evictions);
+  budget -= tokens;
+  FactEncode& enc = plan_.encodes.emplace_back();
+  enc.fact = f.global;
+  enc.user = r.user;
+  enc.tokens = info.tokens;
+  enc.context_tokens = info.encode_context_tokens;
+  enc.store = stored;
+  if (stored) {  // pinned for the request (insert_gpu's direct branch)
+    ++pin_count(local);
+    f.pinned = true;
+    r.pins.push_back(static_cast<std::uint32_t>(local));
+  } else {
+    enc.for_request = r.id;
+    enc.position = f.position;
+    enc.prompt_tokens = r.prompt_tokens;
+    f.private_kv = true;
+    ++stats_.private_encodes;
+  }
+  ++stats_.encodes;
+  stats_.encode_tokens += tokens;
+  step_tokens_ += tokens;
+  --r.pending_encodes;
+  return true;
 }
 
 void Replica::plan_first_chunk_facts(Request& r, PrefillItem& item) {
@@ -472,7 +543,7 @@ bool Replica::admit(std::uint32_t ri, SimTime now, std::uint32_t& budget) {
   if (waiting_.size() > 1 && waiting_.front() == ri) {
     for (const FactId g : pool_[waiting_[1]].facts) prefetch_fact(g);
   }
-  resolve_facts(ri, now);
+  resolve_facts(ri, now, budget);
   while (!request_jobs_.empty() && plan_encode_job(request_jobs_.front(), now, budget)) {
     request_jobs_.pop_front();
   }
@@ -615,6 +686,10 @@ SimTime Replica::wake_time() const {
 void Replica::release_request(std::uint32_t ri) {
   Request& r = pool_[ri];
   unpin_all(r);
+  spare_layouts_.push_back(std::move(r.layout));  // done with: nothing reads them after release
+  spare_pins_.push_back(std::move(r.pins));
+  r.layout.clear();  // (a moved-from vector is empty; said for the reader)
+  r.pins.clear();
   free_blocks_ += r.kv_blocks;
   r.kv_blocks = 0;
   running_.erase(std::find(running_.begin(), running_.end(), ri));

@@ -92,15 +92,13 @@ class Replica final : public RunView {
   const BatchPlan& plan() const { return plan_; }
 
   // RunView (ids are this replica's local ids)
-  bool pinned(FactId local) const override {
-    return local < local_.size() && local_[local].pins > 0;
-  }
+  bool pinned(FactId local) const override { return local < local_bound() && pin_count(local) > 0; }
   std::uint64_t unpin_count() const override { return unpins_; }
   bool user_in_flight(UserId user) const override;
   SimTime user_last_active(UserId user) const override;
   std::int64_t next_access(FactId local) const override;
   std::int64_t position() const override { return position_; }
-  FactId fact_id_bound() const override { return local_.size(); }
+  FactId fact_id_bound() const override { return local_bound(); }
 
  private:
   struct EncodeJob {
@@ -123,7 +121,7 @@ class Replica final : public RunView {
 
   FactId local_id(FactId global) {
     if (global_ids_) {
-      if (global >= local_.size()) add_global(global);
+      if (global >= pins_.size()) add_global(global);
       return global;
     }
     if (global < local_plus1_.size() && local_plus1_[global] != 0) return local_plus1_[global] - 1;
@@ -136,7 +134,7 @@ class Replica final : public RunView {
     facts_.prefetch_tokens(global);
     if (!lite_entries_) facts_.prefetch(global);
     if (global_ids_) {
-      if (global < local_.size()) __builtin_prefetch(local_.data() + global);
+      if (global < pins_.size()) __builtin_prefetch(pins_.data() + global);
     } else if (global < local_plus1_.size()) {
       __builtin_prefetch(local_plus1_.data() + global);
     }
@@ -162,13 +160,24 @@ class Replica final : public RunView {
     return e;
   }
   bool admit(std::uint32_t ri, SimTime now, std::uint32_t& budget);
-  void resolve_facts(std::uint32_t ri, SimTime now);
-  bool insert_gpu(FactId global, SimTime now, bool use_admission);
+  /// Looks up a request's facts, pins its GPU hits, promotes its host hits and queues encodes
+  /// of its misses. On a direct replica with no encode queued before them, its encodes are
+  /// planned at once from `budget` instead, until one does not fit (as admit's loop over the
+  /// queue would plan them right after).
+  void resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget);
+  /// Places a fact on the GPU tier, pinned: for `owner`'s layout entry `f` when given and not
+  /// yet pinned (it holds the fact at least until the step ends), else until the step ends.
+  bool insert_gpu(FactId global, SimTime now, bool use_admission, Request* owner = nullptr,
+                  RequestFact* f = nullptr);
   /// `async`: on the copy engine (store.host.async_loads), the request's prefill waits for it.
   void promote_from_host(Request& r, RequestFact& f, SimTime now, bool async = false);
   bool loads_pending(const Request& r, SimTime now) const { return r.loads_ready > now; }
   /// Plans one encode job; false when it does not fit in the budget (try next step).
   bool plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& budget);
+  /// plan_encode_job of a request's own fact `f` on a direct replica, as resolve_facts plans
+  /// it: the same steps without the job's lookups and the host tier.
+  bool plan_encode_direct(Request& r, RequestFact& f, std::uint32_t& budget);
+  [[noreturn]] void encode_too_large(FactId global, std::uint32_t tokens) const;
   std::uint32_t encode_tokens(FactId global) const {
     const FactTokens& t = facts_.tokens(global);
     return t.tokens + t.encode_context_tokens;
@@ -190,13 +199,13 @@ class Replica final : public RunView {
   std::uint64_t move_bytes(std::uint64_t tokens) const { return tokens * kv_bytes_per_token_; }
   void release_request(std::uint32_t ri);
   void unpin(FactId local) {
-    if (--local_[local].pins != 0) return;
+    if (--pin_count(local) != 0) return;
     ++unpins_;
     gpu_->on_unpinned(local);
     if (host_) host_->on_unpinned(local);
   }
   void add_pin(FactId local) {
-    if (local_[local].pins++ != 0) return;
+    if (pin_count(local)++ != 0) return;
     gpu_->on_pinned(local);
     if (host_) host_->on_pinned(local);
   }
@@ -228,6 +237,10 @@ class Replica final : public RunView {
   /// No tier's policy reads a CacheEntry beyond id, tokens and bytes (StoreTier::
   /// reads_entry_details): entries are built from FactTable::tokens alone.
   bool lite_entries_ = false;
+  /// The GPU tier is direct (StoreTier::direct), there is no host tier and local ids are the
+  /// global ids: lookups and insertions go through the tier's direct calls, victims straight
+  /// into the plan.
+  bool direct_ = false;
   std::vector<std::uint32_t> local_plus1_;  // global -> local + 1 (0: never seen here)
   /// A fact as this replica knows it, by local id: one record, so that an eviction reads the
   /// victim's pins and global id in one cache line.
@@ -235,12 +248,25 @@ class Replica final : public RunView {
     std::uint32_t global = 0;
     std::uint16_t pins = 0;  // running requests (and this step's placement) holding it
   };
-  std::vector<LocalFact> local_;
+  std::vector<LocalFact> local_;  // without global ids
+  /// With global ids: the pin counts alone, 2 bytes a fact (the record's global id is the
+  /// index), so that a request's pins and unpins touch a quarter of the lines.
+  std::vector<std::uint16_t> pins_;
+  std::size_t local_bound() const { return global_ids_ ? pins_.size() : local_.size(); }
+  std::uint16_t& pin_count(FactId local) { return global_ids_ ? pins_[local] : local_[local].pins; }
+  std::uint16_t pin_count(FactId local) const {
+    return global_ids_ ? pins_[local] : local_[local].pins;
+  }
+  FactId global_of(FactId local) const { return global_ids_ ? local : local_[local].global; }
   std::vector<std::uint64_t>
       host_dropped_step_;             // by local id, with a host tier: steps + 1 of the plan that
                                       // dropped it from the host tier (0: none)
   std::vector<FactId> host_evicted_;  // scratch of insert_gpu
-  std::uint64_t unpins_ = 0;          // pins that dropped to zero (RunView::unpin_count)
+  /// Layouts and pin lists of released requests, most recent last: an admitted request takes
+  /// one whose lines are still in the cache (its own, in the pool since its arrival, are not).
+  std::vector<std::vector<RequestFact>> spare_layouts_;
+  std::vector<std::vector<std::uint32_t>> spare_pins_;
+  std::uint64_t unpins_ = 0;  // pins that dropped to zero (RunView::unpin_count)
   UserMap<UserState> users_;
 
   std::deque<std::uint32_t> waiting_;

@@ -19,6 +19,8 @@ StoreTier::StoreTier(std::string name, std::uint64_t capacity_bytes,
       slots_on_(ids == TierIds::kPolicyChoice && eviction_->slot_ids()) {
   ask_admission_ = admission_ != nullptr && !admission_->admits_everything();
   slot_view_.tier = this;
+  // The type, not the name: a plugin or a test's policy under any name takes the virtual path.
+  if (slots_on_ && !track_last_access_) lru_ = dynamic_cast<Lru*>(eviction_.get());
 }
 
 void FactBytes::resize(std::size_t n) {
@@ -191,15 +193,7 @@ bool StoreTier::force_insert(const CacheEntry& e, SimTime now, std::vector<FactI
   stats_.peak_bytes = std::max(stats_.peak_bytes, used_bytes_);
   INFERSCALE_ASSERT(used_bytes_ <= capacity_bytes_, "tier capacity exceeded");
   if (slots_on_) {
-    std::uint32_t s;
-    if (free_slots_.empty()) {
-      s = static_cast<std::uint32_t>(slots_.size());
-      slots_.emplace_back();
-      if (track_last_access_) slot_last_access_.push_back(kNever);
-    } else {
-      s = free_slots_.back();
-      free_slots_.pop_back();
-    }
+    const std::uint32_t s = take_slot();
     slot_of_[e.id] = s;
     Slot& slot = slots_[s];
     slot.fact = e.id;
@@ -215,6 +209,72 @@ bool StoreTier::force_insert(const CacheEntry& e, SimTime now, std::vector<FactI
   bytes_.set(e.id, e.bytes);
   if (track_last_access_) last_access_[e.id] = now;
   eviction_->on_insert(e, now);
+  return true;
+}
+
+std::uint32_t StoreTier::take_slot() {
+  if (free_slots_.empty()) {
+    const auto s = static_cast<std::uint32_t>(slots_.size());
+    slots_.emplace_back();
+    if (track_last_access_) slot_last_access_.push_back(kNever);
+    return s;
+  }
+  const std::uint32_t s = free_slots_.back();
+  free_slots_.pop_back();
+  return s;
+}
+
+bool StoreTier::insert_direct(FactId id, std::uint64_t bytes, bool pinned,
+                              std::vector<FactId>& evicted) {
+  INFERSCALE_ASSERT(direct() && !resident(id), "direct insert of a resident fact");
+  // make_room and force_insert, step for step, with LRU's own methods, drop and take_slot
+  // inline. The free slot list is last in, first out: the last victim's slot, which take_slot
+  // would pop right after drop pushed it, is held here instead.
+  if (bytes > capacity_bytes_) {
+    ++stats_.rejected;
+    return false;
+  }
+  std::uint32_t freed = kNoSlot;
+  if (used_bytes_ + bytes > capacity_bytes_) {
+    const DirectPins pins{slots_.data(), view_->unpin_count()};
+    do {
+      const std::uint32_t v = unpinned_resident_ == 0 ? IdList::kNil : lru_->pick(pins);
+      if (v == IdList::kNil) {
+        if (freed != kNoSlot) free_slots_.push_back(freed);
+        ++stats_.rejected;
+        return false;
+      }
+      Slot& victim = slots_[v];
+      INFERSCALE_ASSERT(victim.used && !victim.pinned, "LRU named a pinned victim");
+      const FactId fact = victim.fact;
+      resident_bits_[fact >> 6] &= ~(std::uint64_t{1} << (fact & 63));
+      --resident_count_;
+      --unpinned_resident_;  // a victim is never pinned
+      used_bytes_ -= victim.bytes;
+      victim.used = 0;
+      if (freed != kNoSlot) free_slots_.push_back(freed);
+      freed = v;
+      lru_->evict(v, pins);
+      ++stats_.evictions;
+      evicted.push_back(fact);
+    } while (used_bytes_ + bytes > capacity_bytes_);
+  }
+  grow(id);
+  resident_bits_[id >> 6] |= std::uint64_t{1} << (id & 63);
+  used_bytes_ += bytes;
+  ++resident_count_;
+  if (!pinned) ++unpinned_resident_;
+  ++stats_.inserts;
+  stats_.peak_bytes = std::max(stats_.peak_bytes, used_bytes_);
+  INFERSCALE_ASSERT(used_bytes_ <= capacity_bytes_, "tier capacity exceeded");
+  const std::uint32_t s = freed != kNoSlot ? freed : take_slot();
+  slot_of_[id] = s;
+  Slot& slot = slots_[s];
+  slot.fact = id;
+  slot.bytes = bytes;
+  slot.used = 1;
+  slot.pinned = pinned ? 1 : 0;
+  lru_->insert(s);
   return true;
 }
 

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "policies/lru.h"
 #include "policies/policy.h"
 
 namespace inferscale {
@@ -112,6 +113,24 @@ class StoreTier {
   }
   /// Whether the policy is given slot ids (EvictionPolicy::slot_ids).
   bool slot_ids() const { return slots_on_; }
+  /// Whether lookup_direct and insert_direct may be used: the eviction policy is the built-in
+  /// LRU with slot ids, the tier is told of pins and admits everything. They then call the
+  /// policy's own methods directly (no CacheEntry, no virtual call, no list of victims to copy)
+  /// and decide exactly as lookup and insert do.
+  bool direct() const { return lru_ != nullptr && tracks_pins_ && !ask_admission_; }
+  /// lookup() on a direct tier, of a fact of `bytes`.
+  bool lookup_direct(FactId id, std::uint64_t bytes) {
+    ++stats_.lookups;
+    stats_.lookup_bytes += bytes;
+    if (!resident(id)) return false;
+    ++stats_.hits;
+    stats_.hit_bytes += bytes;
+    lru_->hit(slot_of_[id]);
+    return true;
+  }
+  /// insert() on a direct tier, of a fact of `bytes` that is `pinned` (RunView::pinned) now.
+  /// Evicted ids are appended to `evicted`.
+  bool insert_direct(FactId id, std::uint64_t bytes, bool pinned, std::vector<FactId>& evicted);
   /// Whether a policy of the tier reads a CacheEntry's fields beyond id, tokens and bytes; if
   /// not, entries may leave them unset (a slot-id eviction policy, admission of everything).
   bool reads_entry_details() const { return !slots_on_ || ask_admission_; }
@@ -208,11 +227,22 @@ class StoreTier {
     not_resident(v);
   }
   [[noreturn]] void not_resident(FactId v) const;
+  /// What a direct policy call reads of pins: the slots' flags, the run's unpin count read once.
+  struct DirectPins {
+    const Slot* slots;
+    std::uint64_t unpins;
+    bool pinned(std::uint32_t slot) const { return slots[slot].pinned != 0; }
+    std::uint64_t unpin_count() const { return unpins; }
+    void prefetch(std::uint32_t slot) const { __builtin_prefetch(slots + slot); }
+  };
+  /// The slot of a new resident fact.
+  std::uint32_t take_slot();
 
   std::string name_, eviction_name_;
   std::uint64_t capacity_bytes_;
   std::unique_ptr<EvictionPolicy> eviction_;
   std::unique_ptr<AdmissionPolicy> admission_;
+  Lru* lru_ = nullptr;          // the eviction policy, when it is the built-in LRU with slot ids
   bool ask_admission_ = false;  // an admission policy that does not admit everything
   const RunView* view_ = nullptr;
   // Residency is a bitmap (1M facts: 128 KiB, cache-resident), so a lookup touches no per-fact
