@@ -47,6 +47,18 @@ std::string attention_kind(const AttentionCounts& c) {
   return c.split_kv > 0 ? "split_kv" : (c.flash > 0 ? "flash" : "math");
 }
 
+/// An environment switch with two values: `fallback` when unset or empty, true for `yes`,
+/// false for `no`; anything else is an input error naming the variable.
+bool env_switch(const char* name, const std::string& yes, const std::string& no, bool fallback) {
+  const char* env = std::getenv(name);
+  if (env == nullptr || *env == '\0') return fallback;
+  const std::string v = env;
+  if (v != yes && v != no) {
+    throw InputError(name, "expected " + yes + " or " + no + ", got '" + v + "'");
+  }
+  return v == yes;
+}
+
 /// options.split_kv with INFERSCALE_SPLIT_KV (on|off) and INFERSCALE_SPLIT_KV_MIN_TILES (the
 /// shortest key split in 64-key tiles, an integer >= 1) applied.
 SplitKvPolicy split_kv_setting(const SplitKvPolicy& policy) {
@@ -67,27 +79,14 @@ SplitKvPolicy split_kv_setting(const SplitKvPolicy& policy) {
     }
     p.min_chunk_tiles = n;
   }
-  const char* env = std::getenv("INFERSCALE_SPLIT_KV");
-  if (env == nullptr || *env == '\0') return p;
-  const std::string v = env;
-  if (v != "on" && v != "off") {
-    throw InputError("INFERSCALE_SPLIT_KV", "expected on or off, got '" + v + "'");
-  }
-  p.enabled = v == "on";
+  p.enabled = env_switch("INFERSCALE_SPLIT_KV", "on", "off", p.enabled);
   return p;
 }
 
 /// CUDA graphs for the bench's recurring step shapes: on unless INFERSCALE_CUDA_GRAPHS=off.
 CudaGraphPolicy cuda_graph_setting() {
   CudaGraphPolicy p;
-  p.enabled = true;
-  const char* env = std::getenv("INFERSCALE_CUDA_GRAPHS");
-  if (env == nullptr || *env == '\0') return p;
-  const std::string v = env;
-  if (v != "on" && v != "off") {
-    throw InputError("INFERSCALE_CUDA_GRAPHS", "expected on or off, got '" + v + "'");
-  }
-  p.enabled = v == "on";
+  p.enabled = env_switch("INFERSCALE_CUDA_GRAPHS", "on", "off", true);
   return p;
 }
 
@@ -95,13 +94,7 @@ CudaGraphPolicy cuda_graph_setting() {
 /// cuBLASLt gave the same batch-1 TTFT with CUDA graphs and a slower batch-1 decode step
 /// (bench/results/executor_h200_graphs.md).
 bool blas_setting() {
-  const char* env = std::getenv("INFERSCALE_BLAS");
-  if (env == nullptr || *env == '\0') return false;
-  const std::string v = env;
-  if (v != "cublaslt" && v != "cublas") {
-    throw InputError("INFERSCALE_BLAS", "expected cublaslt or cublas, got '" + v + "'");
-  }
-  return v == "cublaslt";
+  return env_switch("INFERSCALE_BLAS", "cublaslt", "cublas", false);
 }
 
 }  // namespace

@@ -4,38 +4,25 @@
 # Usage: bench_env_test.sh INFERSCALE OUT_DIR
 set -u
 bin=$1
-out=$2/bad_split.json
+out=$2/bad_env.json
 mkdir -p "$2"
 rm -f "$out"
-for bad in 0 x 3x -1; do
-  err=$(INFERSCALE_SPLIT_KV_MIN_TILES=$bad "$bin" bench executor --model smollm2-135m --device cpu \
+
+# rejects VAR VALUE EXPECTED: the bench with VAR=VALUE fails as it should, saying EXPECTED.
+rejects() {
+  err=$(env "$1=$2" "$bin" bench executor --model smollm2-135m --device cpu \
     --batch 1 --k 0 --output 1 --reps 1 --warmup 0 --out "$out" 2>&1 >/dev/null)
   rc=$?
-  [ "$rc" -eq 2 ] || { echo "'$bad': exit status $rc, expected 2"; exit 1; }
+  [ "$rc" -eq 2 ] || { echo "$1='$2': exit status $rc, expected 2"; exit 1; }
   case $err in
-    *"INFERSCALE_SPLIT_KV_MIN_TILES: expected an integer >= 1, got '$bad'"*) ;;
-    *) echo "'$bad': unexpected error: $err"; exit 1 ;;
+    *"$1: $3, got '$2'"*) ;;
+    *) echo "$1='$2': unexpected error: $err"; exit 1 ;;
   esac
-  [ ! -e "$out" ] || { echo "'$bad': $out was written"; exit 1; }
-done
-for bad in yes 1 ON; do
-  err=$(INFERSCALE_CUDA_GRAPHS=$bad "$bin" bench executor --model smollm2-135m --device cpu \
-    --batch 1 --k 0 --output 1 --reps 1 --warmup 0 --out "$out" 2>&1 >/dev/null)
-  rc=$?
-  [ "$rc" -eq 2 ] || { echo "graphs '$bad': exit status $rc, expected 2"; exit 1; }
-  case $err in
-    *"INFERSCALE_CUDA_GRAPHS: expected on or off, got '$bad'"*) ;;
-    *) echo "graphs '$bad': unexpected error: $err"; exit 1 ;;
-  esac
-  [ ! -e "$out" ] || { echo "graphs '$bad': $out was written"; exit 1; }
-done
-err=$(INFERSCALE_BLAS=lt "$bin" bench executor --model smollm2-135m --device cpu \
-  --batch 1 --k 0 --output 1 --reps 1 --warmup 0 --out "$out" 2>&1 >/dev/null)
-rc=$?
-[ "$rc" -eq 2 ] || { echo "blas 'lt': exit status $rc, expected 2"; exit 1; }
-case $err in
-  *"INFERSCALE_BLAS: expected cublaslt or cublas, got 'lt'"*) ;;
-  *) echo "blas 'lt': unexpected error: $err"; exit 1 ;;
-esac
-[ ! -e "$out" ] || { echo "blas 'lt': $out was written"; exit 1; }
-echo "bad INFERSCALE_SPLIT_KV_MIN_TILES, INFERSCALE_CUDA_GRAPHS and INFERSCALE_BLAS values rejected"
+  [ ! -e "$out" ] || { echo "$1='$2': $out was written"; exit 1; }
+}
+
+for bad in 0 x 3x -1; do rejects INFERSCALE_SPLIT_KV_MIN_TILES "$bad" "expected an integer >= 1"; done
+for bad in yes 1 ON; do rejects INFERSCALE_CUDA_GRAPHS "$bad" "expected on or off"; done
+rejects INFERSCALE_BLAS lt "expected cublaslt or cublas"
+rejects INFERSCALE_SPLIT_KV maybe "expected on or off"
+echo "bad INFERSCALE_SPLIT_KV_MIN_TILES, INFERSCALE_CUDA_GRAPHS, INFERSCALE_BLAS and INFERSCALE_SPLIT_KV values rejected"

@@ -77,14 +77,7 @@ namespace {
 
 /// Logits of a prefill of two requests and `decodes` decode steps, each step's on the CPU.
 std::vector<at::Tensor> decode_run(const CudaGraphPolicy& graphs, std::uint64_t* replays) {
-  GpuExecutorOptions o;
-  o.model = bf16_test_model();
-  o.device = "cuda";
-  o.dtype = DType::kBF16;
-  o.pool_bytes = 64 * FactPool::block_bytes(o.model, 2);
-  o.kv_cache_tokens = 8192;
-  o.seed = 5;
-  o.keep_logits = true;
+  GpuExecutorOptions o = gpu_bf16_options(5);
   o.cuda_graphs = graphs;
   GpuExecutor ex(o);
   std::vector<PromptSpec> prompts(2);

@@ -95,6 +95,18 @@ std::vector<std::int32_t> PrefixContextSource::context(FactId fact, std::uint32_
   return SyntheticTokenSource::context(fact, n);
 }
 
+GpuExecutorOptions gpu_bf16_options(std::uint64_t seed, RopeLayout layout) {
+  GpuExecutorOptions o;
+  o.model = bf16_test_model(layout);
+  o.device = "cuda";
+  o.dtype = DType::kBF16;
+  o.pool_bytes = 64 * FactPool::block_bytes(o.model, 2);
+  o.kv_cache_tokens = 8192;
+  o.seed = seed;
+  o.keep_logits = true;
+  return o;
+}
+
 GpuExecutorOptions cpu_options(std::shared_ptr<TokenSource> tokens) {
   GpuExecutorOptions o;
   o.model = tiny_model();

@@ -65,6 +65,9 @@ double rel_l2(const at::Tensor& a, const at::Tensor& b);
 
 /// A Llama-shaped model large enough for the bf16 GPU tests' kernels (head dim 128, GQA 8/2).
 ModelConfig bf16_test_model(RopeLayout layout = RopeLayout::kNeox);
+/// Options of a bf16 CUDA executor on bf16_test_model(layout) (64 pool blocks, 8192 cache
+/// rows, logits kept).
+GpuExecutorOptions gpu_bf16_options(std::uint64_t seed, RopeLayout layout = RopeLayout::kNeox);
 /// One step that encodes every injected fact of `prompts` after `context_tokens` context tokens.
 void encode_facts(GpuExecutor& ex, const std::vector<PromptSpec>& prompts,
                   std::uint32_t context_tokens);

@@ -70,15 +70,8 @@ Run run(RopeLayout layout, RopeMode mode) {
   auto src = std::make_shared<PrefixContextSource>(bf16_test_model(layout).vocab, p);
   Run out;
   for (bool exact : {true, false}) {
-    GpuExecutorOptions o;
-    o.model = bf16_test_model(layout);
-    o.device = "cuda";
-    o.dtype = DType::kBF16;
-    o.pool_bytes = 64 * FactPool::block_bytes(o.model, 2);
-    o.kv_cache_tokens = 8192;
+    GpuExecutorOptions o = gpu_bf16_options(3, layout);
     o.rope = mode;
-    o.seed = 3;
-    o.keep_logits = true;
     o.tokens = src;
     GpuExecutor ex(o);
     BatchPlan enc;
