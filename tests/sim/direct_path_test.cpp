@@ -184,11 +184,7 @@ TEST_CASE("runs through direct LRU tiers equal runs through LRU behind virtual c
   const auto dir = temp_dir("direct_path");
   // Tight KV memory, a small store and a small token budget: preemptions, full stores, stores
   // entirely pinned, encodes deferred to later steps, memory writes during the run.
-  const std::string body =
-      "gpu: {name: small, memory: 60KiB, bf16_tflops: 1, hbm_gbps: 1, pcie_gbps: 1,"
-      " step_overhead_us: 100}\n"
-      "scheduler: {max_batch_tokens: 96, max_seqs: 16}\n"
-      "serving: {k: 8, header_tokens: 16, footer_tokens: 4, cwe_window: 2, turn_tokens: 10}\n";
+  const std::string body = kStressBody;
   const char* stores[] = {
       "store: {gpu: {capacity: 24KiB, eviction: lru}}\n",
       "store: {gpu: {capacity: 8KiB, eviction: lru}, warm: true}\n",

@@ -114,10 +114,7 @@ TEST_CASE("fused steps: same results under preemption, host tier, encodes and me
   const auto dir = temp_dir("fused_stress");
   // As simulator_test's stress config: tight KV memory, small store, small token budget.
   const std::string stress =
-      "gpu: {name: small, memory: 60KiB, bf16_tflops: 1, hbm_gbps: 1, pcie_gbps: 1,"
-      " step_overhead_us: 100}\n"
-      "scheduler: {max_batch_tokens: 96, max_seqs: 16}\n"
-      "serving: {k: 8, header_tokens: 16, footer_tokens: 4, cwe_window: 2, turn_tokens: 10}\n"
+      std::string(kStressBody) +
       "store: {gpu: {capacity: 24KiB, eviction: lru}, host: {capacity: 32KiB, eviction: fifo}}\n";
   std::uint64_t fused = 0;
   int i = 0;

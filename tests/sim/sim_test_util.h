@@ -59,6 +59,15 @@ inline std::vector<std::vector<std::string>> read_csv(const std::filesystem::pat
   return rows;
 }
 
+/// Tight KV memory (60 KiB), a small token budget and turn-sized CWE windows: with a small store
+/// on top, preemptions, full and entirely pinned stores, chunked prefill, deferred encodes and
+/// memory writes all happen. Experiment lines without the store.
+inline constexpr const char* kStressBody =
+    "gpu: {name: small, memory: 60KiB, bf16_tflops: 1, hbm_gbps: 1, pcie_gbps: 1,"
+    " step_overhead_us: 100}\n"
+    "scheduler: {max_batch_tokens: 96, max_seqs: 16}\n"
+    "serving: {k: 8, header_tokens: 16, footer_tokens: 4, cwe_window: 2, turn_tokens: 10}\n";
+
 /// A config on the tiny model/GPU of tests/sim/data, whose steps cost exactly their overheads.
 /// `extra` may set its own `gpu:`.
 inline std::string tiny_config(const std::string& trace, const std::string& extra) {

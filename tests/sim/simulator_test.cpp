@@ -39,11 +39,8 @@ std::vector<RunOutcome> run(const std::filesystem::path& dir, const std::string&
 
 /// Tight memory, a small store and a small token budget: preemptions, evictions, chunked
 /// prefill, encodes of misses and of memory writes all happen.
-const char* kStress =
-    "gpu: {name: small, memory: 60KiB, bf16_tflops: 1, hbm_gbps: 1, pcie_gbps: 1,"
-    " step_overhead_us: 100}\n"
-    "scheduler: {max_batch_tokens: 96, max_seqs: 16}\n"
-    "serving: {k: 8, header_tokens: 16, footer_tokens: 4, cwe_window: 2, turn_tokens: 10}\n"
+const std::string kStress =
+    std::string(kStressBody) +
     "store: {gpu: {capacity: 24KiB, eviction: lru}, host: {capacity: 32KiB, eviction: fifo}}\n";
 
 /// Executor kind `plan_check`: prices steps with the cost model and follows each replica's pool

@@ -95,11 +95,7 @@ TEST_CASE("LRU with slot ids and global ids decides as LRU with fact ids") {
   const auto dir = temp_dir("slot_ids");
   // Tight KV memory, a small store and a small token budget: preemptions, full stores, stores
   // entirely pinned, encodes deferred to later steps.
-  const std::string body =
-      "gpu: {name: small, memory: 60KiB, bf16_tflops: 1, hbm_gbps: 1, pcie_gbps: 1,"
-      " step_overhead_us: 100}\n"
-      "scheduler: {max_batch_tokens: 96, max_seqs: 16}\n"
-      "serving: {k: 8, header_tokens: 16, footer_tokens: 4, cwe_window: 2, turn_tokens: 10}\n";
+  const std::string body = kStressBody;
   const char* stores[] = {
       "store: {gpu: {capacity: 24KiB, eviction: lru}}\n",
       "store: {gpu: {capacity: 24KiB, eviction: lru}, host: {capacity: 32KiB, eviction: lru}}\n",
