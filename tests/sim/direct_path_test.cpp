@@ -10,33 +10,18 @@
 #include "sim/config/experiment.h"
 #include "sim/store_tier.h"
 #include "tests/catch.h"
+#include "tests/sim/forwarding_lru.h"
 #include "tests/sim/same_run.h"
 #include "tests/sim/sim_test_util.h"
 #include "tests/sim/small_trace.h"
 
 namespace inferscale {
-namespace {
 
-/// LRU behind the virtual interface only: a tier cannot call it directly.
-class LruVirtual final : public EvictionPolicy {
- public:
-  void on_insert(const CacheEntry& e, SimTime now) override { lru_.on_insert(e, now); }
-  void on_hit(const CacheEntry& e, SimTime now) override { lru_.on_hit(e, now); }
-  void on_remove(FactId id) override { lru_.on_remove(id); }
-  void on_evict(FactId id, const EvictionContext& ctx) override { lru_.on_evict(id, ctx); }
-  bool slot_ids() const override { return lru_.slot_ids(); }
-  std::optional<FactId> victim(const EvictionContext& ctx) const override {
-    return lru_.victim(ctx);
-  }
-
- private:
-  Lru lru_;
-};
-
-}  // namespace
-
+// LRU behind virtual calls only: a tier cannot call it directly.
 INFERSCALE_REGISTER_EVICTION(lru_virtual_test, "LRU behind virtual calls only (test only)", {},
-                             [](const PolicyArgs&) { return std::make_unique<LruVirtual>(); });
+                             [](const PolicyArgs&) {
+                               return std::make_unique<test::ForwardingLru>(/*slot_ids=*/true);
+                             });
 
 }  // namespace inferscale
 

@@ -4,14 +4,13 @@
 // byte-identical requests.csv and the same summary on the same runs.
 #include <random>
 
-#include "policies/id_list.h"
-#include "policies/pinned_tail.h"
 #include "policies/registry.h"
 #include "sim/config/experiment.h"
 #include "sim/executor_factory.h"
 #include "sim/fact_table.h"
 #include "sim/simulator.h"
 #include "tests/catch.h"
+#include "tests/sim/forwarding_lru.h"
 #include "tests/sim/same_run.h"
 #include "tests/sim/sim_test_util.h"
 #include "tests/sim/small_trace.h"
@@ -19,35 +18,12 @@
 #include "traces/writer.h"
 
 namespace inferscale {
-namespace {
 
-/// LRU as policies/lru.cpp, but with fact ids (slot_ids() false).
-class LruFactIds final : public EvictionPolicy {
- public:
-  void on_insert(const CacheEntry& e, SimTime) override { list_.push_front(e.id); }
-  void on_hit(const CacheEntry& e, SimTime) override {
-    pinned_tail_.unlink(list_, e.id);
-    list_.move_to_front(e.id);
-  }
-  void on_remove(FactId id) override {
-    pinned_tail_.unlink(list_, id);
-    list_.erase(id);
-  }
-  std::optional<FactId> victim(const EvictionContext& ctx) const override {
-    const auto i = pinned_tail_.first_unpinned(list_, ctx);
-    if (i == IdList::kNil) return std::nullopt;
-    return i;
-  }
-
- private:
-  IdList list_;
-  PinnedTail pinned_tail_;
-};
-
-}  // namespace
-
+// LRU with fact ids (slot_ids() false): the replica keeps its first-sight local ids.
 INFERSCALE_REGISTER_EVICTION(lru_fact_ids_test, "LRU with fact ids (test only)", {},
-                             [](const PolicyArgs&) { return std::make_unique<LruFactIds>(); });
+                             [](const PolicyArgs&) {
+                               return std::make_unique<test::ForwardingLru>(/*slot_ids=*/false);
+                             });
 
 }  // namespace inferscale
 
