@@ -1,0 +1,401 @@
+// Replica: its facts. Local and global ids, warm stores, pins, placement in the GPU tier (with
+// its evictions and offloads to the host tier), host loads, and the encode jobs of misses and
+// memory writes. The scheduling side (admission, chunked prefill, preemption, steps) is in
+// replica.cpp.
+#include <algorithm>
+
+#include "sim/replica.h"
+#include "traces/error.h"
+
+namespace inferscale {
+
+FactId Replica::add_local(FactId global) {
+  if (global >= local_plus1_.size()) {
+    local_plus1_.resize(std::max<std::size_t>(global + 1, local_plus1_.size() * 2), 0);
+  }
+  local_.push_back(LocalFact{static_cast<std::uint32_t>(global), 0});
+  if (host_) host_dropped_step_.push_back(0);
+  if (async_loads_) async_ready_.push_back(0);
+  local_plus1_[global] = static_cast<std::uint32_t>(local_.size());
+  return local_plus1_[global] - 1;
+}
+
+void Replica::add_global(FactId global) {
+  const std::size_t n = std::max<std::size_t>(global + 1, pins_.size() * 2);
+  pins_.resize(n, 0);
+  if (host_) host_dropped_step_.resize(n, 0);
+  if (async_loads_) async_ready_.resize(n, 0);
+}
+
+std::int64_t Replica::next_access(FactId local) const {
+  return next_access_ ? next_access_(global_of(local), position_) : kNever;
+}
+
+void Replica::memory_write(FactId global, SimTime) {
+  if (!kv_inject_) return;
+  local_id(global);
+  write_jobs_.push_back(EncodeJob{global, kNone, 0, 0});
+}
+
+void Replica::warm_insert(FactId global) {
+  if (!kv_inject_) return;
+  const FactId local = local_id(global);
+  if (gpu_->resident(local)) return;
+  warm_.push_back(global);
+  evicted_.clear();
+  const bool placed = gpu_->insert(entry(global, local, 0), 0, &evicted_);
+  if (!host_) return;
+  // What the GPU tier does not keep goes to the host tier, as it would have over time.
+  std::vector<FactId> dropped;
+  for (const FactId v : evicted_) {
+    if (!host_->resident(v)) host_->insert(entry(global_of(v), v, 0), 0, &dropped);
+  }
+  if (!placed && !host_->resident(local)) host_->insert(entry(global, local, 0), 0, &dropped);
+}
+
+void Replica::preload() {
+  if (!kv_inject_) return;
+  // Encodes in forwards of at most max_batch_tokens; `then` runs after each forward (offloads).
+  auto flush = [&](bool offload) {
+    if (plan_.encodes.empty()) return;
+    executor_.execute(plan_);
+    if (offload) {
+      BatchPlan move;
+      for (const auto& e : plan_.encodes) {
+        move.offloads.push_back(FactLoad{e.fact, e.tokens, move_bytes(e.tokens), kNoRequest, 0});
+        move.evictions.push_back(e.fact);
+      }
+      executor_.execute(move);
+    }
+    plan_.clear();
+  };
+  // Host-tier facts pass through the empty GPU pool: a forward's facts must also fit its blocks.
+  const std::uint64_t pool_blocks = gpu_->capacity_bytes() / (kBlockTokens * kv_bytes_per_token_);
+  auto send = [&](bool host_only) {
+    std::uint32_t tokens = 0;
+    std::uint64_t blocks = 0;
+    for (const FactId g : warm_) {
+      const FactId l = local_id(g);
+      const bool on_gpu = gpu_->resident(l);
+      const bool on_host = host_ && host_->resident(l);
+      if (host_only ? (on_gpu || !on_host) : !on_gpu) continue;
+      const FactInfo& f = facts_[g];
+      if (tokens + f.tokens > cfg_.scheduler.max_batch_tokens ||
+          (host_only && blocks + blocks_for(f.tokens) > pool_blocks)) {
+        flush(host_only);
+        tokens = 0;
+        blocks = 0;
+      }
+      plan_.encodes.push_back(FactEncode{g, f.user, f.tokens, 0, true, kNoRequest, 0});
+      tokens += f.tokens;
+      blocks += blocks_for(f.tokens);
+    }
+    flush(host_only);
+  };
+  plan_.clear();
+  send(true);   // host tier first, through the (still empty) GPU pool
+  send(false);  // then what the GPU tier holds
+  warm_.clear();
+  warm_.shrink_to_fit();
+}
+
+void Replica::pin(Request& r, RequestFact& f) {
+  if (f.pinned) return;
+  add_pin(f.local);
+  f.pinned = true;
+  r.pins.push_back(static_cast<std::uint32_t>(f.local));
+}
+
+void Replica::unpin_all(Request& r) {
+  // The facts' records are far apart: start every miss before the first count waits on one.
+  // The pins' list, not the layout: a request released long after its admission finds its
+  // layout out of the cache, eight times the lines. The layout's flags stay set on release (the
+  // request is done); preempt clears them.
+  for (const std::uint32_t l : r.pins) {
+    __builtin_prefetch(&pin_count(l), 1);
+    gpu_->prefetch_pin(l);
+  }
+  for (const std::uint32_t l : r.pins) {
+    INFERSCALE_ASSERT(pin_count(l) > 0, "pin count underflow");
+    unpin(l);
+  }
+  r.pins.clear();
+}
+
+bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission, Request* owner,
+                         RequestFact* f) {
+  const FactId local = local_id(global);
+  if (f != nullptr && f->pinned) owner = nullptr;
+  if (direct_) {
+    // Admits everything: insert and force_insert agree. Inserted as pinned, since it is pinned
+    // at once below: the tier's count of unpinned facts and the slot's flag end as add_pin
+    // leaves them.
+    const bool ok = gpu_->insert_direct(local, fact_store_bytes(facts_.tokens(global).tokens), true,
+                                        plan_.evictions);
+    if (ok) {
+      ++pin_count(local);
+      if (owner != nullptr) {
+        f->pinned = true;
+        owner->pins.push_back(static_cast<std::uint32_t>(local));
+      } else {
+        step_pins_.push_back(local);
+      }
+    }
+    return ok;
+  }
+  evicted_.clear();
+  const CacheEntry e = entry(global, local, now);
+  const bool ok =
+      use_admission ? gpu_->insert(e, now, &evicted_) : gpu_->force_insert(e, now, &evicted_);
+  for (const FactId v : evicted_) {
+    const FactId vg = global_of(v);  // not the victim's record with global ids
+    plan_.evictions.push_back(vg);
+    if (host_ && !host_->resident(v)) {
+      const CacheEntry ve = entry(vg, v, now);
+      host_evicted_.clear();
+      if (host_->insert(ve, now, &host_evicted_)) {
+        // The executor offloads before it drops host copies: a fact dropped from the host tier
+        // earlier in this step and offloaded again now must stay.
+        if (host_dropped_step_[v] == stats_.steps + 1) {
+          auto& hev = plan_.host_evictions;
+          hev.erase(std::remove(hev.begin(), hev.end(), vg), hev.end());
+        }
+        const FactLoad offload{vg, ve.tokens, move_bytes(ve.tokens), kNoRequest, 0};
+        if (async_copy_) {
+          // On the device-to-host copy engine; a load into the blocks it frees waits for it.
+          d2h_free_at_ = std::max(d2h_free_at_, now) + load_cost_(offload.bytes);
+          plan_.async_offloads.push_back(offload);
+        } else {
+          plan_.offloads.push_back(offload);
+        }
+        ++stats_.offloads;
+      }
+      for (const FactId h : host_evicted_) {
+        plan_.host_evictions.push_back(global_of(h));
+        host_dropped_step_[h] = stats_.steps + 1;  // this step's plan (steps counts executed ones)
+      }
+    }
+  }
+  if (ok && owner != nullptr) {
+    pin(*owner, *f);
+  } else if (ok) {
+    // Pinned until the step ends: a fact placed in this step must not be evicted by a later
+    // insertion of the same step (the executor frees before it encodes).
+    add_pin(local);
+    step_pins_.push_back(local);
+  }
+  return ok;
+}
+
+/// Host-tier hit: copy into the GPU pool (or straight into the request's cache when the pool has
+/// no unpinned room).
+void Replica::promote_from_host(Request& r, RequestFact& f, SimTime now, bool async) {
+  const FactTokens& info = facts_.tokens(f.global);
+  const std::uint64_t bytes = move_bytes(info.tokens);
+  async_copy_ = async;  // the victims' offloads go to the other copy engine
+  const bool placed = insert_gpu(f.global, now, false);
+  async_copy_ = false;
+  if (placed) {
+    const FactLoad load{f.global, info.tokens, bytes, kNoRequest, 0};
+    if (async) {
+      // The host-to-device copy engine runs the loads one after another, in the order they
+      // were issued, each after the offloads issued before it (its blocks may be theirs).
+      INFERSCALE_ASSERT(load_cost_, "asynchronous loads without a load price");
+      copy_free_at_ = std::max({copy_free_at_, now, d2h_free_at_}) + load_cost_(bytes);
+      r.loads_ready = std::max(r.loads_ready, copy_free_at_);
+      async_ready_[f.local] = copy_free_at_;
+      plan_.async_loads.push_back(load);
+    } else {
+      plan_.loads.push_back(load);
+    }
+    pin(r, f);
+  } else {
+    plan_.loads.push_back(
+        FactLoad{f.global, info.tokens, bytes, r.id, f.position, r.prompt_tokens});
+    f.private_kv = true;
+  }
+  ++stats_.loads;
+}
+
+void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget) {
+  Request& r = pool_[ri];
+  const auto& s = cfg_.serving;
+  const bool first_admission = r.preemptions == 0;
+  const std::uint32_t shared = s.header_cache ? s.header_tokens : 0;
+  std::uint32_t pos = s.header_tokens;
+  std::uint32_t computed = s.footer_tokens + r.query_tokens + (s.header_tokens - shared);
+  std::uint32_t present = shared;
+  INFERSCALE_ASSERT(r.pins.empty(), "a request admitted with pins held");
+  if (r.layout.capacity() == 0 && !spare_layouts_.empty()) {
+    r.layout.swap(spare_layouts_.back());
+    spare_layouts_.pop_back();
+  }
+  if (r.pins.capacity() == 0 && !spare_pins_.empty()) {
+    r.pins.swap(spare_pins_.back());
+    spare_pins_.pop_back();
+  }
+  r.layout.clear();
+  r.layout.reserve(r.facts.size());
+  r.loads_ready = 0;
+  // The facts' records are far apart: start every miss before the loop waits on the first.
+  for (const FactId g : r.facts) prefetch_fact(g);
+  for (const FactId g : r.facts) {
+    RequestFact& f = r.layout.emplace_back();  // in place, as in plan_encode_job
+    f.global = static_cast<std::uint32_t>(g);
+    f.tokens = facts_.tokens(g).tokens;
+    f.position = pos;
+    pos += f.tokens;
+    if (!kv_inject_) {
+      f.source = FactSource::kText;
+    } else {
+      f.local = static_cast<std::uint32_t>(local_id(g));
+      __builtin_prefetch(&pin_count(f.local));  // pinned or placed below
+      if (direct_ ? gpu_->lookup_direct(f.local, fact_store_bytes(f.tokens))
+                  : gpu_->lookup(entry(g, f.local, now), now)) {
+        f.source = FactSource::kGpuHit;
+        if (async_loads_) r.loads_ready = std::max(r.loads_ready, async_ready_[f.local]);
+        if (first_admission) ++r.gpu_hits;
+      } else if (host_ && host_->lookup(entry(g, f.local, now), now)) {
+        f.source = FactSource::kHostHit;
+        if (first_admission) ++r.host_hits;
+      } else {
+        if (first_admission) ++r.misses;
+        f.source = s.miss_path == MissPath::kEncode ? FactSource::kEncoded : FactSource::kText;
+      }
+    }
+    if (f.source == FactSource::kText) {
+      computed += f.tokens;
+    } else {
+      present += f.tokens;
+    }
+  }
+  r.prompt_tokens = pos + s.footer_tokens + r.query_tokens;  // per-request loads name it
+  // Then pins (the layout vector no longer moves): every GPU hit before any load, since a load
+  // may evict to make room and must not take a fact this request is about to inject.
+  for (RequestFact& f : r.layout) {
+    if (f.source == FactSource::kGpuHit) pin(r, f);
+  }
+  // Then loads and encode jobs. Without a host tier there are no loads, so planning an encode
+  // before queueing the next changes no order.
+  bool plan_now = direct_ && request_jobs_.empty();
+  for (std::uint32_t i = 0; i < r.layout.size(); ++i) {
+    RequestFact& f = r.layout[i];
+    if (f.source == FactSource::kHostHit) {
+      promote_from_host(r, f, now, async_loads_);
+    } else if (f.source == FactSource::kEncoded) {
+      const EncodeJob job{f.global, ri, r.id, i};
+      ++r.pending_encodes;
+      if (plan_now && plan_encode_direct(r, f, budget)) continue;
+      plan_now = false;
+      request_jobs_.push_back(job);
+    }
+  }
+  // After a preemption the tokens generated so far are recomputed too (vLLM's recompute).
+  r.computed_total = computed + r.generated;
+  r.computed_done = 0;
+  r.present_base = present;
+  r.shared_tokens = shared;
+  r.context = 0;
+  r.injected = false;
+  if (first_admission) r.prefill_tokens = computed;
+}
+
+bool Replica::plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& budget) {
+  const FactId local = local_id(job.global);
+  Request* r = job.request != kNone ? &pool_[job.request] : nullptr;
+  RequestFact* f = r != nullptr ? &r->layout[job.fact_index] : nullptr;
+  auto done = [&] {
+    if (r != nullptr) --r->pending_encodes;
+    return true;
+  };
+  if (gpu_->resident(local)) {  // placed meanwhile by another job or a memory write
+    if (f != nullptr) pin(*r, *f);
+    if (r != nullptr && async_loads_)
+      r->loads_ready = std::max(r->loads_ready, async_ready_[local]);
+    return done();
+  }
+  if (host_ && f != nullptr && host_->resident(local)) {
+    promote_from_host(*r, *f, now);
+    return done();
+  }
+  const std::uint32_t tokens = encode_tokens(job.global);
+  if (tokens > cfg_.scheduler.max_batch_tokens) encode_too_large(job.global, tokens);
+  if (tokens > budget) return false;
+  // Pinned for the request if stored: it holds the fact past the step's end.
+  const bool stored = insert_gpu(job.global, now, true, r, f);
+  const FactTokens& info = facts_.tokens(job.global);
+  if (r == nullptr && !stored) return true;  // a memory write the store did not admit
+  budget -= tokens;
+  // Written in place: a copy from the stack would wait for the insertion's stores to random
+  // cache lines to drain (a wide load of narrow stores is not forwarded).
+  FactEncode& enc = plan_.encodes.emplace_back();
+  enc.fact = job.global;
+  enc.user = r != nullptr ? r->user : facts_[job.global].user;  // a request names its user's facts
+  enc.tokens = info.tokens;
+  enc.context_tokens = info.encode_context_tokens;
+  enc.store = stored;
+  if (f != nullptr) {
+    if (!stored) {  // (stored: insert_gpu pinned it)
+      enc.for_request = r->id;
+      enc.position = f->position;
+      enc.prompt_tokens = r->prompt_tokens;
+      f->private_kv = true;
+      ++stats_.private_encodes;
+    }
+  } else {
+    ++stats_.memory_write_encodes;
+  }
+  ++stats_.encodes;
+  stats_.encode_tokens += tokens;
+  step_tokens_ += tokens;
+  return done();
+}
+
+void Replica::encode_too_large(FactId global, std::uint32_t tokens) const {
+  throw InputError(cfg_.trace.where, "fact " + std::to_string(facts_.external(global)) + " needs " +
+                                         std::to_string(tokens) +
+                                         " tokens to encode (with cwe_window " +
+                                         std::to_string(cfg_.serving.cwe_window) +
+                                         "), more than scheduler.max_batch_tokens (" +
+                                         std::to_string(cfg_.scheduler.max_batch_tokens) + ")");
+}
+
+bool Replica::plan_encode_direct(Request& r, RequestFact& f, std::uint32_t& budget) {
+  const FactId local = f.local;  // the global id
+  if (gpu_->resident(local)) {   // named twice by the request: placed for its first mention
+    pin(r, f);
+    --r.pending_encodes;
+    return true;
+  }
+  const FactTokens& info = facts_.tokens(f.global);
+  const std::uint32_t tokens = info.tokens + info.encode_context_tokens;
+  if (tokens > cfg_.scheduler.max_batch_tokens) encode_too_large(f.global, tokens);
+  if (tokens > budget) return false;
+  const bool stored =
+      gpu_->insert_direct(local, fact_store_bytes(info.tokens), true, plan_.evictions);
+  budget -= tokens;
+  FactEncode& enc = plan_.encodes.emplace_back();
+  enc.fact = f.global;
+  enc.user = r.user;
+  enc.tokens = info.tokens;
+  enc.context_tokens = info.encode_context_tokens;
+  enc.store = stored;
+  if (stored) {  // pinned for the request (insert_gpu's direct branch)
+    ++pin_count(local);
+    f.pinned = true;
+    r.pins.push_back(static_cast<std::uint32_t>(local));
+  } else {
+    enc.for_request = r.id;
+    enc.position = f.position;
+    enc.prompt_tokens = r.prompt_tokens;
+    f.private_kv = true;
+    ++stats_.private_encodes;
+  }
+  ++stats_.encodes;
+  stats_.encode_tokens += tokens;
+  step_tokens_ += tokens;
+  --r.pending_encodes;
+  return true;
+}
+
+}  // namespace inferscale
