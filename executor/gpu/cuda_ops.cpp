@@ -12,7 +12,6 @@
 
 #include <condition_variable>
 #include <cstdio>
-#include <cstdlib>
 #include <deque>
 #include <exception>
 #include <map>

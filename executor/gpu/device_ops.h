@@ -52,12 +52,11 @@ struct AttentionCounts {
 /// When a forward pass runs as a CUDA graph (DeviceOps::run_forward): a pass of at most
 /// `max_tokens` tokens whose shape was seen in an earlier step is captured once (that step runs
 /// it eagerly beside the capture) and replayed from then on, so its few hundred small kernels
-/// launch as one. At most `max_graphs` graphs are kept (least recently used dropped); each holds
-/// its pass's activations; max_graphs = 0 runs every pass eagerly with the same shapes (tests).
-/// The CPU ignores it.
-/// Off by default: the calibration and hardware-in-the-loop runs measure eager steps.
-/// With it on, a pass's longest context (AttentionBatch::max_k) is rounded up to a multiple of
-/// `key_bucket` so that the decode steps of a batch share one shape.
+/// launch as one. With it on, a pass's longest context (AttentionBatch::max_k) is rounded up to
+/// a multiple of `key_bucket` so that the decode steps of a batch share one shape. At most
+/// `max_graphs` graphs are kept (least recently used dropped), each holding its pass's
+/// activations; max_graphs = 0 runs every pass eagerly with the same shapes (tests). Off by
+/// default: the calibration and hardware-in-the-loop runs measure eager steps. The CPU ignores it.
 struct CudaGraphPolicy {
   bool enabled = false;
   std::int32_t max_tokens = 256;

@@ -360,9 +360,13 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   if (!batch.empty()) {
     const ForwardInputs in = batch.finalize(*ops_, cache_.rows());
     trace.at("finalize");
-    // The KV cache's address is part of what a captured graph launches with.
+    // The KV cache's address is part of what a captured graph launches with (no key when
+    // graphs are off: the ops run the pass as given).
     const std::string shape =
-        in.shape() + " c" + std::to_string(reinterpret_cast<std::uintptr_t>(cache_.k.data_ptr()));
+        options_.cuda_graphs.enabled
+            ? in.shape() + " c" +
+                  std::to_string(reinterpret_cast<std::uintptr_t>(cache_.k.data_ptr()))
+            : std::string();
     const at::Tensor logits =
         ops_->run_forward(shape, in.tokens, in.buffer, [&](const at::Tensor& buffer) {
           return model_->forward(in.on(buffer), cache_, nullptr, false);
