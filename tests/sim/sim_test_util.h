@@ -2,6 +2,7 @@
 // Helpers for the simulator tests: temp files, small configs, reading results.
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -16,8 +17,11 @@ inline std::string source_path(const std::string& rel) {
   return std::string(INFERSCALE_SOURCE_DIR) + "/" + rel;
 }
 
+/// An empty folder of this process (ctest runs test cases in parallel processes, and several
+/// cases of one file may ask for the same name).
 inline std::filesystem::path temp_dir(const std::string& name) {
-  auto p = std::filesystem::temp_directory_path() / ("inferscale_sim_" + name);
+  auto p = std::filesystem::temp_directory_path() /
+           ("inferscale_sim_" + name + "_" + std::to_string(::getpid()));
   std::filesystem::remove_all(p);
   std::filesystem::create_directories(p);
   return p;
