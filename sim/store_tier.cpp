@@ -8,15 +8,14 @@ namespace inferscale {
 
 StoreTier::StoreTier(std::string name, std::uint64_t capacity_bytes,
                      std::unique_ptr<EvictionPolicy> eviction,
-                     std::unique_ptr<AdmissionPolicy> admission, std::string eviction_name,
-                     TierIds ids)
+                     std::unique_ptr<AdmissionPolicy> admission, std::string eviction_name)
     : name_(std::move(name)),
       eviction_name_(std::move(eviction_name)),
       capacity_bytes_(capacity_bytes),
       eviction_(std::move(eviction)),
       admission_(std::move(admission)),
       track_last_access_(eviction_->needs_last_access()),
-      slots_on_(ids == TierIds::kPolicyChoice && eviction_->slot_ids()) {
+      slots_on_(eviction_->slot_ids()) {
   ask_admission_ = admission_ != nullptr && !admission_->admits_everything();
   slot_view_.tier = this;
   // The type, not the name: a plugin or a test's policy under any name takes the virtual path.

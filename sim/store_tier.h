@@ -73,15 +73,11 @@ struct TierStats {
   std::uint64_t peak_bytes = 0;
 };
 
-/// How a tier names facts to its eviction policy (EvictionPolicy::slot_ids).
-enum class TierIds { kPolicyChoice, kFactIds };
-
 class StoreTier {
  public:
-  /// `ids`: kFactIds keeps fact ids even for a policy that accepts slot ids (tests compare both).
   StoreTier(std::string name, std::uint64_t capacity_bytes,
             std::unique_ptr<EvictionPolicy> eviction, std::unique_ptr<AdmissionPolicy> admission,
-            std::string eviction_name = {}, TierIds ids = TierIds::kPolicyChoice);
+            std::string eviction_name = {});
   StoreTier(StoreTier&&) = delete;  // its slot view points to it
 
   /// The run's view (pins, users, future); set before the first access. Also given to the

@@ -4,6 +4,7 @@
 
 #include "policies/registry.h"
 #include "tests/catch.h"
+#include "tests/sim/forwarding_lru.h"
 
 using namespace inferscale;
 
@@ -173,8 +174,9 @@ TEST_CASE("a tier that gives its policy slot ids decides what a tier with fact i
     INFO((told ? "told of pins" : "untold"));
     PolicyArgs args;
     StoreTier slots("gpu", 400, PolicyRegistry::make_eviction("lru", args, "test"), nullptr, "lru");
-    StoreTier facts("gpu", 400, PolicyRegistry::make_eviction("lru", args, "test"), nullptr, "lru",
-                    TierIds::kFactIds);
+    // The same LRU told to keep fact ids.
+    StoreTier facts("gpu", 400, std::make_unique<test::ForwardingLru>(/*slot_ids=*/false), nullptr,
+                    "lru");
     REQUIRE(slots.slot_ids());
     REQUIRE_FALSE(facts.slot_ids());
     Pins pins;
@@ -277,18 +279,21 @@ TEST_CASE("a slot-id policy's answer that names no resident fact is stopped") {
 
 TEST_CASE("a tier reads entries' details unless its policies need only ids and bytes") {
   PolicyArgs args;
-  auto tier = [&](const char* eviction, const char* admission, TierIds ids) {
+  auto tier = [&](const char* eviction, const char* admission) {
     return std::make_unique<StoreTier>(
         "gpu", 100, PolicyRegistry::make_eviction(eviction, args, "test"),
-        PolicyRegistry::make_admission(admission, args, "test"), eviction, ids);
+        PolicyRegistry::make_admission(admission, args, "test"), eviction);
   };
-  CHECK_FALSE(tier("lru", "always", TierIds::kPolicyChoice)->reads_entry_details());
-  CHECK(tier("lru", "tinylfu", TierIds::kPolicyChoice)->reads_entry_details());
-  CHECK(tier("lru", "always", TierIds::kFactIds)->reads_entry_details());
-  CHECK(tier("fifo", "always", TierIds::kPolicyChoice)->reads_entry_details());
-  CHECK(tier("gdsf", "always", TierIds::kPolicyChoice)->reads_entry_details());
+  CHECK_FALSE(tier("lru", "always")->reads_entry_details());
+  CHECK(tier("lru", "tinylfu")->reads_entry_details());
+  // LRU with fact ids.
+  CHECK(StoreTier("gpu", 100, std::make_unique<test::ForwardingLru>(/*slot_ids=*/false),
+                  PolicyRegistry::make_admission("always", args, "test"), "lru")
+            .reads_entry_details());
+  CHECK(tier("fifo", "always")->reads_entry_details());
+  CHECK(tier("gdsf", "always")->reads_entry_details());
   // Admission of everything is not asked: nothing is rejected but for want of room.
-  auto t = tier("lru", "always", TierIds::kPolicyChoice);
+  auto t = tier("lru", "always");
   Pins pins;
   t->set_view(&pins, true);
   std::vector<FactId> evicted;
