@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "kernels/kernel_types.h"
+#include "kernels/params.h"
 
 namespace inferscale::device {
 
@@ -69,6 +70,49 @@ __device__ __forceinline__ void load_f32(const float* p, float (&out)[V]) {
   }
 }
 
+/// 1 / sqrt(mean(x^2) + eps) over one row of `cols` elements, the squares summed in fp32 (warp
+/// shuffles, then shared memory); every thread of the block gets the result. It synchronizes the
+/// block: every thread must call it, and blockDim.x must be a multiple of 32. The row is read in
+/// V-element vectors: V > 1 needs cols % V == 0 and a 16-byte aligned row. rms_norm.cu,
+/// kv_append.cu and silu_mul.cu all call it (a folded norm scales exactly as the kernel it
+/// replaced).
+template <typename T, int V>
+__device__ float block_inv_rms(const T* x, std::int64_t cols, float eps) {
+  __shared__ float warp_sums[32];
+  __shared__ float inv_rms;
+  const int vecs = int(cols / V);
+  float sum = 0.0f;
+  for (int i = threadIdx.x; i < vecs; i += blockDim.x) {
+    const Vec<T, V> v = reinterpret_cast<const Vec<T, V>*>(x)[i];
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const float f = to_f32(v.v[j]);
+      sum += f * f;
+    }
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = sum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float total = 0.0f;
+    for (int i = 0; i < int(blockDim.x >> 5); ++i) total += warp_sums[i];
+    inv_rms = 1.0f / sqrtf(total / float(cols) + eps);
+  }
+  __syncthreads();
+  return inv_rms;
+}
+
+/// block_inv_rms of row `row` of a folded norm's input (RmsScaleView), in 16-byte vectors where
+/// the row's alignment and length allow.
+template <typename T>
+__device__ float block_rms_scale(const RmsScaleView& norm, std::int64_t row) {
+  constexpr int kV = kVec16<T>;
+  const T* x = static_cast<const T*>(norm.x) + row * norm.stride;
+  if (norm.cols % kV == 0 && aligned16(x)) return block_inv_rms<T, kV>(x, norm.cols, norm.eps);
+  return block_inv_rms<T, 1>(x, norm.cols, norm.eps);
+}
+
 /// One rotary pair, every product and sum rounded (no fused multiply-add): the CPU reference
 /// (kernels/reference/rope.cpp) computes the same operations in the same order.
 template <bool Forward>
@@ -105,6 +149,15 @@ struct RowChunk {
   __device__ void store(T* row, int c, int half, RopeStyle s) const {
     *reinterpret_cast<Vec<T, V>*>(row + lo_off(c, half, s)) = lo;
     *reinterpret_cast<Vec<T, V>*>(row + hi_off(c, half, s)) = hi;
+  }
+
+  /// Multiplies every element by s in fp32, rounding once back to T (a folded norm's scale).
+  __device__ void scale(float s) {
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      lo.v[j] = from_f32<T>(__fmul_rn(to_f32(lo.v[j]), s));
+      hi.v[j] = from_f32<T>(__fmul_rn(to_f32(hi.v[j]), s));
+    }
   }
 
   /// Rotates the chunk's pairs by the table row of |position| (sin negated when position < 0).

@@ -1,5 +1,7 @@
 // KV append kernel. Grid: x = token, y (with the block's threads) = the token's row chunks:
-// q heads, then k heads, then v heads, each head_dim / (2V) chunks.
+// q heads, then k heads, then v heads, each head_dim / (2V) chunks. With a folded norm every
+// block of a token first reduces the token's residual row (hidden elements, read from L2) to its
+// 1 / rms; the few blocks of a token repeat that reduction rather than launch another kernel.
 #include "kernels/device_utils.cuh"
 #include "kernels/kv_append.cuh"
 
@@ -24,12 +26,15 @@ __global__ void kv_append_kernel(KvAppendParams p) {
       pool_slot < 0 ? 0
                     : std::int64_t(pool_slot / p.pool.block_tokens) * p.pool.block_stride +
                           std::int64_t(pool_slot % p.pool.block_tokens) * row_elems;
+  const bool scaled = p.norm.x != nullptr;  // the same for the whole grid
+  const float inv_rms = scaled ? device::block_rms_scale<T>(p.norm, t) : 1.0f;
   for (int item = blockIdx.y * blockDim.x + threadIdx.x; item < items;
        item += gridDim.y * blockDim.x) {
     const int c = item % chunks;
     const int r = item / chunks;  // row: q heads, k heads, v heads
     device::RowChunk<T, V> x;
     x.load(in + std::int64_t(r) * p.head_dim, c, half, p.style);
+    if (scaled) x.scale(inv_rms);  // rounded here: the pool's K and V are these values
     if (r < p.heads) {
       x.template rotate<true>(cos_row, sin_row, c, pos < 0, p.style);
       x.store(static_cast<T*>(p.q_out) + (std::int64_t(t) * p.heads + r) * p.head_dim, c, half,
@@ -85,6 +90,7 @@ struct KvAppendLaunch {
 cudaError_t kv_append_launch(const KvAppendParams& p, cudaStream_t stream) {
   if (p.tokens == 0) return cudaSuccess;
   if (p.head_dim <= 0 || p.head_dim % 2 != 0) return cudaErrorInvalidValue;
+  if (p.norm.x != nullptr && p.norm.cols <= 0) return cudaErrorInvalidValue;
   return device::dispatch_dtype<KvAppendLaunch>(p.dtype, p, stream);
 }
 

@@ -56,9 +56,23 @@ struct InjectParams {
   RopeStyle style = RopeStyle::kNeox;
 };
 
+/// The per-row scale of an RMSNorm folded into the projection before a kernel. RMSNorm(x) W^T =
+/// diag(1 / rms(x)) x (W diag(g))^T: the norm weight g is folded into W's columns once, the
+/// projection reads the residual rows x themselves, and the kernel that reads its output
+/// multiplies row r by 1 / sqrt(mean(x[r]^2) + eps), summed in fp32. x == nullptr: no scaling.
+struct RmsScaleView {
+  const void* x = nullptr;  // [rows, cols] at stride, the kernel's dtype; rows = the kernel's rows
+  std::int64_t stride = 0;  // elements between consecutive rows
+  std::int64_t cols = 0;
+  float eps = 1e-5f;
+};
+
 /// Native prefill/decode of one layer after the fused QKV projection: rotate q into q_out,
 /// rotate k into the KV cache, copy v into the KV cache, and (for fact encodes) store the
-/// token's K (before RoPE, or after it in delta mode) and V into the pool.
+/// token's K (before RoPE, or after it in delta mode) and V into the pool. With `norm`, the
+/// token's q, k and v are first multiplied by its 1 / rms and rounded to the dtype (the attention
+/// RMSNorm folded into the QKV weights): the rounded row is then what a kernel without `norm`
+/// would have read, so pool K rotated at injection stays bit-identical to cache K.
 struct KvAppendParams {
   const void* qkv = nullptr;    // [tokens, (heads + 2 * kv_heads) * head_dim]: q | k | v
   std::int64_t qkv_stride = 0;  // elements between consecutive tokens
@@ -71,6 +85,7 @@ struct KvAppendParams {
   bool pool_rotated = false;                  // store K after RoPE (delta mode) instead of before
   const std::int32_t* positions = nullptr;    // [tokens]
   RopeTableView table;
+  RmsScaleView norm;  // rows: tokens; x null: qkv used as is
   std::int32_t tokens = 0, heads = 0, kv_heads = 0, head_dim = 0;
   DType dtype = DType::kF32;
   RopeStyle style = RopeStyle::kNeox;
@@ -87,13 +102,15 @@ struct RmsNormParams {
   DType dtype = DType::kF32;
 };
 
-/// SwiGLU activation: out[r, c] = silu(gate_up[r, c]) * gate_up[r, cols + c],
-/// silu(g) = g / (1 + exp(-g)), in fp32.
+/// SwiGLU activation: out[r, c] = silu(s * gate_up[r, c]) * (s * gate_up[r, cols + c]),
+/// silu(g) = g / (1 + exp(-g)), in fp32, rounded once; s = 1 / rms(norm.x[r]) with `norm` (the
+/// MLP RMSNorm folded into the gate/up weights), else 1.
 struct SiluMulParams {
   const void* gate_up = nullptr;  // [rows, 2 * cols] at in_stride: gate | up
   void* out = nullptr;            // [rows, cols] at out_stride
   std::int64_t rows = 0, cols = 0;
   std::int64_t in_stride = 0, out_stride = 0;
+  RmsScaleView norm;  // rows: rows; x null: no scaling
   DType dtype = DType::kF32;
 };
 

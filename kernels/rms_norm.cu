@@ -1,5 +1,5 @@
-// RMSNorm kernel: a block per row; a first pass sums squares (warp shuffles, then shared
-// memory), a second pass scales. Rows are re-read from L1/L2, not device memory.
+// RMSNorm kernel: a block per row; a first pass sums squares (device::block_inv_rms), a second
+// pass scales. Rows are re-read from L1/L2, not device memory.
 #include "kernels/device_utils.cuh"
 #include "kernels/rms_norm.cuh"
 
@@ -10,33 +10,12 @@ constexpr int kBlock = 256;
 
 template <typename T, int V>
 __global__ void rms_norm_kernel(RmsNormParams p) {
-  __shared__ float warp_sums[kBlock / 32];
-  __shared__ float inv_rms;
   const std::int64_t r = blockIdx.x;
   const T* x = static_cast<const T*>(p.x) + r * p.x_stride;
   T* out = static_cast<T*>(p.out) + r * p.out_stride;
   const T* w = static_cast<const T*>(p.weight);
   const int vecs = int(p.cols / V);
-  float sum = 0.0f;
-  for (int i = threadIdx.x; i < vecs; i += blockDim.x) {
-    const device::Vec<T, V> v = reinterpret_cast<const device::Vec<T, V>*>(x)[i];
-#pragma unroll
-    for (int j = 0; j < V; ++j) {
-      const float f = device::to_f32(v.v[j]);
-      sum += f * f;
-    }
-  }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = sum;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    float total = 0.0f;
-    for (int i = 0; i < int(blockDim.x >> 5); ++i) total += warp_sums[i];
-    inv_rms = 1.0f / sqrtf(total / float(p.cols) + p.eps);
-  }
-  __syncthreads();
-  const float s = inv_rms;
+  const float s = device::block_inv_rms<T, V>(x, p.cols, p.eps);
   for (int i = threadIdx.x; i < vecs; i += blockDim.x) {
     const device::Vec<T, V> v = reinterpret_cast<const device::Vec<T, V>*>(x)[i];
     const device::Vec<T, V> g = reinterpret_cast<const device::Vec<T, V>*>(w)[i];

@@ -17,6 +17,7 @@ LlamaModel::LlamaModel(const ModelConfig& config, ModelWeights weights, DeviceOp
   if (config.heads % config.kv_heads != 0 || config.head_dim % 2 != 0) {
     throw std::invalid_argument("LlamaModel: heads % kv_heads and head_dim % 2 must be 0");
   }
+  fold_norms(w_);
   RopeTableSpec spec;
   spec.head_dim = std::int32_t(config.head_dim);
   spec.positions = rope_positions;
@@ -76,9 +77,17 @@ at::Tensor LlamaModel::forward(const ForwardInputs& in, KvCache& cache, FactPool
   const bool store = pool != nullptr && in.pool_slots.defined();
 
   at::Tensor h = w_.embed.index_select(0, in.token_ids);  // [T, hidden], the residual stream
-  at::Tensor x = at::empty_like(h);                       // [T, hidden], normalized
   at::Tensor q = at::empty({T, H, D}, opts);              // rotated queries
   at::Tensor act = at::empty({T, F}, opts);               // SwiGLU output
+
+  // The layers' RMSNorms are folded (fold_norms): the QKV and gate/up products read h itself,
+  // and kv_append and silu_mul scale their rows by 1 / rms of h's rows. h is updated in place
+  // only after each of them has read it.
+  RmsScaleView norm;
+  norm.x = h.data_ptr();
+  norm.stride = h.stride(0);
+  norm.cols = h.size(1);
+  norm.eps = float(config_.rms_eps);
 
   KvAppendParams kv;
   kv.q_out = q.data_ptr();
@@ -93,6 +102,7 @@ at::Tensor LlamaModel::forward(const ForwardInputs& in, KvCache& cache, FactPool
   kv.head_dim = std::int32_t(D);
   kv.dtype = kernel_dtype(dtype_);
   kv.style = style_;
+  kv.norm = norm;
 
   SiluMulParams sm;
   sm.out = act.data_ptr();
@@ -101,11 +111,11 @@ at::Tensor LlamaModel::forward(const ForwardInputs& in, KvCache& cache, FactPool
   sm.in_stride = 2 * F;
   sm.out_stride = F;
   sm.dtype = kv.dtype;
+  sm.norm = norm;
 
   for (std::uint32_t l = 0; l < config_.layers; ++l) {
     const LayerWeights& lw = w_.layers[l];
-    rms_norm(h, lw.attn_norm, x);
-    const at::Tensor qkv = at::mm(x, lw.wqkv.t());  // [T, (H + 2 KV) D]: q | k | v
+    const at::Tensor qkv = at::mm(h, lw.wqkv.t());  // [T, (H + 2 KV) D]: q | k | v, unscaled
     const at::Tensor k_layer = cache.k.select(0, l), v_layer = cache.v.select(0, l);
     kv.qkv = qkv.data_ptr();
     kv.qkv_stride = qkv.stride(0);
@@ -115,8 +125,7 @@ at::Tensor LlamaModel::forward(const ForwardInputs& in, KvCache& cache, FactPool
     ops_.kv_append(kv);
     const at::Tensor attn = attention(q, k_layer, v_layer, in, scale);  // [T, H, D]
     h.addmm_(attn.view({T, H * D}), lw.wo.t());  // residual add fused into the GEMM (beta = 1)
-    rms_norm(h, lw.mlp_norm, x);
-    const at::Tensor gate_up = at::mm(x, lw.wgate_up.t());  // [T, 2F]: gate | up
+    const at::Tensor gate_up = at::mm(h, lw.wgate_up.t());  // [T, 2F]: gate | up, unscaled
     sm.gate_up = gate_up.data_ptr();
     ops_.silu_mul(sm);
     h.addmm_(act, lw.wdown.t());

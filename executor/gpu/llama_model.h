@@ -2,7 +2,9 @@
 // @brief A Llama-family decoder (RMSNorm, rotary embedding, grouped-query attention, SwiGLU
 // MLP, LM head) over a varlen batch, writing its keys and values into a KV cache of contiguous
 // per-request row ranges. Matrix products go through libtorch (cuBLAS on CUDA); everything
-// else through DeviceOps (kernels/ on CUDA, their references on the CPU).
+// else through DeviceOps (kernels/ on CUDA, their references on the CPU). The two RMSNorms of a
+// layer run no kernel of their own: their weights are folded into the QKV and gate/up
+// projections (fold_norms) and their per-row scale into kv_append and silu_mul.
 
 #include <ATen/ATen.h>
 
@@ -26,6 +28,7 @@ struct KvCache {
 class LlamaModel {
  public:
   /// `rope_positions`: rows of the rotary table (the largest |position| any rotation uses + 1).
+  /// Folds the layers' norm weights into `weights` (fold_norms) unless already folded.
   LlamaModel(const ModelConfig& config, ModelWeights weights, DeviceOps& ops, at::ScalarType dtype,
              std::int32_t rope_positions);
 

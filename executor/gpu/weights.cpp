@@ -34,4 +34,19 @@ ModelWeights RandomWeightLoader::load(const ModelConfig& m, const at::TensorOpti
   return w;
 }
 
+void fold_norms(ModelWeights& w) {
+  if (w.norms_folded) return;
+  auto fold = [](const at::Tensor& weight, const at::Tensor& norm) {
+    // [out, hidden] * [hidden] scales column j by norm[j].
+    return (weight.to(at::kFloat) * norm.to(at::kFloat)).to(weight.scalar_type()).contiguous();
+  };
+  for (LayerWeights& lw : w.layers) {
+    lw.wqkv = fold(lw.wqkv, lw.attn_norm);
+    lw.wgate_up = fold(lw.wgate_up, lw.mlp_norm);
+    lw.attn_norm = at::Tensor();
+    lw.mlp_norm = at::Tensor();
+  }
+  w.norms_folded = true;
+}
+
 }  // namespace inferscale

@@ -5,7 +5,8 @@
 
 namespace inferscale {
 
-/// out[r, c] = g / (1 + exp(-g)) * u with g = gate_up[r, c], u = gate_up[r, cols + c], in fp32.
+/// out[r, c] = g / (1 + exp(-g)) * u with g = s * gate_up[r, c], u = s * gate_up[r, cols + c],
+/// in fp32; s = rms_scale_reference(norm, r) (1 without `norm`).
 void silu_mul_reference(const SiluMulParams& p);
 
 }  // namespace inferscale

@@ -27,53 +27,16 @@
 
 using namespace inferscale;
 using test::DeviceBuffer;
+using test::DeviceTable;
+using test::distinct;
+using test::HostTable;
+using test::make_table;
+using test::random_positions;
 
 namespace {
 
 constexpr DType kDtypes[] = {DType::kF32, DType::kBF16, DType::kF16};
 constexpr RopeStyle kStyles[] = {RopeStyle::kNeox, RopeStyle::kGptj};
-
-struct HostTable {
-  std::vector<float> cos, sin;
-  std::int32_t positions = 0;
-  RopeTableView view() const { return {cos.data(), sin.data(), positions}; }
-};
-
-HostTable make_table(int head_dim, int positions) {
-  RopeTableSpec spec{head_dim, positions, 500000.0, 8.0};
-  HostTable t;
-  t.positions = positions;
-  t.cos.resize(std::size_t(positions) * head_dim / 2);
-  t.sin.resize(t.cos.size());
-  rope_table_build(spec, t.cos.data(), t.sin.data());
-  return t;
-}
-
-struct DeviceTable {
-  DeviceBuffer cos, sin;
-  std::int32_t positions;
-  explicit DeviceTable(const HostTable& h) : cos(h.cos), sin(h.sin), positions(h.positions) {}
-  RopeTableView view() const {
-    return {static_cast<const float*>(cos.get()), static_cast<const float*>(sin.get()), positions};
-  }
-};
-
-std::vector<std::int32_t> random_positions(int n, int limit, bool signed_positions,
-                                           std::mt19937& rng) {
-  std::uniform_int_distribution<int> dist(signed_positions ? -(limit - 1) : 0, limit - 1);
-  std::vector<std::int32_t> p(n);
-  for (auto& x : p) x = dist(rng);
-  return p;
-}
-
-// n distinct values drawn from [0, range).
-std::vector<std::int32_t> distinct(int n, int range, std::mt19937& rng) {
-  std::vector<std::int32_t> all(range);
-  std::iota(all.begin(), all.end(), 0);
-  std::shuffle(all.begin(), all.end(), rng);
-  all.resize(n);
-  return all;
-}
 
 }  // namespace
 

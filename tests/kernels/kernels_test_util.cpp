@@ -1,9 +1,13 @@
 #include "tests/kernels/kernels_test_util.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <numeric>
 
 #include "kernels/cuda_check.h"
 #include "kernels/reference/numeric.h"
+#include "kernels/reference/rope.h"
 
 namespace inferscale::test {
 
@@ -78,6 +82,60 @@ std::uint64_t max_ulp_diff(const std::vector<std::uint8_t>& a, const std::vector
 void device_sync() {
   INFERSCALE_CUDA_CHECK(cudaGetLastError());
   INFERSCALE_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+double max_abs_diff(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b,
+                    DType dtype) {
+  const std::int64_t n = std::int64_t(a.size()) / dtype_bytes(dtype);
+  double worst = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    worst = std::max(worst, std::abs(double(load_elem(a.data(), i, dtype)) -
+                                     double(load_elem(b.data(), i, dtype))));
+  }
+  return worst;
+}
+
+double max_abs(const std::vector<std::uint8_t>& a, DType dtype) {
+  const std::int64_t n = std::int64_t(a.size()) / dtype_bytes(dtype);
+  double worst = 0;
+  for (std::int64_t i = 0; i < n; ++i)
+    worst = std::max(worst, std::abs(double(load_elem(a.data(), i, dtype))));
+  return worst;
+}
+
+std::size_t count_diff(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b,
+                       DType dtype) {
+  const std::size_t w = dtype_bytes(dtype), n = a.size() / w;
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    count += std::memcmp(a.data() + i * w, b.data() + i * w, w) != 0 ? 1 : 0;
+  return count;
+}
+
+HostTable make_table(int head_dim, int positions) {
+  RopeTableSpec spec{head_dim, positions, 500000.0, 8.0};
+  HostTable t;
+  t.positions = positions;
+  t.cos.resize(std::size_t(positions) * head_dim / 2);
+  t.sin.resize(t.cos.size());
+  rope_table_build(spec, t.cos.data(), t.sin.data());
+  return t;
+}
+
+std::vector<std::int32_t> random_positions(int n, int limit, bool signed_positions,
+                                           std::mt19937& rng) {
+  std::uniform_int_distribution<int> dist(signed_positions ? -(limit - 1) : 0, limit - 1);
+  std::vector<std::int32_t> p(n);
+  for (auto& x : p) x = dist(rng);
+  return p;
+}
+
+std::vector<std::int32_t> distinct(int n, int range, std::mt19937& rng) {
+  std::vector<std::int32_t> all(range);
+  std::iota(all.begin(), all.end(), 0);
+  std::shuffle(all.begin(), all.end(), rng);
+  all.resize(n);
+  return all;
 }
 
 }  // namespace inferscale::test

@@ -49,4 +49,37 @@ std::uint64_t max_ulp_diff(const std::vector<std::uint8_t>& a, const std::vector
 /// Synchronizes the device and throws on any pending error.
 void device_sync();
 
+/// Largest |a - b| over two typed buffers, and largest |b|, widened to fp32.
+double max_abs_diff(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b,
+                    DType dtype);
+double max_abs(const std::vector<std::uint8_t>& a, DType dtype);
+/// Elements of two typed buffers that differ in any bit.
+std::size_t count_diff(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b,
+                       DType dtype);
+
+/// A host rotary table (llama3 scaling, theta 500000) of `positions` rows.
+struct HostTable {
+  std::vector<float> cos, sin;
+  std::int32_t positions = 0;
+  RopeTableView view() const { return {cos.data(), sin.data(), positions}; }
+};
+HostTable make_table(int head_dim, int positions);
+
+/// A host table's copy on the device.
+struct DeviceTable {
+  DeviceBuffer cos, sin;
+  std::int32_t positions;
+  explicit DeviceTable(const HostTable& h) : cos(h.cos), sin(h.sin), positions(h.positions) {}
+  RopeTableView view() const {
+    return {static_cast<const float*>(cos.get()), static_cast<const float*>(sin.get()), positions};
+  }
+};
+
+/// n positions drawn from [0, limit) (from (-limit, limit) when `signed_positions`).
+std::vector<std::int32_t> random_positions(int n, int limit, bool signed_positions,
+                                           std::mt19937& rng);
+
+/// n distinct values drawn from [0, range).
+std::vector<std::int32_t> distinct(int n, int range, std::mt19937& rng);
+
 }  // namespace inferscale::test
