@@ -20,17 +20,12 @@
 #include <cstdint>
 
 #include "kernels/device_utils.cuh"
+#include "kernels/mma.cuh"
 #include "kernels/split_kv_attention.cuh"
 #include "kernels/split_kv_plan.h"
 
-// cp.async and bf16 mma.sync need sm_80: device code for older targets (a build's default
-// architecture list) compiles to empty kernels, and the launcher refuses to run those (it reads
-// the kernel's PTX version) rather than return garbage.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-#define INFERSCALE_SPLIT_KV_BODY 0
-#else
-#define INFERSCALE_SPLIT_KV_BODY 1
-#endif
+// cp.async needs sm_80 as mma.sync does (kernels/mma.cuh): older targets get empty bodies.
+#define INFERSCALE_SPLIT_KV_BODY INFERSCALE_MMA_BODY
 
 namespace inferscale {
 namespace {
@@ -49,45 +44,7 @@ constexpr int main_smem_bytes() {
   return (16 * WM + 4 * kTileKeys) * (D + kPad) * int(sizeof(T));
 }
 
-template <typename T>
-struct Mma;
-
-template <>
-struct Mma<__nv_bfloat16> {
-  __device__ static std::uint32_t pack(float lo, float hi) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x (low half) = lo
-    return *reinterpret_cast<const std::uint32_t*>(&v);
-  }
-  /// c += a b: a 16x16 row-major (4 regs), b 16x8 column-major (2 regs), c 16x8 fp32.
-  __device__ static void mma(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
-                             std::uint32_t b1) {
-#if INFERSCALE_SPLIT_KV_BODY
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#endif
-  }
-};
-
-template <>
-struct Mma<__half> {
-  __device__ static std::uint32_t pack(float lo, float hi) {
-    const __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const std::uint32_t*>(&v);
-  }
-  __device__ static void mma(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
-                             std::uint32_t b1) {
-#if INFERSCALE_SPLIT_KV_BODY
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
-        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#endif
-  }
-};
+using device::Mma;
 
 __device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));

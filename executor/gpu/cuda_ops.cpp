@@ -32,6 +32,7 @@
 #include "kernels/kv_append.cuh"
 #include "kernels/rms_norm.cuh"
 #include "kernels/silu_mul.cuh"
+#include "kernels/skinny_gemm.cuh"
 #include "kernels/split_kv_attention.cuh"
 #include "kernels/split_kv_plan.h"
 #include "kernels/staged_copy.cuh"
@@ -352,6 +353,18 @@ class CudaOps : public DeviceOps {
     INFERSCALE_CUDA_CHECK(silu_mul_launch(p, current_stream()));
   }
 
+  at::Tensor linear(const at::Tensor& x, const at::Tensor& w) override {
+    if (!skinny_wanted(x, w)) return DeviceOps::linear(x, w);
+    at::Tensor y = at::empty({x.size(0), w.size(0)}, x.options());
+    if (skinny(y, x, w, false)) return y;
+    return DeviceOps::linear(x, w);
+  }
+  void linear_add(at::Tensor& y, const at::Tensor& x, const at::Tensor& w) override {
+    if (!skinny_wanted(x, w) || y.dim() != 2 || y.stride(1) != 1 || !skinny(y, x, w, true)) {
+      DeviceOps::linear_add(y, x, w);
+    }
+  }
+
   at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                        const AttentionBatch& b, double scale) override {
     if (split_kv_wanted(split_kv_, b)) {
@@ -382,6 +395,42 @@ class CudaOps : public DeviceOps {
       ++counts_.math;
       return math_attention(q, k, v, b, scale);
     }
+  }
+
+  bool skinny_wanted(const at::Tensor& x, const at::Tensor& w) const {
+    return skinny_ok_ && skinny_gemm_.enabled && x.dim() == 2 && w.dim() == 2 &&
+           x.size(0) <= skinny_gemm_.max_rows && x.scalar_type() == w.scalar_type() &&
+           (x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf) && x.stride(1) == 1 &&
+           w.stride(1) == 1 && x.size(1) == w.size(1);
+  }
+
+  /// y (+)= x w^T by the skinny kernel; false where it does not take these operands (shape,
+  /// alignment) or was not built for this GPU (said once; libtorch's product runs instead).
+  bool skinny(at::Tensor& y, const at::Tensor& x, const at::Tensor& w, bool accumulate) {
+    SkinnyGemmParams p;
+    p.x = x.data_ptr();
+    p.w = w.data_ptr();
+    p.out = y.data_ptr();
+    p.residual = accumulate ? y.data_ptr() : nullptr;
+    p.rows = x.size(0);
+    p.n = w.size(0);
+    p.k = x.size(1);
+    p.x_stride = x.stride(0);
+    p.w_stride = w.stride(0);
+    p.out_stride = y.stride(0);
+    p.dtype = kernel_dtype(x.scalar_type());
+    if (!skinny_gemm_supported(p)) return false;
+    const cudaError_t err = skinny_gemm_launch(p, current_stream());
+    if (err == cudaErrorNotSupported) {
+      std::fprintf(stderr,
+                   "warning: the skinny matrix product is not built for this GPU; using "
+                   "cuBLAS\n");
+      skinny_ok_ = false;
+      return false;
+    }
+    INFERSCALE_CUDA_CHECK(err);
+    ++gemm_counts_.skinny;
+    return true;
   }
 
   /// The split-KV kernel on the KV cache in place, with an fp32 workspace for its partials from
@@ -563,6 +612,7 @@ class CudaOps : public DeviceOps {
   std::unique_ptr<CopyEngine> copies_;
   bool flash_ok_ = true;
   bool split_kv_ok_ = true;
+  bool skinny_ok_ = true;
 };
 
 }  // namespace

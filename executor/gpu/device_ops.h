@@ -49,6 +49,21 @@ struct AttentionCounts {
   std::uint64_t split_kv = 0, flash = 0, math = 0;
 };
 
+/// When the CUDA ops multiply by a weight matrix with the skinny kernel (kernels/skinny_gemm.cu)
+/// instead of libtorch's matrix product (cuBLAS): at most `max_rows` rows (query-only prefills
+/// and small decode batches, which only stream the weights), 16-bit dtypes, aligned operands.
+/// At such sizes cuBLAS splits K across blocks and adds a reduction kernel; the skinny kernel
+/// does neither and adds the residual in the same pass. The CPU ignores it.
+struct SkinnyGemmPolicy {
+  bool enabled = true;         // the A/B switch
+  std::int32_t max_rows = 32;  // at most kSkinnyGemmMaxRows (kernels/skinny_gemm.cuh)
+};
+
+/// Matrix products by implementation, since the ops were made.
+struct GemmCounts {
+  std::uint64_t skinny = 0, blas = 0;
+};
+
 /// When a forward pass runs as a CUDA graph (DeviceOps::run_forward): a pass of at most
 /// `max_tokens` tokens whose shape was seen in an earlier step is captured once (that step runs
 /// it eagerly beside the capture) and replayed from then on, so its few hundred small kernels
@@ -93,6 +108,17 @@ class DeviceOps {
   /// (one layer of the KV cache). Returns [tokens, heads, head_dim].
   virtual at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                const AttentionBatch& batch, double scale) = 0;
+  /// x w^T: x [rows, in], w [out, in] (a linear layer's weight). libtorch's matrix product; the
+  /// CUDA ops take few rows to the skinny kernel (SkinnyGemmPolicy).
+  virtual at::Tensor linear(const at::Tensor& x, const at::Tensor& w) {
+    ++gemm_counts_.blas;
+    return at::mm(x, w.t());
+  }
+  /// y += x w^T in place (a residual add), rounded once.
+  virtual void linear_add(at::Tensor& y, const at::Tensor& x, const at::Tensor& w) {
+    ++gemm_counts_.blas;
+    y.addmm_(x, w.t());
+  }
   /// A host int32 vector as a tensor on the compute device (one copy; asynchronous on CUDA).
   virtual at::Tensor upload(const std::vector<std::int32_t>& host) = 0;
   /// A host copy of a device tensor that stays valid until the step is synchronized.
@@ -155,6 +181,10 @@ class DeviceOps {
   void set_split_kv(const SplitKvPolicy& policy) { split_kv_ = policy; }
   const SplitKvPolicy& split_kv() const { return split_kv_; }
   const AttentionCounts& attention_counts() const { return counts_; }
+  /// Which matrix products linear() and linear_add() send to the skinny kernel.
+  void set_skinny_gemm(const SkinnyGemmPolicy& policy) { skinny_gemm_ = policy; }
+  const SkinnyGemmPolicy& skinny_gemm() const { return skinny_gemm_; }
+  const GemmCounts& gemm_counts() const { return gemm_counts_; }
   /// When run_forward() replays CUDA graphs (GpuExecutorOptions::cuda_graphs).
   void set_cuda_graphs(const CudaGraphPolicy& policy) { graphs_ = policy; }
   const CudaGraphPolicy& cuda_graphs() const { return graphs_; }
@@ -166,6 +196,8 @@ class DeviceOps {
   AttentionCounts counts_;
   CudaGraphPolicy graphs_;
   std::uint64_t graph_replays_ = 0;
+  SkinnyGemmPolicy skinny_gemm_;
+  GemmCounts gemm_counts_;
 };
 
 /// Split-KV parameters of one attention call: tensors, strides and shape; the caller sets the

@@ -90,6 +90,13 @@ CudaGraphPolicy cuda_graph_setting() {
   return p;
 }
 
+/// The skinny matrix-product kernel for few-row products unless INFERSCALE_SKINNY_GEMM=off.
+SkinnyGemmPolicy skinny_gemm_setting() {
+  SkinnyGemmPolicy p;
+  p.enabled = env_switch("INFERSCALE_SKINNY_GEMM", "on", "off", p.enabled);
+  return p;
+}
+
 /// cuBLAS for the products (libtorch's default) unless INFERSCALE_BLAS=cublaslt. On the H200
 /// cuBLASLt gave the same batch-1 TTFT with CUDA graphs and a slower batch-1 decode step
 /// (bench/results/executor_h200_graphs.md).
@@ -115,6 +122,7 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
   eo.split_kv = split_kv_setting(o.split_kv);
   eo.cuda_graphs = cuda_graph_setting();
   eo.prefer_cublaslt = blas_setting();
+  eo.skinny_gemm = skinny_gemm_setting();
   const std::uint64_t block = FactPool::block_bytes(m, std::uint32_t(dtype_bytes(o.dtype)));
   const std::uint64_t blocks_per_fact = (o.fact + kBlockTokens - 1) / kBlockTokens;
   eo.pool_bytes =
@@ -305,6 +313,11 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
       {"blas",
        {{"library", eo.prefer_cublaslt ? "cublaslt" : "cublas"},
         {"switch", "INFERSCALE_BLAS=cublaslt|cublas"}}},
+      {"skinny_gemm",
+       {{"enabled", eo.skinny_gemm.enabled},
+        {"max_rows", eo.skinny_gemm.max_rows},
+        {"switch", "INFERSCALE_SKINNY_GEMM=on|off"},
+        {"note", "products of at most max_rows rows by the skinny kernel, others by the BLAS"}}},
       {"cwe_window", 0},
       {"reps", o.reps},
       {"warmup", o.warmup},

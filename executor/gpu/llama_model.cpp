@@ -115,7 +115,7 @@ at::Tensor LlamaModel::forward(const ForwardInputs& in, KvCache& cache, FactPool
 
   for (std::uint32_t l = 0; l < config_.layers; ++l) {
     const LayerWeights& lw = w_.layers[l];
-    const at::Tensor qkv = at::mm(h, lw.wqkv.t());  // [T, (H + 2 KV) D]: q | k | v, unscaled
+    const at::Tensor qkv = ops_.linear(h, lw.wqkv);  // [T, (H + 2 KV) D]: q | k | v, unscaled
     const at::Tensor k_layer = cache.k.select(0, l), v_layer = cache.v.select(0, l);
     kv.qkv = qkv.data_ptr();
     kv.qkv_stride = qkv.stride(0);
@@ -124,17 +124,17 @@ at::Tensor LlamaModel::forward(const ForwardInputs& in, KvCache& cache, FactPool
     if (store) kv.pool = pool->layer_view(l);
     ops_.kv_append(kv);
     const at::Tensor attn = attention(q, k_layer, v_layer, in, scale);  // [T, H, D]
-    h.addmm_(attn.view({T, H * D}), lw.wo.t());  // residual add fused into the GEMM (beta = 1)
-    const at::Tensor gate_up = at::mm(h, lw.wgate_up.t());  // [T, 2F]: gate | up, unscaled
+    ops_.linear_add(h, attn.view({T, H * D}), lw.wo);        // the residual add in the product
+    const at::Tensor gate_up = ops_.linear(h, lw.wgate_up);  // [T, 2F]: gate | up, unscaled
     sm.gate_up = gate_up.data_ptr();
     ops_.silu_mul(sm);
-    h.addmm_(act, lw.wdown.t());
+    ops_.linear_add(h, act, lw.wdown);
   }
   if (in.samples == 0) return at::Tensor();
   const at::Tensor last = h.index_select(0, in.sample_rows);  // [samples, hidden]
   at::Tensor last_norm = at::empty_like(last);
   rms_norm(last, w_.final_norm, last_norm);
-  return at::mm(last_norm, w_.lm_head.t());  // [samples, vocab]
+  return ops_.linear(last_norm, w_.lm_head);  // [samples, vocab]
 }
 
 }  // namespace inferscale

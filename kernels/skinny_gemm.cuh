@@ -1,0 +1,27 @@
+#pragma once
+// @brief The product of a few rows by a weight matrix (a linear layer over a query-only prefill
+// or a small decode batch): out = x w^T (+ residual). At a few dozen rows such a product only
+// streams the weights once; this kernel does so without splitting K across blocks (no reduction
+// kernel after it) and adds the residual in the same pass.
+
+#include <cuda_runtime_api.h>
+
+#include "kernels/params.h"
+
+namespace inferscale {
+
+/// The most rows the kernel takes.
+inline constexpr std::int64_t kSkinnyGemmMaxRows = 32;
+
+/// Whether skinny_gemm_launch() takes `p`: 16-bit dtype, 1 .. kSkinnyGemmMaxRows rows, k a
+/// positive multiple of 32, x and w 16-byte aligned with strides multiple of 8 elements.
+bool skinny_gemm_supported(const SkinnyGemmParams& p);
+
+/// Runs the product on `stream`. Parameters skinny_gemm_supported() rejects return
+/// cudaErrorInvalidValue without a launch; a build whose device code for the kernel predates
+/// sm_80 returns cudaErrorNotSupported. Reference: skinny_gemm_reference
+/// (kernels/reference/skinny_gemm.h); the sums run in another order (per warp, then across
+/// warps), so results agree within fp32 accumulation error and one rounding of the dtype.
+cudaError_t skinny_gemm_launch(const SkinnyGemmParams& p, cudaStream_t stream);
+
+}  // namespace inferscale
