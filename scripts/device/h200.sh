@@ -20,6 +20,8 @@
 #              (INFERSCALE_CUDA_GRAPHS; on is the bench's default) and cuBLASLt instead of cuBLAS
 #   splits     kv_inject bench at batch 1 and 16, k=50, with the shortest split-KV key split at
 #              1, 2, 4 and 8 tiles (INFERSCALE_SPLIT_KV_MIN_TILES; 1 is the default plan)
+#   skinny     kv_inject bench at batch 1, 16 and 64, k=0 and 50, with the skinny matrix-product
+#              kernel on and off (INFERSCALE_SKINNY_GEMM; on is the default)
 #   profile    every kernel's duration (ncu) in a batch-1, k=50 kv_inject bench step
 #   ceilings   scripts/device/ceilings.py: copy bandwidth and bf16 matrix products with PyTorch
 #   fidelity   configs/eval/fidelity_h200.yaml over every answerable LoCoMo question
@@ -156,6 +158,15 @@ if want splits; then
       executor --model llama-3.1-8b --device cuda --header 64 --fact 24 --query 24 --output 50 \
       --batch 1,16 --k 50 --modes kv_inject --out "$WORK/executor_h200_min_tiles_$t.json"
     sed -n '/^mode/,$p' "$WORK/splits.log" | tail -3 | sed "s/^/    [min tiles $t] /" >>"$SUMMARY"
+  done
+fi
+
+if want skinny; then
+  for g in on off; do
+    INFERSCALE_SKINNY_GEMM=$g step "skinny_$g" 90 "$WORK/skinny.log" "$BIN" bench executor \
+      --model llama-3.1-8b --device cuda --header 64 --fact 24 --query 24 --output 50 \
+      --batch 1,16,64 --k 0,50 --modes kv_inject --reps 5 --out "$WORK/executor_h200_skinny_$g.json"
+    sed -n '/^mode/,$p' "$WORK/skinny.log" | tail -7 | sed "s/^/    [skinny $g] /" >>"$SUMMARY"
   done
 fi
 
