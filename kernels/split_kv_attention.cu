@@ -18,6 +18,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/device_utils.cuh"
 #include "kernels/mma.cuh"
@@ -366,24 +367,38 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int e = 0; e < E; ++e) acc[e] = 0.0f;
   float l = 0.0f;
-  for (int j = 0; j < parts; ++j) {
-    const std::int64_t wrow = j * th + row;
-    const float mj = ws_m[wrow];
+  // Partials in order of j, their loads issued kBatch at a time: one partial per iteration left
+  // each warp waiting out a load latency per partial (decode steps have dozens of partials and
+  // few rows, so few warps to hide it). The sums run in the same order either way.
+  constexpr int kBatch = 8;
+  using Part = std::conditional_t<E == 4, float4, float2>;
+  auto add = [&](float mj, float lj, const Part& x) {
     const float w = mj == -INFINITY ? 0.0f : exp2f(mj - mx);  // a slice with no key: weight 0
-    l += w * ws_l[wrow];
-    const float* src = ws_o + wrow * D + lane * E;
+    l += w * lj;
+    acc[0] += w * x.x;
+    acc[1] += w * x.y;
     if constexpr (E == 4) {
-      const float4 x = *reinterpret_cast<const float4*>(src);
-      acc[0] += w * x.x;
-      acc[1] += w * x.y;
       acc[2] += w * x.z;
       acc[3] += w * x.w;
-    } else {
-      const float2 x = *reinterpret_cast<const float2*>(src);
-      acc[0] += w * x.x;
-      acc[1] += w * x.y;
     }
+  };
+  auto part = [&](int j) {
+    return *reinterpret_cast<const Part*>(ws_o + (j * th + row) * D + lane * E);
+  };
+  int j = 0;
+  for (; j + kBatch <= parts; j += kBatch) {
+    float mj[kBatch], lj[kBatch];
+    Part x[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      mj[b] = ws_m[(j + b) * th + row];
+      lj[b] = ws_l[(j + b) * th + row];
+      x[b] = part(j + b);
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) add(mj[b], lj[b], x[b]);
   }
+  for (; j < parts; ++j) add(ws_m[j * th + row], ws_l[j * th + row], part(j));
   const float inv = l > 0.0f ? 1.0f / l : 0.0f;
   T* dst = static_cast<T*>(p.out) + std::int64_t(token) * p.out_token_stride +
            std::int64_t(head) * p.out_head_stride + lane * E;
