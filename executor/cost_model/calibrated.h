@@ -41,13 +41,13 @@ struct CalibrationProfile {
   double held_out_max_ape_pct = 0;
   /// Asynchronous host-tier copies (store.host.async_loads): what the grid's steps do not
   /// measure, fitted from hardware-in-the-loop step timelines. The lanes' rate alone is the
-  /// fit's (pcie and transfers coefficients). Defaults: no slowdown, no issue time.
+  /// fit's (pcie and transfers coefficients). Defaults: the lanes at their rate alone, no issue
+  /// time, no stall.
   struct AsyncCopies {
     bool present = false;  // read from the profile (else the defaults)
     double duplex = 1;     // each lane's rate while both lanes move, a fraction of its rate alone
     double issue_ns = 0;   // host time a step spends issuing one asynchronous copy
-    double compute_slowdown = 0;  // a step's forward pass while copies are in flight: 1 + this
-    double stall_ns = 0;  // added to a step whose forward pass starts while copies are in flight
+    double stall_ns = 0;   // added to a step whose forward pass starts while copies are in flight
     std::uint32_t batch_facts = 16;  // facts per copy batch (the GPU executor's tickets)
     std::string source;              // what they were fitted from
   } async_copies;

@@ -11,7 +11,9 @@
 // injects a loaded fact waits for its batch's ticket before the step's forward pass. The model
 // follows that: a batch's work is its facts' copy time alone (`fact_ns` + bytes / rate), and while
 // both lanes move bytes each runs at `duplex` of its rate alone (the link and the host memory are
-// shared; measured on the H200, see bench/results/headline_hil.md).
+// shared). The step itself pays the host time to issue its copies (`issue_ns` each: the compute
+// stream idles meanwhile) and, when its forward pass starts while copies still move, a fixed
+// `stall_ns`. The parameters and how they were measured: executor/cost_model/README.md.
 
 #include <cstdint>
 #include <deque>
@@ -28,9 +30,6 @@ struct CopyEngineParams {
   double fact_ns = 0;       // per fact copied, besides its bytes
   double duplex = 1;        // each lane's rate while both move, as a fraction of bytes_per_ns
   double issue_ns = 0;      // host time a step spends issuing one asynchronous copy
-  /// The forward pass of a step that runs while copies are in flight takes this much longer
-  /// (a fraction: the copy lanes' threads issue their copies through the same driver).
-  double compute_slowdown = 0;
   /// Added to a step whose forward pass starts while copies are in flight, ns.
   double stall_ns = 0;
   std::uint32_t batch_facts = 16;  // facts per batch (one ticket each)

@@ -152,13 +152,11 @@ CalibrationProfile load_profile(const std::string& name_or_path, const std::stri
   }
   if (v.has("async_copies")) {
     const YamlView a = v.child("async_copies");
-    a.reject_unknown(
-        {"duplex", "issue_ns", "compute_slowdown", "stall_ns", "batch_facts", "source"});
+    a.reject_unknown({"duplex", "issue_ns", "stall_ns", "batch_facts", "source"});
     auto& ac = p.async_copies;
     ac.present = true;
     ac.duplex = a.number("duplex", ac.duplex, 0.01, 1);
     ac.issue_ns = a.number("issue_ns", ac.issue_ns, 0, 1e9);
-    ac.compute_slowdown = a.number("compute_slowdown", ac.compute_slowdown, 0, 100);
     ac.stall_ns = a.number("stall_ns", ac.stall_ns, 0, 1e12);
     ac.batch_facts =
         static_cast<std::uint32_t>(a.integer("batch_facts", ac.batch_facts, 1, 1 << 20));
@@ -226,8 +224,8 @@ std::string profile_yaml(const CalibrationProfile& p) {
     line("  duplex: " + number(a.duplex) +
          "  # each copy lane's rate while both move, a fraction of its rate alone");
     line("  issue_ns: " + number(a.issue_ns) + "  # host time to issue one asynchronous copy");
-    line("  compute_slowdown: " + number(a.compute_slowdown) +
-         "  # a step's forward pass while copies are in flight takes 1 + this as long");
+    line("  stall_ns: " + number(a.stall_ns) +
+         "  # added to a step whose forward pass starts while copies move");
     line("  batch_facts: " + std::to_string(a.batch_facts) + "  # facts per copy batch (ticket)");
     line("  source: " + quoted(a.source));
   }
