@@ -68,6 +68,12 @@ TEST_CASE("a profile writes and loads back identically") {
   p.train_mape_pct = 1.0 / 7.0;
   p.held_out_mape_pct = 2.0 / 3.0;
   p.held_out_max_ape_pct = 4.25;
+  p.async_copies.present = true;
+  p.async_copies.duplex = 2.0 / 3.0;
+  p.async_copies.issue_ns = 2150.5;
+  p.async_copies.stall_ns = 1.33e7;
+  p.async_copies.batch_facts = 8;
+  p.async_copies.source = "a \"timeline\"";
   const auto path = (dir / "sub" / "p.yaml").string();
   write_profile(path, p);
   CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
@@ -92,7 +98,20 @@ TEST_CASE("a profile writes and loads back identically") {
   CHECK(q.grid.repeats == 5);
   CHECK(q.train_mape_pct == p.train_mape_pct);
   CHECK(q.held_out_mape_pct == p.held_out_mape_pct);
+  CHECK(q.async_copies.present);
+  CHECK(q.async_copies.duplex == p.async_copies.duplex);
+  CHECK(q.async_copies.issue_ns == p.async_copies.issue_ns);
+  CHECK(q.async_copies.stall_ns == p.async_copies.stall_ns);
+  CHECK(q.async_copies.batch_facts == 8);
+  CHECK(q.async_copies.source == p.async_copies.source);
   CHECK(profile_yaml(q) == profile_yaml(p));
+  // Without the section: the defaults (the lanes at their rate alone), and none written back.
+  const CalibrationProfile plain =
+      load_profile(write_text(dir / "plain.yaml", profile_yaml(tiny_profile(1500))), "test");
+  CHECK_FALSE(plain.async_copies.present);
+  CHECK(plain.async_copies.duplex == 1);
+  CHECK(plain.async_copies.stall_ns == 0);
+  CHECK(profile_yaml(plain).find("async_copies") == std::string::npos);
 }
 
 TEST_CASE("a malformed profile is an error at its file, line and column") {
@@ -119,6 +138,11 @@ TEST_CASE("a malformed profile is an error at its file, line and column") {
       {"  hbm_bytes_per_s: 1e+12", "  hbm_bytes_per_s: 0", "knee.hbm_bytes_per_s"},
       {"  layers: 1\n", "", "missing key 'layers'"},
       {"knee:", "knee: [1, 2\nx:", "YAML syntax error"},
+      {"knee:", "async_copies: {duplex: 0}\nknee:", "async_copies.duplex"},
+      {"knee:", "async_copies: {duplex: 1.5}\nknee:", "async_copies.duplex"},
+      {"knee:", "async_copies: {stall_ns: -1}\nknee:", "async_copies.stall_ns"},
+      {"knee:", "async_copies: {batch_facts: 0}\nknee:", "async_copies.batch_facts"},
+      {"knee:", "async_copies: {dupplex: 1}\nknee:", "unknown key 'dupplex'"},
   };
   const std::regex positioned(".*p\\.yaml:[0-9]+(:[0-9]+)?.*");
   for (const auto& [from, to, expect] : cases) {
@@ -308,6 +332,21 @@ TEST_CASE("inferscale calibrate --refit: the points of a profile fit again to th
     CHECK(b.coefficients[i] == Approx(a.coefficients[i]).margin(1e-9));
   }
   CHECK(b.held_out_mape_pct == Approx(a.held_out_mape_pct).margin(1e-9));
+  CHECK_FALSE(b.async_copies.present);
+
+  // Written over a profile with an async_copies section (which the grid does not measure): the
+  // section is kept.
+  CalibrationProfile with_copies = b;
+  with_copies.async_copies.present = true;
+  with_copies.async_copies.duplex = 0.5;
+  with_copies.async_copies.stall_ns = 1e6;
+  write_profile(again, with_copies);
+  REQUIRE(run_cli(common + " --refit " + points + " --machine m --out " + again,
+                  dir / "log3.txt") == 0);
+  const CalibrationProfile kept = load_profile(again, "test");
+  CHECK(kept.async_copies.present);
+  CHECK(kept.async_copies.duplex == 0.5);
+  CHECK(kept.async_copies.stall_ns == 1e6);
 
   // A points file of another grid, other repeats or a damaged line: exit 2 at the place.
   std::string csv = read_text(points);
