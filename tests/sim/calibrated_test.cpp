@@ -242,6 +242,42 @@ TEST_CASE("calibrated run: recompute costs for cost-aware policies come from the
         CostModel(plain.model, CostRates::from_gpu(plain.gpu)).encode_cost_ns(24, 100));
 }
 
+TEST_CASE("calibrated run: asynchronous loads are planned alike, and wait on the copy lanes") {
+  const auto dir = temp_dir("calibrated_async");
+  const ModelConfig model = load_model("llama-3.1-8b", "test");
+  const GpuConfig gpu = load_gpu("h200", "test");
+  CalibrationProfile p;
+  p.model = CalibrationProfile::model_of(model);
+  p.gpu = gpu.name;
+  p.executor = "test";
+  p.knee = KneeRates::datasheet(gpu);
+  p.coefficients[kFeatureStep] = 2e6;
+  p.coefficients[kFeaturePcie] = 3;  // copies three times as slow as the datasheet's
+  write_profile((dir / "plain.yaml").string(), p);
+  p.async_copies.present = true;
+  p.async_copies.duplex = 0.5;
+  p.async_copies.stall_ns = 20e6;
+  write_profile((dir / "copies.yaml").string(), p);
+  const std::string base =
+      "experiment: e\nseed: 3\nmodel: llama-3.1-8b\ngpu: h200\n"
+      "trace: {generate: {users: 20, requests: 200, k: 20, arrival: poisson, rate: 6}}\n"
+      "serving: {k: 20, mode: kv_inject}\n"
+      "store: {gpu: {capacity: 0.2%}, host: {capacity: 64GB, async_loads: true}}\n"
+      "runs:\n  - name: kv\n";
+  auto run_with = [&](const std::string& profile) {
+    return run_file(dir, base + "executor: {kind: calibrated, profile: " +
+                             (dir / profile).string() + "}\n")
+        .at(0);
+  };
+  const RunOutcome plain = run_with("plain.yaml"), copies = run_with("copies.yaml");
+  REQUIRE(plain.summary.loads > 0);
+  // The scheduler predicts a load with the GPU preset's PCIe rate, not the profile's.
+  CHECK(load_pricing(plain.config)(1 << 20) ==
+        CostModel(model, CostRates::from_gpu(gpu)).load_cost_ns(1 << 20));
+  // Slower lanes and a stall while they move: the prefills that inject loads wait longer.
+  CHECK(copies.summary.ttft_ms.p50 > 1.5 * plain.summary.ttft_ms.p50);
+}
+
 TEST_CASE("calibrated run: a profile of another model or GPU is a clear error") {
   const auto dir = temp_dir("calibrated_mismatch");
   const auto trace = source_path("tests/sim/data/golden.jsonl");
