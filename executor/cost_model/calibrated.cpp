@@ -111,7 +111,8 @@ BatchResult CalibratedExecutor::execute(const BatchPlan& plan) {
   r.duration_ns += extra;
   // A step whose forward pass starts while copies move pays a fixed stall (measured; see
   // executor/cost_model/README.md).
-  if (copies_.params().stall_ns > 0 && copies_.busy_at(ready)) {
+  const bool computes = !plan.prefills.empty() || !plan.decodes.empty() || !plan.encodes.empty();
+  if (computes && copies_.params().stall_ns > 0 && copies_.busy_at(ready)) {
     const auto stall = static_cast<SimTime>(std::llround(copies_.params().stall_ns));
     r.phases.overhead_ns += stall;
     r.duration_ns += stall;

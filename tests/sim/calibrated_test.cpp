@@ -275,7 +275,8 @@ TEST_CASE("calibrated run: asynchronous loads are planned alike, and wait on the
   CHECK(load_pricing(plain.config)(1 << 20) ==
         CostModel(model, CostRates::from_gpu(gpu)).load_cost_ns(1 << 20));
   // Slower lanes and a stall while they move: the prefills that inject loads wait longer.
-  CHECK(copies.summary.ttft_ms.p50 > 1.5 * plain.summary.ttft_ms.p50);
+  CHECK(copies.summary.ttft_ms.p50 > 1.2 * plain.summary.ttft_ms.p50);
+  CHECK(copies.summary.ttft_ms.p99 > 1.2 * plain.summary.ttft_ms.p99);
 }
 
 TEST_CASE("calibrated run: a profile of another model or GPU is a clear error") {
