@@ -88,10 +88,6 @@ std::function<SimTime(std::uint32_t, std::uint32_t)> encode_pricing(const RunCon
 }
 
 std::function<SimTime(std::uint64_t)> load_pricing(const RunConfig& run) {
-  if (run.executor.kind == "calibrated") {
-    auto model = std::make_shared<CalibratedCostModel>(run.model, calibrated_profile(run));
-    return [model](std::uint64_t bytes) { return model->load_cost_ns(bytes); };
-  }
   auto model = std::make_shared<CostModel>(run.model, CostRates::from_gpu(run.gpu));
   return [model](std::uint64_t bytes) { return model->load_cost_ns(bytes); };
 }

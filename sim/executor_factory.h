@@ -32,9 +32,11 @@ CalibrationProfile calibrated_profile(const RunConfig& run);
 /// `calibrated`, else by the roofline cost model.
 std::function<SimTime(std::uint32_t tokens, std::uint32_t context_tokens)> encode_pricing(
     const RunConfig& run);
-/// A host -> GPU copy of `bytes` (one fact) in ns, priced as the run prices a step's loads: by
-/// its profile for `calibrated`, else by the roofline cost model (also for `gpu` and `remote`,
-/// whose asynchronous loads the scheduler must plan before they are measured).
+/// The scheduler's estimate of a host -> GPU copy of `bytes` (one fact) in ns, with which it
+/// plans when an asynchronous load is done: the roofline cost model's (the GPU preset's PCIe
+/// rate) whatever the executor, so that a calibrated and a hardware-in-the-loop run plan alike
+/// (how long the copies really take is the executor's: the calibrated one models the copy
+/// lanes, see executor/cost_model/copy_engine.h).
 std::function<SimTime(std::uint64_t bytes)> load_pricing(const RunConfig& run);
 /// Replica i of a `remote` run uses endpoints[i % endpoints]; its connection fails with
 /// ExecutorFailure.

@@ -81,4 +81,43 @@ SimTime CalibratedCostModel::load_cost_ns(std::uint64_t bytes) const {
   return price(plan).phases.load_ns;
 }
 
+CopyEngineParams CalibratedCostModel::copy_engine_params() const {
+  const FeatureVector& c = profile_.coefficients;
+  CopyEngineParams p;
+  // A load inside a step costs pcie x bytes / P + transfers: the lanes' rate alone.
+  const double pcie = c[kFeaturePcie] > 0 ? c[kFeaturePcie] : 1.0;
+  p.bytes_per_ns = profile_.knee.pcie_bytes_per_s * 1e-9 / pcie;
+  p.fact_ns = c[kFeatureTransfers];
+  p.duplex = profile_.async_copies.duplex;
+  p.issue_ns = profile_.async_copies.issue_ns;
+  p.stall_ns = profile_.async_copies.stall_ns;
+  p.batch_facts = profile_.async_copies.batch_facts;
+  return p;
+}
+
+BatchResult CalibratedExecutor::execute(const BatchPlan& plan) {
+  BatchResult r = model_.price(plan);
+  if (plan.async_loads.empty() && plan.async_offloads.empty() && copies_.pending_loads() == 0 &&
+      !copies_.busy_at(plan.now)) {
+    return r;
+  }
+  // The GPU executor issues the copies first (the compute stream idles meanwhile), then makes
+  // the forward pass wait for the loads its first chunks inject: both count as the load phase.
+  const SimTime issue_ns = copies_.issue(plan, plan.now);
+  const SimTime start = plan.now + issue_ns;
+  const SimTime ready = copies_.ready(plan, start);
+  const SimTime extra = issue_ns + (ready - start);
+  r.phases.load_ns += extra;
+  r.duration_ns += extra;
+  // A step whose forward pass starts while copies move pays a fixed stall (measured; see
+  // executor/cost_model/README.md).
+  const bool computes = !plan.prefills.empty() || !plan.decodes.empty() || !plan.encodes.empty();
+  if (computes && copies_.params().stall_ns > 0 && copies_.busy_at(ready)) {
+    const auto stall = static_cast<SimTime>(std::llround(copies_.params().stall_ns));
+    r.phases.overhead_ns += stall;
+    r.duration_ns += stall;
+  }
+  return r;
+}
+
 }  // namespace inferscale

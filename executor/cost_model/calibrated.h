@@ -7,6 +7,7 @@
 #include <string>
 
 #include "executor/cost_model/calibration_fit.h"
+#include "executor/cost_model/copy_engine.h"
 #include "executor/cost_model/cost_model.h"
 #include "executor/executor.h"
 #include "executor/model_config.h"
@@ -38,6 +39,18 @@ struct CalibrationProfile {
   double train_mape_pct = 0;
   double held_out_mape_pct = 0;
   double held_out_max_ape_pct = 0;
+  /// Asynchronous host-tier copies (store.host.async_loads): what the grid's steps do not
+  /// measure, fitted from hardware-in-the-loop step timelines. The lanes' rate alone is the
+  /// fit's (pcie and transfers coefficients). Defaults: the lanes at their rate alone, no issue
+  /// time, no stall.
+  struct AsyncCopies {
+    bool present = false;  // read from the profile (else the defaults)
+    double duplex = 1;     // each lane's rate while both lanes move, a fraction of its rate alone
+    double issue_ns = 0;   // host time a step spends issuing one asynchronous copy
+    double stall_ns = 0;   // added to a step whose forward pass starts while copies are in flight
+    std::uint32_t batch_facts = 16;  // facts per copy batch (the GPU executor's tickets)
+    std::string source;              // what they were fitted from
+  } async_copies;
 
   /// The model's shape as recorded in a profile.
   static Model model_of(const ModelConfig& m);
@@ -58,6 +71,8 @@ class CalibratedCostModel {
   /// Time to copy one fact of `bytes` from the host tier (the load phase of a step that does
   /// only that).
   SimTime load_cost_ns(std::uint64_t bytes) const;
+  /// The asynchronous copy lanes as the profile describes them.
+  CopyEngineParams copy_engine_params() const;
   const CalibrationProfile& profile() const { return profile_; }
 
  private:
@@ -65,16 +80,21 @@ class CalibratedCostModel {
   CalibrationProfile profile_;
 };
 
-/// @brief The calibrated executor: prices each plan with a profile; performs nothing.
+/// @brief The calibrated executor: prices each plan with a profile; performs nothing. A step
+/// with asynchronous copies also pays the host time to issue them, and its prefills wait for the
+/// loads they inject on the modelled copy lanes (CopyEngineModel), as the GPU executor's do.
 class CalibratedExecutor final : public Executor {
  public:
-  explicit CalibratedExecutor(CalibratedCostModel model) : model_(std::move(model)) {}
-  BatchResult execute(const BatchPlan& plan) override { return model_.price(plan); }
+  explicit CalibratedExecutor(CalibratedCostModel model)
+      : model_(std::move(model)), copies_(model_.copy_engine_params()) {}
+  BatchResult execute(const BatchPlan& plan) override;
   std::string name() const override { return "calibrated"; }
   const CalibratedCostModel& cost_model() const { return model_; }
+  const CopyEngineModel& copies() const { return copies_; }
 
  private:
   CalibratedCostModel model_;
+  CopyEngineModel copies_;
 };
 
 }  // namespace inferscale

@@ -247,6 +247,13 @@ int fit_and_write(const CalibrateArgs& a, const CalibrationGrid& grid, const Mod
   p.train_mape_pct = fit.train_mape_pct;
   p.held_out_mape_pct = fit.held_out_mape_pct;
   p.held_out_max_ape_pct = fit.held_out_max_ape_pct;
+  // The grid does not measure asynchronous copies: a profile written over keeps its section.
+  if (std::filesystem::exists(a.out)) {
+    try {
+      p.async_copies = load_profile(a.out, "--out").async_copies;
+    } catch (const InputError&) {  // not a readable profile: written without one
+    }
+  }
   write_profile(a.out, p);
   if (!a.points.empty()) {
     write_text(a.points, calibration_points_csv(grid, measured, fit, model), "--points");

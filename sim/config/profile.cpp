@@ -80,7 +80,7 @@ CalibrationProfile load_profile(const std::string& name_or_path, const std::stri
   }
   const YamlView v({{load_yaml_file(path), path}}, "");
   v.reject_unknown({"format", "features", "model", "gpu", "executor", "machine", "date", "command",
-                    "knee", "coefficients", "grid", "error"});
+                    "knee", "coefficients", "grid", "error", "async_copies"});
   if (!v.has("format")) v.fail("", "missing key 'format' (is this a calibration profile?)");
   const auto format = v.integer("format", 0, 0, 1 << 20);
   if (format != kProfileFormat) {
@@ -150,6 +150,18 @@ CalibrationProfile load_profile(const std::string& name_or_path, const std::stri
     p.held_out_mape_pct = required_number(e, "held_out_mape_pct", 0, kBig);
     p.held_out_max_ape_pct = required_number(e, "held_out_max_ape_pct", 0, kBig);
   }
+  if (v.has("async_copies")) {
+    const YamlView a = v.child("async_copies");
+    a.reject_unknown({"duplex", "issue_ns", "stall_ns", "batch_facts", "source"});
+    auto& ac = p.async_copies;
+    ac.present = true;
+    ac.duplex = a.number("duplex", ac.duplex, 0.01, 1);
+    ac.issue_ns = a.number("issue_ns", ac.issue_ns, 0, 1e9);
+    ac.stall_ns = a.number("stall_ns", ac.stall_ns, 0, 1e12);
+    ac.batch_facts =
+        static_cast<std::uint32_t>(a.integer("batch_facts", ac.batch_facts, 1, 1 << 20));
+    ac.source = a.text("source", "");
+  }
   return p;
 }
 
@@ -204,6 +216,19 @@ std::string profile_yaml(const CalibrationProfile& p) {
   line("  train_mape_pct: " + number(p.train_mape_pct));
   line("  held_out_mape_pct: " + number(p.held_out_mape_pct));
   line("  held_out_max_ape_pct: " + number(p.held_out_max_ape_pct));
+  if (p.async_copies.present) {
+    const auto& a = p.async_copies;
+    line(
+        "async_copies:  # asynchronous host-tier copies; not measured by the grid (see "
+        "executor/cost_model/README.md)");
+    line("  duplex: " + number(a.duplex) +
+         "  # each copy lane's rate while both move, a fraction of its rate alone");
+    line("  issue_ns: " + number(a.issue_ns) + "  # host time to issue one asynchronous copy");
+    line("  stall_ns: " + number(a.stall_ns) +
+         "  # added to a step whose forward pass starts while copies move");
+    line("  batch_facts: " + std::to_string(a.batch_facts) + "  # facts per copy batch (ticket)");
+    line("  source: " + quoted(a.source));
+  }
   return y;
 }
 

@@ -68,6 +68,12 @@ TEST_CASE("a profile writes and loads back identically") {
   p.train_mape_pct = 1.0 / 7.0;
   p.held_out_mape_pct = 2.0 / 3.0;
   p.held_out_max_ape_pct = 4.25;
+  p.async_copies.present = true;
+  p.async_copies.duplex = 2.0 / 3.0;
+  p.async_copies.issue_ns = 2150.5;
+  p.async_copies.stall_ns = 1.33e7;
+  p.async_copies.batch_facts = 8;
+  p.async_copies.source = "a \"timeline\"";
   const auto path = (dir / "sub" / "p.yaml").string();
   write_profile(path, p);
   CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
@@ -92,7 +98,20 @@ TEST_CASE("a profile writes and loads back identically") {
   CHECK(q.grid.repeats == 5);
   CHECK(q.train_mape_pct == p.train_mape_pct);
   CHECK(q.held_out_mape_pct == p.held_out_mape_pct);
+  CHECK(q.async_copies.present);
+  CHECK(q.async_copies.duplex == p.async_copies.duplex);
+  CHECK(q.async_copies.issue_ns == p.async_copies.issue_ns);
+  CHECK(q.async_copies.stall_ns == p.async_copies.stall_ns);
+  CHECK(q.async_copies.batch_facts == 8);
+  CHECK(q.async_copies.source == p.async_copies.source);
   CHECK(profile_yaml(q) == profile_yaml(p));
+  // Without the section: the defaults (the lanes at their rate alone), and none written back.
+  const CalibrationProfile plain =
+      load_profile(write_text(dir / "plain.yaml", profile_yaml(tiny_profile(1500))), "test");
+  CHECK_FALSE(plain.async_copies.present);
+  CHECK(plain.async_copies.duplex == 1);
+  CHECK(plain.async_copies.stall_ns == 0);
+  CHECK(profile_yaml(plain).find("async_copies") == std::string::npos);
 }
 
 TEST_CASE("a malformed profile is an error at its file, line and column") {
@@ -119,6 +138,11 @@ TEST_CASE("a malformed profile is an error at its file, line and column") {
       {"  hbm_bytes_per_s: 1e+12", "  hbm_bytes_per_s: 0", "knee.hbm_bytes_per_s"},
       {"  layers: 1\n", "", "missing key 'layers'"},
       {"knee:", "knee: [1, 2\nx:", "YAML syntax error"},
+      {"knee:", "async_copies: {duplex: 0}\nknee:", "async_copies.duplex"},
+      {"knee:", "async_copies: {duplex: 1.5}\nknee:", "async_copies.duplex"},
+      {"knee:", "async_copies: {stall_ns: -1}\nknee:", "async_copies.stall_ns"},
+      {"knee:", "async_copies: {batch_facts: 0}\nknee:", "async_copies.batch_facts"},
+      {"knee:", "async_copies: {dupplex: 1}\nknee:", "unknown key 'dupplex'"},
   };
   const std::regex positioned(".*p\\.yaml:[0-9]+(:[0-9]+)?.*");
   for (const auto& [from, to, expect] : cases) {
@@ -218,6 +242,43 @@ TEST_CASE("calibrated run: recompute costs for cost-aware policies come from the
         CostModel(plain.model, CostRates::from_gpu(plain.gpu)).encode_cost_ns(24, 100));
 }
 
+TEST_CASE("calibrated run: asynchronous loads are planned alike, and wait on the copy lanes") {
+  const auto dir = temp_dir("calibrated_async");
+  const ModelConfig model = load_model("llama-3.1-8b", "test");
+  const GpuConfig gpu = load_gpu("h200", "test");
+  CalibrationProfile p;
+  p.model = CalibrationProfile::model_of(model);
+  p.gpu = gpu.name;
+  p.executor = "test";
+  p.knee = KneeRates::datasheet(gpu);
+  p.coefficients[kFeatureStep] = 2e6;
+  p.coefficients[kFeaturePcie] = 3;  // copies three times as slow as the datasheet's
+  write_profile((dir / "plain.yaml").string(), p);
+  p.async_copies.present = true;
+  p.async_copies.duplex = 0.5;
+  p.async_copies.stall_ns = 20e6;
+  write_profile((dir / "copies.yaml").string(), p);
+  const std::string base =
+      "experiment: e\nseed: 3\nmodel: llama-3.1-8b\ngpu: h200\n"
+      "trace: {generate: {users: 20, requests: 200, k: 20, arrival: poisson, rate: 6}}\n"
+      "serving: {k: 20, mode: kv_inject}\n"
+      "store: {gpu: {capacity: 0.2%}, host: {capacity: 64GB, async_loads: true}}\n"
+      "runs:\n  - name: kv\n";
+  auto run_with = [&](const std::string& profile) {
+    return run_file(dir, base + "executor: {kind: calibrated, profile: " +
+                             (dir / profile).string() + "}\n")
+        .at(0);
+  };
+  const RunOutcome plain = run_with("plain.yaml"), copies = run_with("copies.yaml");
+  REQUIRE(plain.summary.loads > 0);
+  // The scheduler predicts a load with the GPU preset's PCIe rate, not the profile's.
+  CHECK(load_pricing(plain.config)(1 << 20) ==
+        CostModel(model, CostRates::from_gpu(gpu)).load_cost_ns(1 << 20));
+  // Slower lanes and a stall while they move: the prefills that inject loads wait longer.
+  CHECK(copies.summary.ttft_ms.p50 > 1.2 * plain.summary.ttft_ms.p50);
+  CHECK(copies.summary.ttft_ms.p99 > 1.2 * plain.summary.ttft_ms.p99);
+}
+
 TEST_CASE("calibrated run: a profile of another model or GPU is a clear error") {
   const auto dir = temp_dir("calibrated_mismatch");
   const auto trace = source_path("tests/sim/data/golden.jsonl");
@@ -308,6 +369,21 @@ TEST_CASE("inferscale calibrate --refit: the points of a profile fit again to th
     CHECK(b.coefficients[i] == Approx(a.coefficients[i]).margin(1e-9));
   }
   CHECK(b.held_out_mape_pct == Approx(a.held_out_mape_pct).margin(1e-9));
+  CHECK_FALSE(b.async_copies.present);
+
+  // Written over a profile with an async_copies section (which the grid does not measure): the
+  // section is kept.
+  CalibrationProfile with_copies = b;
+  with_copies.async_copies.present = true;
+  with_copies.async_copies.duplex = 0.5;
+  with_copies.async_copies.stall_ns = 1e6;
+  write_profile(again, with_copies);
+  REQUIRE(run_cli(common + " --refit " + points + " --machine m --out " + again,
+                  dir / "log3.txt") == 0);
+  const CalibrationProfile kept = load_profile(again, "test");
+  CHECK(kept.async_copies.present);
+  CHECK(kept.async_copies.duplex == 0.5);
+  CHECK(kept.async_copies.stall_ns == 1e6);
 
   // A points file of another grid, other repeats or a damaged line: exit 2 at the place.
   std::string csv = read_text(points);

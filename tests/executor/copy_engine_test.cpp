@@ -1,0 +1,132 @@
+// The asynchronous copy lanes of the calibrated executor (CopyEngineModel): batches of facts with
+// a ticket each, loads after the offloads that free their blocks, the shared link while both
+// lanes move, the host time to issue, and what a step's prefills wait for.
+
+#include "executor/cost_model/copy_engine.h"
+#include "executor/cost_model/calibrated.h"
+#include "tests/catch.h"
+
+using namespace inferscale;
+
+namespace {
+
+// One fact of this many bytes takes 1000 ns on a lane alone.
+constexpr std::uint64_t kFactBytes = 1000;
+
+CopyEngineParams params(double duplex = 1, double issue_ns = 0) {
+  CopyEngineParams p;
+  p.bytes_per_ns = 1.0;
+  p.fact_ns = 0;
+  p.duplex = duplex;
+  p.issue_ns = issue_ns;
+  p.batch_facts = 16;
+  return p;
+}
+
+/// A plan that issues `offloads` asynchronous offloads (facts 1000..) and `loads` asynchronous
+/// loads (facts 0..), and whose one first chunk injects `inject`.
+BatchPlan plan_of(std::size_t offloads, std::size_t loads, std::vector<FactId> inject,
+                  SimTime now) {
+  BatchPlan plan;
+  plan.now = now;
+  for (std::size_t i = 0; i < offloads; ++i) {
+    plan.async_offloads.push_back(FactLoad{FactId(1000 + i), 8, kFactBytes});
+  }
+  for (std::size_t i = 0; i < loads; ++i) {
+    plan.async_loads.push_back(FactLoad{FactId(i), 8, kFactBytes});
+  }
+  if (!inject.empty()) {
+    PrefillItem p;
+    p.first_chunk = true;
+    p.facts_begin = 0;
+    for (FactId f : inject) plan.prompt_facts.push_back(PromptFact{f, 8, 0, true});
+    p.facts_end = std::uint32_t(plan.prompt_facts.size());
+    plan.prefills.push_back(p);
+  }
+  return plan;
+}
+
+}  // namespace
+
+TEST_CASE("copy lanes: a prefill waits for the batch of 16 facts that holds its fact") {
+  CopyEngineModel m(params());
+  const BatchPlan issue = plan_of(0, 40, {}, 0);
+  CHECK(m.issue(issue, 0) == 0);
+  CHECK(m.pending_loads() == 40);
+  // Fact 3 is in the first batch (facts 0-15), fact 20 in the second, fact 39 in the third.
+  CopyEngineModel a(params()), b(params()), c(params());
+  a.issue(issue, 0);
+  b.issue(issue, 0);
+  c.issue(issue, 0);
+  CHECK(a.ready(plan_of(0, 0, {3}, 100), 100) == 16 * 1000);
+  CHECK(b.ready(plan_of(0, 0, {20}, 100), 100) == 32 * 1000);
+  CHECK(c.ready(plan_of(0, 0, {39, 1}, 100), 100) == 40 * 1000);
+  // Done before the step starts: no wait; a fact not loaded: no wait.
+  CHECK(a.ready(plan_of(0, 0, {5}, 50'000), 50'000) == 50'000);
+  CHECK(a.ready(plan_of(0, 0, {7777}, 60'000), 60'000) == 60'000);
+  // A wait forgets the loads up to its ticket.
+  CHECK(c.pending_loads() == 0);
+}
+
+TEST_CASE("copy lanes: a load batch starts after the offloads that free its blocks") {
+  // 16 victims offloaded, 16 loads into their blocks: one after the other.
+  CopyEngineModel one(params());
+  one.issue(plan_of(16, 16, {}, 0), 0);
+  CHECK(one.ready(plan_of(0, 0, {0}, 0), 0) == 32 * 1000);
+  // 32 and 32: the first load batch waits for the first offload batch only, then runs beside the
+  // second offload batch.
+  CopyEngineModel two(params());
+  two.issue(plan_of(32, 32, {}, 0), 0);
+  CHECK(two.ready(plan_of(0, 0, {0}, 0), 0) == 32 * 1000);
+  CHECK(two.ready(plan_of(0, 0, {31}, 0), 0) == 48 * 1000);
+}
+
+TEST_CASE("copy lanes: both lanes moving share the link") {
+  // At half rate while both move: offload batch 2 and load batch 1 take 32 facts' time together.
+  CopyEngineModel half(params(0.5));
+  half.issue(plan_of(32, 32, {}, 0), 0);
+  CHECK(half.ready(plan_of(0, 0, {0}, 0), 0) == 48 * 1000);
+  CHECK(half.ready(plan_of(0, 0, {31}, 0), 0) == 64 * 1000);
+  // A lane alone keeps its rate.
+  CopyEngineModel alone(params(0.5));
+  alone.issue(plan_of(0, 32, {}, 0), 0);
+  CHECK(alone.ready(plan_of(0, 0, {31}, 0), 0) == 32 * 1000);
+}
+
+TEST_CASE("copy lanes: issue time per copy, and a later step's copies queue behind earlier ones") {
+  CopyEngineModel m(params(1, 250));
+  CHECK(m.issue(plan_of(3, 5, {}, 0), 0) == 8 * 250);
+  // Step 2 at 1000 ns loads 16 more facts (ids 0..15 again: their newest load counts).
+  BatchPlan later = plan_of(0, 16, {}, 1000);
+  CHECK(m.issue(later, 1000) == 16 * 250);
+  // The lane still holds the first step's 8 copies (3 offloads, then 5 loads: 8000 ns).
+  CHECK(m.ready(plan_of(0, 0, {2}, 2000), 2000) == 8000 + 16 * 1000);
+  CHECK_FALSE(m.busy_at(8000 + 16 * 1000));
+  CHECK_THROWS(CopyEngineModel(params(0)));
+  CHECK_THROWS(CopyEngineModel(params(1.5)));
+}
+
+TEST_CASE("calibrated executor: a step waits for the asynchronous loads it injects") {
+  CalibrationProfile p;
+  p.knee = KneeRates{1e15, 1e12, 1e9};  // P = 1 byte/ns
+  p.coefficients[kFeatureStep] = 100;
+  p.coefficients[kFeaturePcie] = 1;
+  p.async_copies.issue_ns = 10;
+  p.async_copies.stall_ns = 7;
+  CalibratedExecutor ex(CalibratedCostModel(ModelConfig{}, p));
+  CHECK(ex.copies().params().bytes_per_ns == Approx(1.0));
+  auto with_decode = [](BatchPlan plan) {
+    plan.decodes.push_back(DecodeItem{99, 10});  // a step that computes: priced `step`
+    return plan;
+  };
+  // Step 1 issues 16 loads and injects none of them: issue time, the stall (copies move), step.
+  const BatchResult first = ex.execute(with_decode(plan_of(0, 16, {}, 0)));
+  CHECK(first.duration_ns == 16 * 10 + 7 + 100);
+  // Step 2 at 1000 ns injects fact 4: it waits for the batch (done at 16000 ns); the copies are
+  // done when its forward pass starts, no stall.
+  const BatchResult second = ex.execute(with_decode(plan_of(0, 0, {4}, 1000)));
+  CHECK(second.phases.load_ns == 16'000 - 1000);
+  CHECK(second.duration_ns == (16'000 - 1000) + 100);
+  // Step 3: nothing in flight any more, the plain price.
+  CHECK(ex.execute(with_decode(plan_of(0, 0, {4}, 20'000))).duration_ns == 100);
+}
