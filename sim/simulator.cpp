@@ -11,6 +11,7 @@
 
 #include "executor/cost_model/cost_model.h"
 #include "sim/router.h"
+#include "sim/trace_ahead.h"
 #include "sim/user_map.h"
 #include "traces/error.h"
 #include "traces/reader.h"
@@ -317,6 +318,28 @@ struct Simulator::Impl {
   static constexpr SimTime kNoFusion = std::numeric_limits<SimTime>::min();
   SimTime fuse_before = kNoFusion;
   std::uint64_t fused_steps = 0;
+  std::uint64_t decode_run_steps = 0;
+
+  /// Fuses the step in flight (started at `now`, lasting `d`) when it may be, and then, while
+  /// the replica ends and starts decode-only steps at once (Replica::run_decodes), the step it
+  /// leaves in flight. True: `now` is the end of a fused step still to be finished.
+  bool fuse_decodes(Replica& replica, int rep, SimTime& now, SimTime& d) {
+    bool fused = false;
+    while (now + d < fuse_before && !replica.step_finishes_request()) {
+      now += d;
+      ++events;
+      ++fused_steps;
+      fused = true;
+      const std::uint32_t run = replica.run_decodes(now, fuse_before, chains[rep].starts, d);
+      if (run == 0) break;
+      // Steps started by the run, the last one in flight at `now`: the others were fused.
+      events += run - 1;
+      fused_steps += run - 1;
+      decode_run_steps += run;
+      fused = false;
+    }
+    return fused;
+  }
 
   void on_step_done(int rep, SimTime now) {
     Replica& replica = *replicas[rep];
@@ -331,7 +354,7 @@ struct Simulator::Impl {
         pool.release(ri);
       }
       if (replica.busy() || !replica.has_work()) return;
-      const SimTime d = replica.start_step(now);
+      SimTime d = replica.start_step(now);
       if (d < 0) {
         wake_later(rep, now);
         return;
@@ -339,18 +362,14 @@ struct Simulator::Impl {
       chains[rep].starts.push_back(now);
       if (timeline != nullptr) write_timeline(replica);
       // Fused: the next step's end is handled here rather than from the queue. Nothing else
-      // reads or changes this replica before the next trace record (its only queued event is
-      // its step's end; the others' events touch their own state), and a step that finishes no
-      // request leaves the shared metrics and request pool alone, so handling it ahead of the
-      // other replicas' earlier events changes nothing; the step end queued at last is ordered
-      // among equal times by its chain (StepChain), as if queued in turn. A step ending at the
-      // trace record's time goes through the queue: the record comes first at equal times.
-      if (now + d < fuse_before && !replica.step_finishes_request()) {
-        now += d;
-        ++events;
-        ++fused_steps;
-        continue;
-      }
+      // reads or changes this replica before the next trace record that reaches it
+      // (fuse_before; its only queued event is its step's end; the others' events touch their
+      // own state, and records that reach others too), and a step that finishes no request
+      // leaves the shared metrics, the request pool and its load alone, so handling it ahead of
+      // the other replicas' earlier events changes nothing; the step end queued at last is
+      // ordered among equal times by its chain (StepChain), as if queued in turn. A step ending
+      // at that record's time goes through the queue: the record comes first at equal times.
+      if (fuse_decodes(replica, rep, now, d)) continue;
       push(now + d, kStepDone, static_cast<std::uint64_t>(rep));
       return;
     }
@@ -401,16 +420,43 @@ struct Simulator::Impl {
   }
 
   // ---- main loops ---------------------------------------------------------------------------
-  void run_open(TraceReader& reader, TraceRecord& rec, bool have) {
+  /// The replica a record reaches before any event does (TraceAhead::ReachFn), for routers that
+  /// route by the record alone.
+  int reach(const TraceRecord& r, std::uint64_t nth) {
+    switch (r.kind) {
+      case RecordKind::kHeader:
+        return -1;
+      case RecordKind::kFact:
+        return cfg.store.warm ? home_of(r.fact.user) : -1;
+      case RecordKind::kMemoryWrite:
+        return home_of(r.fact.user);
+      case RecordKind::kRequest:
+        return router->route_ahead(r.request.user, nth);
+    }
+    return -1;
+  }
+
+  void run_open(TraceReader& reader, TraceRecord& first, bool have) {
     const double size = std::max<double>(1, double(std::filesystem::file_size(trace_path)));
     // Not with a timeline: its steps are written in the order they start.
     // Not with asynchronous loads: an idle replica's wake-up is an event the fusion bound does
     // not see.
     const bool fuse =
         outputs.fuse_quiet_steps && timeline == nullptr && !cfg.store.host.async_loads;
+    // A replica's fused steps end before the next record that reaches it (or, when the router
+    // needs the replicas' state, before the next record): a record that reaches others changes
+    // nothing this replica reads (a router reading loads would: fused steps leave them alone,
+    // but whether a record comes here is only known at its time then).
+    TraceAhead::ReachFn reach_fn;
+    if (fuse && router->route_ahead(0, 0) >= 0) {
+      reach_fn = [this](const TraceRecord& r, std::uint64_t nth) { return reach(r, nth); };
+    }
+    TraceAhead ahead(reader, first, have, static_cast<int>(replicas.size()), std::move(reach_fn));
+    have = !ahead.empty();
     SimTime now = 0;
     std::uint64_t tick = 0;
     while (true) {
+      const TraceRecord& rec = ahead.front();
       const SimTime trace_t = have ? rec.time() : kInfinity;
       const SimTime event_t = heap.empty() ? kInfinity : heap.top().time;
       if (trace_t == kInfinity && event_t == kInfinity) break;
@@ -430,18 +476,18 @@ struct Simulator::Impl {
             on_memory_write(add_fact(rec.fact, true), now);
             break;
           case RecordKind::kRequest: {
-            const auto& dense = reader.request_fact_indices();
+            const auto& dense = ahead.front_facts();
             issue(rec.request.id, rec.request.user, now, rec.request.query_tokens,
                   rec.request.output_tokens, dense.data(), dense.size(), requests_seen++);
             break;
           }
         }
-        have = reader.next(rec);
+        have = ahead.pop();
       } else {
         const Event e = heap.top();
         heap.pop();
         now = e.time;
-        if (fuse) fuse_before = trace_t;
+        if (fuse && e.kind == kStepDone) fuse_before = ahead.next_for(static_cast<int>(e.arg));
         handle(e, now);
       }
       if ((++tick & 0xffff) == 0) {
@@ -580,6 +626,7 @@ struct Simulator::Impl {
     s.wall_s = progress.wall_s();
     s.events_per_s = s.wall_s > 0 ? double(events) / s.wall_s : 0;
     s.fused_steps = fused_steps;
+    s.decode_run_steps = decode_run_steps;
     return s;
   }
 };
