@@ -446,9 +446,10 @@ struct Simulator::Impl {
     // A replica's fused steps end before the next record that reaches it (or, when the router
     // needs the replicas' state, before the next record): a record that reaches others changes
     // nothing this replica reads (a router reading loads would: fused steps leave them alone,
-    // but whether a record comes here is only known at its time then).
+    // but whether a record comes here is only known at its time then). One replica is reached
+    // by every request: nothing to gain.
     TraceAhead::ReachFn reach_fn;
-    if (fuse && router->route_ahead(0, 0) >= 0) {
+    if (fuse && replicas.size() > 1 && router->route_ahead(0, 0) >= 0) {
       reach_fn = [this](const TraceRecord& r, std::uint64_t nth) { return reach(r, nth); };
     }
     TraceAhead ahead(reader, first, have, static_cast<int>(replicas.size()), std::move(reach_fn));

@@ -180,11 +180,20 @@ bool CostModel::decode_durations(std::uint32_t decodes, std::uint64_t context_to
   const double busy_overhead_ns = rates_.step_overhead_ns +
                                   w.sequences * rates_.per_seq_overhead_ns +
                                   w.encodes * rates_.per_encode_overhead_ns;
+  // decode_work's sums grow with the contexts: exact for the last step, exact for all.
+  StepWork last;
+  const std::uint64_t step_tokens = decodes;
+  if (!durations_ns.empty() &&
+      !decode_work(decodes, context_tokens + durations_ns.size() * step_tokens, last)) {
+    return false;
+  }
   std::uint64_t context_plus1 = context_tokens + decodes;
   for (SimTime& out : durations_ns) {
-    if (!decode_work(decodes, context_plus1, w)) return false;
-    const double attn_ns = w.attention_flops / rates_.attention_flops_per_s * 1e9;
-    const double mem_ns = w.hbm_bytes / rates_.hbm_bytes_per_s * 1e9;
+    // decode_work's attention_flops and hbm_bytes, as it computes them.
+    const double attention = decode_attention_flops_ * double(context_plus1);
+    const double hbm = double(context_plus1) * kv_bytes_;
+    const double attn_ns = attention / rates_.attention_flops_per_s * 1e9;
+    const double mem_ns = (decodes > 0 ? hbm + weight_bytes_ : hbm) / rates_.hbm_bytes_per_s * 1e9;
     const double forward_ns = std::max(gemm_ns + attn_ns, mem_ns);
     const bool idle = forward_ns == 0 && inject_ns == 0 && pcie_ns == 0;
     const double overhead_ns = idle ? 0 : busy_overhead_ns;
