@@ -17,7 +17,7 @@ TraceAhead::TraceAhead(TraceReader& reader, TraceRecord& first, bool have, int r
   }
   Slot& s = at(tail_);
   std::swap(s.record, first);
-  s.facts = reader_.request_fact_indices();
+  s.own_facts = false;
   hold(s);
 }
 
@@ -30,6 +30,14 @@ void TraceAhead::hold(Slot& s) {
 
 bool TraceAhead::read_one() {
   if (done_) return false;
+  // The reader keeps the last request's facts until its next record: copied only when a
+  // record is read while that one is still held.
+  if (!empty() && at(tail_ - 1).record.kind == RecordKind::kRequest && !at(tail_ - 1).own_facts) {
+    Slot& last = at(tail_ - 1);
+    const auto& facts = reader_.request_fact_indices();
+    last.facts.assign(facts.begin(), facts.end());
+    last.own_facts = true;
+  }
   if (tail_ - head_ == slots_.size()) {  // full: twice the ring, the records at the same indices
     std::vector<Slot> grown(slots_.size() * 2);
     for (std::uint64_t i = head_; i < tail_; ++i) {
@@ -42,10 +50,7 @@ bool TraceAhead::read_one() {
     done_ = true;
     return false;
   }
-  if (s.record.kind == RecordKind::kRequest) {
-    const auto& facts = reader_.request_fact_indices();
-    s.facts.assign(facts.begin(), facts.end());
-  }
+  s.own_facts = false;
   hold(s);
   return true;
 }

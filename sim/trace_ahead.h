@@ -26,7 +26,10 @@ class TraceAhead {
   /// The next record in trace order (not empty()).
   const TraceRecord& front() const { return at(head_).record; }
   /// Dense fact ids of front() when it is a request (TraceReader::request_fact_indices).
-  const std::vector<std::uint32_t>& front_facts() const { return at(head_).facts; }
+  const std::vector<std::uint32_t>& front_facts() const {
+    const Slot& f = at(head_);
+    return f.own_facts ? f.facts : reader_.request_fact_indices();
+  }
   /// Drops front() and makes the following record the front; false at the end of the trace.
   bool pop();
   /// The time of the first record from the front on that reaches `replica` (a time at or
@@ -37,6 +40,7 @@ class TraceAhead {
   struct Slot {
     TraceRecord record;
     std::vector<std::uint32_t> facts;
+    bool own_facts = false;  // facts holds them; else the reader does (the last record read)
     int replica = -1;
   };
   static constexpr std::size_t kMaxAhead = 4096;  // records; a few MiB at most
