@@ -63,6 +63,7 @@ bool TraceAhead::pop() {
     while (at(i).replica != r) ++i;
     first_[r] = i;
   }
+  if (empty()) head_ = tail_ = 0;  // the next record into the slot just used: its lines are warm
   return !empty() || read_one();
 }
 
