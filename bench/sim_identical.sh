@@ -49,6 +49,8 @@ CASE_LIST=(
   "headline|$ROOT/configs/headline.yaml|--set trace.locomo.users=50"
   "lru200k_1|$TMP/lru200k.yaml|--set replicas=1"
   "lru200k_8ll|$TMP/lru200k.yaml|--set replicas=8 --set router=least_loaded"
+  "lru200k_8ua|$TMP/lru200k.yaml|--set replicas=8 --set router=user_affinity"
+  "lru200k_3rr|$TMP/lru200k.yaml|--set replicas=3 --set router=round_robin"
   "fifo_host|$TMP/fifo_host.yaml|"
   "fifo_host_8ua|$TMP/fifo_host.yaml|--set replicas=8 --set router=user_affinity"
   "slru|$TMP/slru.yaml|"

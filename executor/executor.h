@@ -3,6 +3,7 @@
 // replica. The executor decides nothing; the simulator decided everything in the plan.
 
 #include <cstdint>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -150,6 +151,17 @@ class Executor {
   virtual ~Executor() = default;
   virtual BatchResult execute(const BatchPlan& plan) = 0;
   virtual std::string name() const = 0;
+  /// Optional fast path for runs of decode-only steps, performing nothing: durations_ns[j] is
+  /// the duration_ns that execute() gives every plan of `decodes` decode items (and nothing else
+  /// but released ids) whose context_tokens sum to `context_tokens` + j * `decodes`. False where
+  /// the executor cannot say without the plan (the default; durations_ns is then unspecified).
+  virtual bool price_decodes(std::uint32_t decodes, std::uint64_t context_tokens,
+                             std::span<SimTime> durations_ns) const {
+    (void)decodes;
+    (void)context_tokens;
+    (void)durations_ns;
+    return false;
+  }
 };
 
 }  // namespace inferscale

@@ -1,6 +1,8 @@
 #include "sim/replica.h"
 
 #include <algorithm>
+#include <array>
+#include <span>
 
 #include "policies/registry.h"
 #include "traces/error.h"
@@ -261,6 +263,13 @@ SimTime Replica::start_step(SimTime now) {
   const BatchResult result = executor_.execute(plan_);
   const SimTime duration = std::max<SimTime>(result.duration_ns, 1);
   busy_ = true;
+  // Admission failed or was not tried if every running request decodes (an admitted one does
+  // not yet); it fails again while no record arrives (see steady_).
+  steady_ = plan_.decodes.size() == running_.size() && plan_.prefills.empty() &&
+            plan_.encodes.empty() && plan_.loads.empty() && plan_.async_loads.empty() &&
+            plan_.offloads.empty() && plan_.async_offloads.empty() && plan_.evictions.empty() &&
+            plan_.host_evictions.empty() && step_pins_.empty() && request_jobs_.empty() &&
+            write_jobs_.empty() && !preempted_this_step_ && !async_loads_;
 
   // Every field assigned (no zeroing of the whole record first).
   last_step_.start = now;
@@ -317,6 +326,97 @@ bool Replica::step_finishes_request() const {
     }
   }
   return false;
+}
+
+std::uint32_t Replica::run_decodes(SimTime& now, SimTime bound, std::vector<SimTime>& starts,
+                                   SimTime& d) {
+  if (!steady_) return 0;
+  // Step j after the one in flight (j = 0) decodes every request at its context + j and would
+  // finish one when j + 1 reaches the fewest tokens any still has to generate.
+  const auto n = static_cast<std::uint32_t>(running_.size());
+  std::uint64_t context_sum = 0;
+  std::uint32_t to_generate = 0xffffffffu;
+  for (const std::uint32_t ri : running_) {
+    const Request& r = pool_[ri];
+    context_sum += r.context;
+    to_generate = std::min(to_generate, r.output_tokens - r.generated);
+    // start_step adds one block at a step: new_blocks below counts on no request lacking more.
+    if (blocks_for(std::uint64_t(r.context) + 1 - r.shared_tokens) > r.kv_blocks) return 0;
+  }
+  // Blocks the requests hold once step j has started (one more each time a request's KV crosses
+  // a block; it holds enough for its context + 1 already, so never more than one at a step).
+  auto new_blocks = [&](std::uint32_t j) {
+    std::uint64_t sum = 0;
+    for (const std::uint32_t ri : running_) {
+      const Request& r = pool_[ri];
+      const std::uint64_t need = blocks_for(std::uint64_t(r.context) + j + 1 - r.shared_tokens);
+      if (need > r.kv_blocks) sum += need - r.kv_blocks;
+    }
+    return sum;
+  };
+  // The last step that may start here: it finishes a request, or the one after it would find
+  // no free block for a request that needs one (start_step preempts then).
+  std::uint32_t last = to_generate - 1;
+  if (last == 0) return 0;
+  if (new_blocks(last) > free_blocks_) {
+    std::uint32_t lo = 0;  // new_blocks(lo) fits
+    while (lo + 1 < last) {
+      const std::uint32_t mid = lo + (last - lo) / 2;
+      (new_blocks(mid) <= free_blocks_ ? lo : last) = mid;
+    }
+    last = lo;
+    if (last == 0) return 0;
+  }
+  const std::uint64_t store_bytes = last_step_.store_bytes;  // no step here stores anything
+  std::uint32_t j = 0;
+  SimTime next = now, t = now;  // the next step's start, the last started one's
+  // Priced a few steps at a time: most runs end at the bound after a few steps.
+  std::array<SimTime, 16> prices;
+  std::uint32_t priced = 0, used = 0;
+  while (j < last) {
+    if (used == priced) {
+      priced = std::min<std::uint32_t>(j == 0 ? 4 : prices.size(), last - j);
+      used = 0;
+      if (!executor_.price_decodes(n, context_sum + std::uint64_t(j + 1) * n,
+                                   std::span(prices.data(), priced))) {
+        break;
+      }
+    }
+    ++j;
+    t = next;
+    d = std::max<SimTime>(prices[used++], 1);
+    starts.push_back(t);
+    ++stats_.steps;
+    stats_.busy_ns += d;
+    stats_.store_bytes_time_integral += double(store_bytes) * double(d);
+    next = t + d;
+    if (next >= bound) break;  // not fused: the caller queues its end
+  }
+  if (j == 0) return 0;
+  now = t;
+  // The state start_step leaves for step j: j more tokens each, their blocks, its plan.
+  for (std::uint32_t i = 0; i < n; ++i) {
+    Request& r = pool_[running_[i]];
+    r.context += j;
+    r.generated += j;
+    const std::uint64_t need = blocks_for(std::uint64_t(r.context) + 1 - r.shared_tokens);
+    if (need > r.kv_blocks) {
+      free_blocks_ -= need - r.kv_blocks;
+      r.kv_blocks = static_cast<std::uint32_t>(need);
+    }
+    plan_.decodes[i].context_tokens = r.context;
+  }
+  plan_.now = t;
+  plan_.released.clear();
+  last_step_.start = t;
+  last_step_.duration_ns = d;
+  last_step_.kv_blocks_used = total_blocks_ - free_blocks_;
+  // The phases go to a timeline only, and steps are fused only without one.
+  last_step_.phases = PhaseTimes{};
+  INFERSCALE_ASSERT(std::max<SimTime>(executor_.execute(plan_).duration_ns, 1) == d,
+                    "price_decodes disagrees with execute");
+  stats_.max_kv_blocks_used = std::max(stats_.max_kv_blocks_used, last_step_.kv_blocks_used);
+  return j;
 }
 
 void Replica::finish_step(SimTime now, std::vector<std::uint32_t>& finished) {

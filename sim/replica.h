@@ -32,7 +32,8 @@ struct StepRecord {
   std::uint32_t async_loads = 0;  // issued to the copy engine in this step
   std::uint64_t kv_blocks_used = 0;
   std::uint64_t store_bytes = 0;
-  PhaseTimes phases;  // as the executor reported them (zero where it does not split a step)
+  PhaseTimes phases;  // as the executor reported them (zero where it does not split a step,
+                      // and for a step started by run_decodes)
 };
 
 struct ReplicaStats {
@@ -81,6 +82,15 @@ class Replica final : public RunView {
   }
   /// True when finish_step of the step in flight would finish a request (its last token).
   bool step_finishes_request() const;
+  /// Fused steps (Simulator): the step in flight ends at `now` and finishes no request. When it
+  /// is a steady decode step (every running request decodes, nothing else can join before a
+  /// record reaches this replica), ends it and starts the next as finish_step and start_step
+  /// would, and goes on while each step so ended ends before `bound` and finishes no request:
+  /// the steps' time comes from Executor::price_decodes and the requests' state is brought up
+  /// to date once. Leaves the step started last in flight (its start in `now`, its duration in
+  /// `d`), each step's start appended to `starts`. Returns the steps started (0: none; then
+  /// nothing changed).
+  std::uint32_t run_decodes(SimTime& now, SimTime bound, std::vector<SimTime>& starts, SimTime& d);
 
   const StepRecord& last_step() const { return last_step_; }
   const ReplicaStats& stats() const { return stats_; }
@@ -278,6 +288,10 @@ class Replica final : public RunView {
   std::uint64_t total_blocks_ = 0;
   std::uint64_t free_blocks_ = 0;
   bool busy_ = false;
+  /// The step in flight decodes every running request and does nothing else, no encode job is
+  /// queued and no waiting request could be admitted (nor can be until a record arrives: free
+  /// KV blocks only shrink while decoding): the next step is the same but for its contexts.
+  bool steady_ = false;
   BatchPlan plan_;
   std::vector<StepItem> items_;
   std::vector<FactId> evicted_;

@@ -26,13 +26,18 @@ namespace {
 
 class RoundRobin final : public Router {
  public:
+  explicit RoundRobin(int replicas) : replicas_(replicas) {}
   int route(UserId, const std::vector<std::unique_ptr<Replica>>& replicas) override {
     const int r = next_;
     next_ = (next_ + 1) % static_cast<int>(replicas.size());
     return r;
   }
+  int route_ahead(UserId, std::uint64_t nth) const override {
+    return static_cast<int>(nth % static_cast<std::uint64_t>(replicas_));
+  }
 
  private:
+  int replicas_;
   int next_ = 0;
 };
 
@@ -53,6 +58,7 @@ class UserAffinity final : public Router {
   int route(UserId user, const std::vector<std::unique_ptr<Replica>>&) override {
     return ring_.owner(user);
   }
+  int route_ahead(UserId user, std::uint64_t) const override { return ring_.owner(user); }
 
  private:
   HashRing ring_;
@@ -62,9 +68,12 @@ class UserAffinity final : public Router {
 
 std::unique_ptr<Router> make_router(RouterKind kind, int replicas) {
   switch (kind) {
-    case RouterKind::kRoundRobin: return std::make_unique<RoundRobin>();
-    case RouterKind::kLeastLoaded: return std::make_unique<LeastLoaded>();
-    case RouterKind::kUserAffinity: return std::make_unique<UserAffinity>(replicas);
+    case RouterKind::kRoundRobin:
+      return std::make_unique<RoundRobin>(replicas);
+    case RouterKind::kLeastLoaded:
+      return std::make_unique<LeastLoaded>();
+    case RouterKind::kUserAffinity:
+      return std::make_unique<UserAffinity>(replicas);
   }
   return nullptr;
 }

@@ -16,6 +16,14 @@ class Router {
  public:
   virtual ~Router() = default;
   virtual int route(UserId user, const std::vector<std::unique_ptr<Replica>>& replicas) = 0;
+  /// The replica route() picks for the `nth` request of an open-loop trace (from 0; the requests
+  /// are routed in trace order), known before it is routed; -1 where that depends on the
+  /// replicas' state at the time.
+  virtual int route_ahead(UserId user, std::uint64_t nth) const {
+    (void)user;
+    (void)nth;
+    return -1;
+  }
 };
 
 /// Consistent hashing of users onto replicas (virtual nodes on a 64-bit ring).

@@ -11,6 +11,8 @@
 
 #include "executor/cost_model/cost_model.h"
 #include "sim/router.h"
+#include "sim/sim_events.h"
+#include "sim/trace_ahead.h"
 #include "sim/user_map.h"
 #include "traces/error.h"
 #include "traces/reader.h"
@@ -19,58 +21,9 @@ namespace inferscale {
 
 namespace {
 
+using namespace sim_events;
+
 constexpr SimTime kInfinity = std::numeric_limits<SimTime>::max();
-
-enum EventKind : std::uint8_t { kWrite = 0, kIssue = 1, kStepDone = 2, kKick = 3 };
-
-struct Event {
-  SimTime time;
-  std::uint8_t kind;
-  std::uint64_t seq;  // insertion order
-  std::uint64_t arg;
-};
-
-/// The events that led to a replica's step in flight: the kick that started the replica after
-/// it was idle, then one step after the other. Each event queues at most one step end, so the
-/// insertion order of two step ends is the order in which the events that queued them were
-/// handled; that is, by the time, kind and order of the replica's previous event, and so on back
-/// to the kicks (by their insertion order). Comparing chains gives that order without a shared
-/// counter, so a replica may run steps ahead of the queue (fused steps) and keep it.
-struct StepChain {
-  std::uint64_t kick_seq = 0;   // insertion order of the kick
-  std::vector<SimTime> starts;  // the steps' start times; starts[0] is the kick's time (8 bytes
-                                // per step until the replica is idle: 1M requests, 8 replicas
-                                // at 78 % busy kept peak RSS within a few MiB of before)
-};
-
-/// Fused steps and this order rely on what queues a step end: only the replica's own kick or
-/// step end. A new event kind that starts a replica's step (or changes a replica from outside)
-/// must start or extend its chain, and must bound the fused steps as the next trace record does
-/// (on_step_done).
-///
-/// True when step end `a` (of chain `ca`) is handled after step end `b` of equal time.
-bool chain_after(const StepChain& ca, const StepChain& cb) {
-  std::size_t i = ca.starts.size(), j = cb.starts.size();
-  while (i > 0 && j > 0) {
-    --i;
-    --j;
-    if (ca.starts[i] != cb.starts[j]) return ca.starts[i] > cb.starts[j];
-    // The event at a start is a step end (kind 2), but at the chain's first step a kick (3).
-    if ((i == 0) != (j == 0)) return i == 0;
-  }
-  return ca.kick_seq > cb.kick_seq;
-}
-
-/// Queue order: time, then kind, then insertion order (step ends: by their chains, the same).
-struct EventAfter {
-  const std::vector<StepChain>* chains;
-  bool operator()(const Event& a, const Event& b) const {
-    if (a.time != b.time) return a.time > b.time;
-    if (a.kind != b.kind) return a.kind > b.kind;
-    if (a.kind == kStepDone) return chain_after((*chains)[a.arg], (*chains)[b.arg]);
-    return a.seq > b.seq;
-  }
-};
 
 /// A closed-loop request waiting for its user's previous answer.
 struct PendingRequest {
@@ -84,35 +37,6 @@ struct PendingRequest {
 struct ClosedUser {
   UserId user;
   std::deque<PendingRequest> pending;
-};
-
-/// Progress on stderr, only once a run has taken more than a second of wall time.
-class Progress {
- public:
-  explicit Progress(bool enabled) : enabled_(enabled), start_(Clock::now()), last_(start_) {}
-  void update(double fraction, std::uint64_t done, SimTime now) {
-    if (!enabled_) return;
-    const auto t = Clock::now();
-    if (t - start_ < std::chrono::seconds(1) || t - last_ < std::chrono::milliseconds(250)) return;
-    last_ = t;
-    shown_ = true;
-    const double wall = std::chrono::duration<double>(t - start_).count();
-    const int width = 30;
-    const int filled = static_cast<int>(std::clamp(fraction, 0.0, 1.0) * width);
-    std::fprintf(stderr, "\r[%.*s%*s] %5.1f%%  %llu requests  sim %.2f s  %.0f req/s ", filled,
-                 "==============================", width - filled, "", 100.0 * fraction,
-                 static_cast<unsigned long long>(done), double(now) / 1e9, double(done) / wall);
-  }
-  void finish() {
-    if (shown_) std::fprintf(stderr, "\n");
-  }
-  double wall_s() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
-
- private:
-  using Clock = std::chrono::steady_clock;
-  bool enabled_;
-  Clock::time_point start_, last_;
-  bool shown_ = false;
 };
 
 std::uint32_t cwe_context_tokens(const FactRecord& f, const ServingConfig& s) {
@@ -317,6 +241,28 @@ struct Simulator::Impl {
   static constexpr SimTime kNoFusion = std::numeric_limits<SimTime>::min();
   SimTime fuse_before = kNoFusion;
   std::uint64_t fused_steps = 0;
+  std::uint64_t decode_run_steps = 0;
+
+  /// Fuses the step in flight (started at `now`, lasting `d`) when it may be, and then, while
+  /// the replica ends and starts decode-only steps at once (Replica::run_decodes), the step it
+  /// leaves in flight. True: `now` is the end of a fused step still to be finished.
+  bool fuse_decodes(Replica& replica, int rep, SimTime& now, SimTime& d) {
+    bool fused = false;
+    while (now + d < fuse_before && !replica.step_finishes_request()) {
+      now += d;
+      ++events;
+      ++fused_steps;
+      fused = true;
+      const std::uint32_t run = replica.run_decodes(now, fuse_before, chains[rep].starts, d);
+      if (run == 0) break;
+      // Steps started by the run, the last one in flight at `now`: the others were fused.
+      events += run - 1;
+      fused_steps += run - 1;
+      decode_run_steps += run;
+      fused = false;
+    }
+    return fused;
+  }
 
   void on_step_done(int rep, SimTime now) {
     Replica& replica = *replicas[rep];
@@ -331,7 +277,7 @@ struct Simulator::Impl {
         pool.release(ri);
       }
       if (replica.busy() || !replica.has_work()) return;
-      const SimTime d = replica.start_step(now);
+      SimTime d = replica.start_step(now);
       if (d < 0) {
         wake_later(rep, now);
         return;
@@ -339,18 +285,14 @@ struct Simulator::Impl {
       chains[rep].starts.push_back(now);
       if (timeline != nullptr) write_timeline(replica);
       // Fused: the next step's end is handled here rather than from the queue. Nothing else
-      // reads or changes this replica before the next trace record (its only queued event is
-      // its step's end; the others' events touch their own state), and a step that finishes no
-      // request leaves the shared metrics and request pool alone, so handling it ahead of the
-      // other replicas' earlier events changes nothing; the step end queued at last is ordered
-      // among equal times by its chain (StepChain), as if queued in turn. A step ending at the
-      // trace record's time goes through the queue: the record comes first at equal times.
-      if (now + d < fuse_before && !replica.step_finishes_request()) {
-        now += d;
-        ++events;
-        ++fused_steps;
-        continue;
-      }
+      // reads or changes this replica before the next trace record that reaches it
+      // (fuse_before; its only queued event is its step's end; the others' events touch their
+      // own state, and records that reach others too), and a step that finishes no request
+      // leaves the shared metrics, the request pool and its load alone, so handling it ahead of
+      // the other replicas' earlier events changes nothing; the step end queued at last is
+      // ordered among equal times by its chain (StepChain), as if queued in turn. A step ending
+      // at that record's time goes through the queue: the record comes first at equal times.
+      if (fuse_decodes(replica, rep, now, d)) continue;
       push(now + d, kStepDone, static_cast<std::uint64_t>(rep));
       return;
     }
@@ -401,16 +343,44 @@ struct Simulator::Impl {
   }
 
   // ---- main loops ---------------------------------------------------------------------------
-  void run_open(TraceReader& reader, TraceRecord& rec, bool have) {
+  /// The replica a record reaches before any event does (TraceAhead::ReachFn), for routers that
+  /// route by the record alone.
+  int reach(const TraceRecord& r, std::uint64_t nth) {
+    switch (r.kind) {
+      case RecordKind::kHeader:
+        return -1;
+      case RecordKind::kFact:
+        return cfg.store.warm ? home_of(r.fact.user) : -1;
+      case RecordKind::kMemoryWrite:
+        return home_of(r.fact.user);
+      case RecordKind::kRequest:
+        return router->route_ahead(r.request.user, nth);
+    }
+    return -1;
+  }
+
+  void run_open(TraceReader& reader, TraceRecord& first, bool have) {
     const double size = std::max<double>(1, double(std::filesystem::file_size(trace_path)));
     // Not with a timeline: its steps are written in the order they start.
     // Not with asynchronous loads: an idle replica's wake-up is an event the fusion bound does
     // not see.
     const bool fuse =
         outputs.fuse_quiet_steps && timeline == nullptr && !cfg.store.host.async_loads;
+    // A replica's fused steps end before the next record that reaches it (or, when the router
+    // needs the replicas' state, before the next record): a record that reaches others changes
+    // nothing this replica reads (a router reading loads would: fused steps leave them alone,
+    // but whether a record comes here is only known at its time then). One replica is reached
+    // by every request: nothing to gain.
+    TraceAhead::ReachFn reach_fn;
+    if (fuse && replicas.size() > 1 && router->route_ahead(0, 0) >= 0) {
+      reach_fn = [this](const TraceRecord& r, std::uint64_t nth) { return reach(r, nth); };
+    }
+    TraceAhead ahead(reader, first, have, static_cast<int>(replicas.size()), std::move(reach_fn));
+    have = !ahead.empty();
     SimTime now = 0;
     std::uint64_t tick = 0;
     while (true) {
+      const TraceRecord& rec = ahead.front();
       const SimTime trace_t = have ? rec.time() : kInfinity;
       const SimTime event_t = heap.empty() ? kInfinity : heap.top().time;
       if (trace_t == kInfinity && event_t == kInfinity) break;
@@ -430,18 +400,18 @@ struct Simulator::Impl {
             on_memory_write(add_fact(rec.fact, true), now);
             break;
           case RecordKind::kRequest: {
-            const auto& dense = reader.request_fact_indices();
+            const auto& dense = ahead.front_facts();
             issue(rec.request.id, rec.request.user, now, rec.request.query_tokens,
                   rec.request.output_tokens, dense.data(), dense.size(), requests_seen++);
             break;
           }
         }
-        have = reader.next(rec);
+        have = ahead.pop();
       } else {
         const Event e = heap.top();
         heap.pop();
         now = e.time;
-        if (fuse) fuse_before = trace_t;
+        if (fuse && e.kind == kStepDone) fuse_before = ahead.next_for(static_cast<int>(e.arg));
         handle(e, now);
       }
       if ((++tick & 0xffff) == 0) {
@@ -580,6 +550,7 @@ struct Simulator::Impl {
     s.wall_s = progress.wall_s();
     s.events_per_s = s.wall_s > 0 ? double(events) / s.wall_s : 0;
     s.fused_steps = fused_steps;
+    s.decode_run_steps = decode_run_steps;
     return s;
   }
 };

@@ -28,9 +28,11 @@ struct SimOutputs {
   std::string timeline_json;  // empty: none
   bool progress = true;       // progress bar on stderr for runs longer than a second
   /// Runs a replica's steps that finish no request back to back, without the event queue, up to
-  /// the next trace record (open-loop traces, no timeline). Same results; for executors whose
-  /// price of a step depends only on that replica's plans (cost model, calibrated), since the
-  /// replicas' execute() calls then interleave differently.
+  /// the next trace record that reaches it (of any replica under a router that reads the
+  /// replicas' state), and runs of decode-only steps at once where the executor prices them
+  /// (open-loop traces, no timeline). Same results; for executors whose price of a step depends
+  /// only on that replica's plans (cost model, calibrated), since the replicas' execute() calls
+  /// then interleave differently.
   bool fuse_quiet_steps = false;
 };
 
@@ -55,6 +57,8 @@ struct RunSummary {
   double wall_s = 0;
   double events_per_s = 0;
   std::uint64_t fused_steps = 0;  // steps whose end was handled without the queue (not written)
+  std::uint64_t decode_run_steps = 0;  // of the steps, those started by Replica::run_decodes (not
+                                       // written)
 };
 
 class Simulator {

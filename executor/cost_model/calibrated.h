@@ -66,6 +66,16 @@ class CalibratedCostModel {
   /// Step time in ns with its phase split.
   BatchResult price(const BatchPlan& plan) const;
   BatchResult price(const StepWork& w) const;
+  /// Executor::price_decodes of the calibrated executor.
+  bool price_decodes(std::uint32_t decodes, std::uint64_t context_tokens,
+                     std::span<SimTime> durations_ns) const {
+    for (std::size_t j = 0; j < durations_ns.size(); ++j) {
+      StepWork w;
+      if (!counter_.decode_work(decodes, context_tokens + j * decodes + decodes, w)) return false;
+      durations_ns[j] = price(w).duration_ns;
+    }
+    return true;
+  }
   /// Time to encode one fact alone (its recompute cost for cost-aware policies).
   SimTime encode_cost_ns(std::uint32_t tokens, std::uint32_t context_tokens) const;
   /// Time to copy one fact of `bytes` from the host tier (the load phase of a step that does
@@ -89,6 +99,10 @@ class CalibratedExecutor final : public Executor {
       : model_(std::move(model)), copies_(model_.copy_engine_params()) {}
   BatchResult execute(const BatchPlan& plan) override;
   std::string name() const override { return "calibrated"; }
+  bool price_decodes(std::uint32_t decodes, std::uint64_t context_tokens,
+                     std::span<SimTime> durations_ns) const override {
+    return model_.price_decodes(decodes, context_tokens, durations_ns);
+  }
   const CalibratedCostModel& cost_model() const { return model_; }
   const CopyEngineModel& copies() const { return copies_; }
 

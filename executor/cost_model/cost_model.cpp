@@ -115,6 +115,24 @@ StepWork CostModel::work(const BatchPlan& plan) const {
   return w;
 }
 
+bool CostModel::decode_work(std::uint32_t decodes, std::uint64_t context_plus1, StepWork& w) const {
+  // work()'s arithmetic for such a plan, with its zero terms left out (0 + x is x exactly).
+  const double attention = decode_attention_flops_ * double(context_plus1);
+  const double hbm = double(context_plus1) * kv_bytes_;
+  if (!(attention < kExactDoubleBound && hbm < kExactDoubleBound &&
+        double(context_plus1) < kExactDoubleBound)) {
+    return false;
+  }
+  const double n = double(decodes);
+  w = StepWork{};
+  w.gemm_flops = n * layer_flops_ + n * head_flops_;
+  w.attention_flops = attention;
+  w.hbm_bytes = decodes > 0 ? hbm + weight_bytes_ : hbm;
+  w.sequences = n;
+  w.decode_tokens = n;
+  return true;
+}
+
 BatchResult CostModel::price(const StepWork& w) const {
   BatchResult r;
   const double gemm_ns = w.gemm_flops / rates_.gemm_flops_per_s * 1e9;
@@ -149,6 +167,40 @@ BatchResult CostModel::price(const StepWork& w) const {
   r.phases.overhead_ns = round_ns(overhead_ns);
   r.duration_ns = round_ns(forward_ns + inject_ns + pcie_ns + overhead_ns);
   return r;
+}
+
+bool CostModel::decode_durations(std::uint32_t decodes, std::uint64_t context_tokens,
+                                 std::span<SimTime> durations_ns) const {
+  // price(w) of decode_work's w: what depends on the decodes' count alone, once.
+  StepWork w;
+  if (!decode_work(decodes, context_tokens + decodes, w)) return false;
+  const double gemm_ns = w.gemm_flops / rates_.gemm_flops_per_s * 1e9;
+  const double inject_ns = hbm_rate_positive_ ? 0.0 : w.inject_bytes / rates_.hbm_bytes_per_s * 1e9;
+  const double pcie_ns = pcie_rate_positive_ ? 0.0 : w.pcie_bytes / rates_.pcie_bytes_per_s * 1e9;
+  const double busy_overhead_ns = rates_.step_overhead_ns +
+                                  w.sequences * rates_.per_seq_overhead_ns +
+                                  w.encodes * rates_.per_encode_overhead_ns;
+  // decode_work's sums grow with the contexts: exact for the last step, exact for all.
+  StepWork last;
+  const std::uint64_t step_tokens = decodes;
+  if (!durations_ns.empty() &&
+      !decode_work(decodes, context_tokens + durations_ns.size() * step_tokens, last)) {
+    return false;
+  }
+  std::uint64_t context_plus1 = context_tokens + decodes;
+  for (SimTime& out : durations_ns) {
+    // decode_work's attention_flops and hbm_bytes, as it computes them.
+    const double attention = decode_attention_flops_ * double(context_plus1);
+    const double hbm = double(context_plus1) * kv_bytes_;
+    const double attn_ns = attention / rates_.attention_flops_per_s * 1e9;
+    const double mem_ns = (decodes > 0 ? hbm + weight_bytes_ : hbm) / rates_.hbm_bytes_per_s * 1e9;
+    const double forward_ns = std::max(gemm_ns + attn_ns, mem_ns);
+    const bool idle = forward_ns == 0 && inject_ns == 0 && pcie_ns == 0;
+    const double overhead_ns = idle ? 0 : busy_overhead_ns;
+    out = round_ns(forward_ns + inject_ns + pcie_ns + overhead_ns);
+    context_plus1 += decodes;
+  }
+  return true;
 }
 
 SimTime CostModel::encode_cost_ns(std::uint32_t tokens, std::uint32_t context_tokens) const {

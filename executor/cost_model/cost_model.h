@@ -38,8 +38,15 @@ class CostModel {
  public:
   CostModel(ModelConfig model, CostRates rates);
   StepWork work(const BatchPlan& plan) const;
+  /// work() of a plan of `decodes` decode items alone whose contexts plus one each sum to
+  /// `context_plus1`, bit for bit; false (w untouched) where work() would sum item by item.
+  bool decode_work(std::uint32_t decodes, std::uint64_t context_plus1, StepWork& w) const;
   /// Step time in ns with its phase split.
   BatchResult price(const StepWork& w) const;
+  /// Executor::price_decodes: price(work(plan)).duration_ns of those plans, bit for bit, with
+  /// what does not change between them computed once.
+  bool decode_durations(std::uint32_t decodes, std::uint64_t context_tokens,
+                        std::span<SimTime> durations_ns) const;
   /// Time to encode one fact alone (its recompute cost for cost-aware policies).
   SimTime encode_cost_ns(std::uint32_t tokens, std::uint32_t context_tokens) const;
   /// Time to copy one fact of `bytes` from the host tier (PCIe only, no step overhead).
@@ -63,6 +70,10 @@ class CostModelExecutor final : public Executor {
   explicit CostModelExecutor(CostModel model) : model_(std::move(model)) {}
   BatchResult execute(const BatchPlan& plan) override { return model_.price(model_.work(plan)); }
   std::string name() const override { return "cost_model"; }
+  bool price_decodes(std::uint32_t decodes, std::uint64_t context_tokens,
+                     std::span<SimTime> durations_ns) const override {
+    return model_.decode_durations(decodes, context_tokens, durations_ns);
+  }
   const CostModel& cost_model() const { return model_; }
 
  private:

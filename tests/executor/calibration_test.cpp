@@ -309,6 +309,20 @@ TEST_CASE("calibrated cost model prices a plan as the sum of its profile's terms
 
   CalibratedExecutor ex(model);
   CHECK(ex.name() == "calibrated");
+  // Runs of decode-only steps: each step as execute() prices its plan.
+  BatchPlan decodes;
+  std::uint64_t contexts = 0;
+  for (std::uint32_t i = 0; i < 5; ++i) {
+    decodes.decodes.push_back(DecodeItem{i, 1000 + 37 * i});
+    contexts += decodes.decodes.back().context_tokens;
+  }
+  std::vector<SimTime> durations(40);
+  REQUIRE(ex.price_decodes(5, contexts, durations));
+  for (const SimTime d : durations) {
+    CHECK(d == ex.execute(decodes).duration_ns);
+    for (auto& item : decodes.decodes) item.context_tokens += 1;
+  }
+  CHECK(durations.back() > durations.front());
 }
 
 TEST_CASE("a profile names the model it was calibrated for") {

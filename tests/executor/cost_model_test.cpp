@@ -218,3 +218,46 @@ TEST_CASE("cost model: a step's count and price are the per-item ones, bit for b
     check_plans(m, inf, 200000, 300);
   }
 }
+
+TEST_CASE("cost model: price_decodes gives what execute gives each decode-only plan") {
+  const ModelConfig m = llama_8b();
+  CostRates zero = h200_rates();
+  zero.pcie_bytes_per_s = 0;
+  zero.hbm_bytes_per_s = 0;
+  CostRates inf = h200_rates();
+  inf.gemm_flops_per_s = 1e-300;
+  ModelConfig big = m;
+  big.layers = 1u << 14;
+  big.heads = 1u << 10;
+  std::mt19937_64 rng(11);
+  int priced = 0, refused = 0;
+  for (const auto& [model, rates] : {std::pair{m, h200_rates()}, std::pair{m, zero},
+                                     std::pair{m, inf}, std::pair{big, h200_rates()}}) {
+    CostModelExecutor ex{CostModel(model, rates)};
+    for (int i = 0; i < 300; ++i) {
+      const auto decodes = std::uint32_t(1 + rng() % (i % 3 == 0 ? 256 : 4));
+      // One plan; each later one has every context one token longer (the next decode step).
+      BatchPlan plan;
+      std::uint64_t contexts = 0;
+      for (std::uint32_t d = 0; d < decodes; ++d) {
+        plan.decodes.push_back(DecodeItem{d, std::uint32_t(rng() % 200000)});
+        contexts += plan.decodes.back().context_tokens;
+      }
+      plan.released = {7};  // freed KV: no work
+      std::vector<SimTime> durations(1 + rng() % 20, -1);
+      if (!ex.price_decodes(decodes, contexts, durations)) {
+        // Only where work() would sum item by item.
+        CHECK(model.layers == big.layers);
+        ++refused;
+        continue;
+      }
+      for (const SimTime d : durations) {
+        CHECK(d == ex.execute(plan).duration_ns);
+        for (auto& item : plan.decodes) ++item.context_tokens;
+      }
+      ++priced;
+    }
+  }
+  CHECK(priced > 900);
+  CHECK(refused > 0);
+}

@@ -18,8 +18,10 @@ using namespace inferscale::test;
 
 namespace {
 
-/// Runs every run of `yaml` fused and not; checks they agree. Returns the fused steps seen.
-std::uint64_t check_same(const std::filesystem::path& dir, const std::string& yaml) {
+/// Runs every run of `yaml` fused and not; checks they agree. Returns the fused steps seen
+/// (and adds those that runs of decode-only steps started to `decode_runs`).
+std::uint64_t check_same(const std::filesystem::path& dir, const std::string& yaml,
+                         std::uint64_t* decode_runs = nullptr) {
   const auto exp = load_experiment(write_text(dir / "exp.yaml", yaml), {});
   std::uint64_t fused = 0;
   for (const RunConfig& run : exp.runs) {
@@ -28,7 +30,10 @@ std::uint64_t check_same(const std::filesystem::path& dir, const std::string& ya
     const Outcome a = simulate(run, run.trace.path, dir / "plain.csv", false);
     const Outcome b = simulate(run, run.trace.path, dir / "fused.csv", true);
     CHECK(a.summary.fused_steps == 0);
+    CHECK(a.summary.decode_run_steps == 0);
+    CHECK(b.summary.decode_run_steps <= b.summary.fused_steps + b.summary.steps);
     fused += b.summary.fused_steps;
+    if (decode_runs != nullptr) *decode_runs += b.summary.decode_run_steps;
     CHECK(a.summary.requests > 0);
     CHECK(a.csv == b.csv);
     check_same_summary(a.summary, b.summary);
@@ -94,7 +99,7 @@ const char* kRouters[] = {"round_robin", "least_loaded", "user_affinity"};
 
 TEST_CASE("fused steps: same results on random traces whose records fall on step ends") {
   const auto dir = temp_dir("fused_ms");
-  std::uint64_t fused = 0;
+  std::uint64_t fused = 0, decode_runs = 0;
   for (std::uint64_t seed = 1; seed <= 24; ++seed) {
     const std::string trace = ms_trace(dir, seed);
     const std::string mode = seed % 3 == 0 ? "text" : "kv_inject";
@@ -105,9 +110,10 @@ TEST_CASE("fused steps: same results on random traces whose records fall on step
                    "store: {gpu: {capacity: " + (seed % 4 == 0 ? "2KiB" : "64KiB") + "}}\n" +
                    "replicas: " + std::to_string(1 + seed % 3) + "\nrouter: " + kRouters[seed % 3] +
                    "\n");
-    fused += check_same(dir, yaml);
+    fused += check_same(dir, yaml, &decode_runs);
   }
   CHECK(fused > 0);
+  CHECK(decode_runs > 0);
 }
 
 TEST_CASE("fused steps: same results under preemption, host tier, encodes and memory writes") {
@@ -116,7 +122,7 @@ TEST_CASE("fused steps: same results under preemption, host tier, encodes and me
   const std::string stress =
       std::string(kStressBody) +
       "store: {gpu: {capacity: 24KiB, eviction: lru}, host: {capacity: 32KiB, eviction: fifo}}\n";
-  std::uint64_t fused = 0;
+  std::uint64_t fused = 0, decode_runs = 0;
   int i = 0;
   for (const double rate : {30.0, 300.0, 3000.0}) {
     for (const std::uint32_t out : {1u, 3u, 40u}) {
@@ -124,12 +130,47 @@ TEST_CASE("fused steps: same results under preemption, host tier, encodes and me
       const std::string yaml =
           tiny_config(trace, stress + "replicas: " + std::to_string(1 + i % 4) +
                                  "\nrouter: " + kRouters[i % 3] + "\n");
-      fused += check_same(dir, yaml);
+      fused += check_same(dir, yaml, &decode_runs);
       ++i;
     }
   }
   CHECK(fused > 0);
+  CHECK(decode_runs > 0);
   // Closed loop: never fused (a completion issues the user's next request), same results.
   const std::string closed = synthetic_trace(dir, 99, 100, 20, true);
   CHECK(check_same(dir, tiny_config(closed, stress + "replicas: 2\n")) == 0);
+}
+
+TEST_CASE("fused steps: long runs of decode-only steps, KV blocks running out, read-ahead") {
+  // Long answers on a GPU whose step time grows with the context: runs of decode-only steps
+  // (Replica::run_decodes) cross many KV blocks, stop where a request would find no free block
+  // (then start_step preempts), and, under the routers that route by the record alone, reach
+  // past records that go to other replicas.
+  const auto dir = temp_dir("fused_long");
+  std::uint64_t fused = 0, decode_runs = 0;
+  int i = 0;
+  for (const char* memory : {"60KiB", "40KiB"}) {
+    for (const double rate : {20.0, 200.0}) {
+      for (const char* router : kRouters) {
+        SmallTrace t;
+        t.seed = 31 + i;
+        t.rate = rate;
+        t.requests = 120;
+        t.output_tokens = 150;
+        const std::string trace = small_trace(dir, "long", t);
+        const std::string body =
+            std::string("gpu: {name: small, memory: ") + memory +
+            ", bf16_tflops: 1, hbm_gbps: 1, pcie_gbps: 1, step_overhead_us: 100}\n"
+            "scheduler: {max_batch_tokens: 96, max_seqs: 16}\n"
+            "serving: {k: 8, header_tokens: 16, footer_tokens: 4}\n"
+            "store: {gpu: {capacity: 16KiB, eviction: lru}}\n"
+            "replicas: " +
+            std::to_string(1 + i % 4) + "\nrouter: " + router + "\n";
+        fused += check_same(dir, tiny_config(trace, body), &decode_runs);
+        ++i;
+      }
+    }
+  }
+  CHECK(fused > 0);
+  CHECK(decode_runs > fused / 2);
 }
