@@ -125,6 +125,13 @@ struct SkinnyGemmParams {
   std::int64_t rows = 0, n = 0, k = 0;
   std::int64_t x_stride = 0, w_stride = 0, out_stride = 0;
   DType dtype = DType::kBF16;
+  // How the kernel divides K (the reference ignores it): `splits` blocks per 32 output columns,
+  // each over a contiguous range of K; with splits > 1 they leave fp32 partials in `workspace`
+  // (splits * rows * n floats) and the last of them to finish (counted in `counters`, one per
+  // block column, zero before the launch and left zero after it) adds them in split order.
+  std::int32_t splits = 1;
+  float* workspace = nullptr;
+  std::uint32_t* counters = nullptr;
 };
 
 /// How the split-KV attention kernel divides its work (see kernels/split_kv_plan.h). A block has

@@ -1,10 +1,14 @@
 // Skinny matrix product: out[rows, n] = x[rows, k] w[n, k]^T (+ residual) for rows <= 32.
 //
-// Grid: x = block of 32 weight rows (output columns). A block has eight warps; warp v takes the
-// 32-element chunks v, v + 8, v + 16, ... of k, so the block reads 512 contiguous bytes of each
-// of its 32 weight rows per round, and each warp keeps fp32 partial sums of all rows x 32 outputs
-// in mma accumulators (four n-tiles of 8, one or two m-tiles of 16). The partials of the eight
-// warps are added in shared memory, the residual last, and rounded once.
+// Grid: x = block of 32 weight rows (output columns), y = split of K (p.splits contiguous ranges
+// of 32-element chunks, so that narrow products still put several blocks on every SM). A block
+// has eight warps; warp v takes the chunks v, v + 8, v + 16, ... of its range, so the block reads
+// 512 contiguous bytes of each of its 32 weight rows per round, and each warp keeps fp32 partial
+// sums of all rows x 32 outputs in mma accumulators (four n-tiles of 8, one or two m-tiles of 16).
+// The partials of the eight warps are added in shared memory; with one split the residual is added
+// and the sum rounded once. With several, each block writes its fp32 sums to the workspace and
+// counts itself done; the last block of a column adds the splits' sums in split order, then the
+// residual, rounds, and resets the counter for the next launch.
 //
 // Operands straight from global memory, without shared memory or ldmatrix: lane (g, t) loads 16
 // bytes, elements 8t .. 8t + 7 of a chunk, of weight row g of each n-tile and of rows g and g + 8
@@ -16,6 +20,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/device_utils.cuh"
@@ -78,14 +83,17 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(SkinnyGemmPara
   }
 
   const int chunks = int(p.k / kChunk);
+  const int per_split = (chunks + p.splits - 1) / p.splits;
+  const int c_begin = int(blockIdx.y) * per_split;
+  const int c_end = min(chunks, c_begin + per_split);
   const uint4 zero = make_uint4(0, 0, 0, 0);
-  for (int c0 = warp; c0 < chunks; c0 += kWarps * kInFlight) {
+  for (int c0 = c_begin + warp; c0 < c_end; c0 += kWarps * kInFlight) {
     uint4 b[kInFlight][kNTiles];
     uint4 a[kInFlight][MT][2];
 #pragma unroll
     for (int u = 0; u < kInFlight; ++u) {
       const int c = c0 + u * kWarps;
-      const bool live = c < chunks;
+      const bool live = c < c_end;
       const int off = c * (kChunk / 8);  // uint4s
 #pragma unroll
       for (int nt = 0; nt < kNTiles; ++nt) {
@@ -128,6 +136,26 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(SkinnyGemmPara
   __syncthreads();
   T* out = static_cast<T*>(p.out);
   const T* residual = static_cast<const T*>(p.residual);
+  auto finish = [&](int r, std::int64_t n, float s) {
+    const std::int64_t o = r * p.out_stride + n;
+    if (residual != nullptr) s += device::to_f32(residual[o]);
+    out[o] = device::from_f32<T>(s);
+  };
+  if (p.splits == 1) {
+    for (int i = threadIdx.x; i < MT * 16 * kBlockCols; i += kThreads) {
+      const int r = i / kBlockCols, col = i % kBlockCols;
+      const std::int64_t n = n0 + col;
+      if (r >= p.rows || n >= p.n) continue;
+      float s = 0.0f;
+#pragma unroll
+      for (int v = 0; v < kWarps; ++v) s += red[v][r][col];
+      finish(r, n, s);
+    }
+    return;
+  }
+  // Several splits: this block's sums to the workspace, then the last block of the column adds.
+  const std::int64_t plane = p.rows * p.n;
+  float* ws = p.workspace + std::int64_t(blockIdx.y) * plane;
   for (int i = threadIdx.x; i < MT * 16 * kBlockCols; i += kThreads) {
     const int r = i / kBlockCols, col = i % kBlockCols;
     const std::int64_t n = n0 + col;
@@ -135,10 +163,24 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(SkinnyGemmPara
     float s = 0.0f;
 #pragma unroll
     for (int v = 0; v < kWarps; ++v) s += red[v][r][col];
-    const std::int64_t o = r * p.out_stride + n;
-    if (residual != nullptr) s += device::to_f32(residual[o]);
-    out[o] = device::from_f32<T>(s);
+    ws[r * p.n + n] = s;
   }
+  __threadfence();
+  __syncthreads();
+  __shared__ bool last;
+  if (threadIdx.x == 0) last = atomicAdd(&p.counters[blockIdx.x], 1u) == unsigned(p.splits - 1);
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int i = threadIdx.x; i < MT * 16 * kBlockCols; i += kThreads) {
+    const int r = i / kBlockCols, col = i % kBlockCols;
+    const std::int64_t n = n0 + col;
+    if (r >= p.rows || n >= p.n) continue;
+    float s = 0.0f;
+    for (int z = 0; z < p.splits; ++z) s += __ldcg(p.workspace + z * plane + r * p.n + n);
+    finish(r, n, s);
+  }
+  if (threadIdx.x == 0) p.counters[blockIdx.x] = 0;
 #endif
 }
 
@@ -152,8 +194,8 @@ cudaError_t launch_tiles(const SkinnyGemmParams& p, cudaStream_t stream) {
     return attrs.ptxVersion < 80 ? cudaErrorNotSupported : cudaSuccess;
   }();
   if (usable != cudaSuccess) return usable;
-  const unsigned blocks = unsigned((p.n + kBlockCols - 1) / kBlockCols);
-  skinny_gemm_kernel<T, MT><<<blocks, kThreads, 0, stream>>>(p);
+  const dim3 grid(unsigned((p.n + kBlockCols - 1) / kBlockCols), unsigned(p.splits));
+  skinny_gemm_kernel<T, MT><<<grid, kThreads, 0, stream>>>(p);
   return cudaGetLastError();
 }
 
@@ -170,7 +212,19 @@ bool skinny_gemm_supported(const SkinnyGemmParams& p) {
          p.k >= kChunk && p.k % kChunk == 0 && p.k / kChunk <= 0x7fffffff && p.x_stride % 8 == 0 &&
          p.w_stride % 8 == 0 && p.x_stride >= p.k && p.w_stride >= p.k && p.out_stride >= p.n &&
          device::aligned16(p.x) && device::aligned16(p.w) && p.out != nullptr &&
-         (p.n + kBlockCols - 1) / kBlockCols <= 0x7fffffff;
+         (p.n + kBlockCols - 1) / kBlockCols <= 0x7fffffff && p.splits >= 1 && p.splits <= 65535 &&
+         (p.splits == 1 || (p.workspace != nullptr && p.counters != nullptr));
+}
+
+std::int32_t skinny_gemm_splits(const SkinnyGemmParams& p, int sm_count) {
+  const std::int64_t columns = (p.n + kBlockCols - 1) / kBlockCols;
+  const std::int64_t want = (4 * std::int64_t(sm_count) + columns - 1) / columns;
+  const std::int64_t most = std::max<std::int64_t>(1, p.k / (kChunk * 16));  // >= 512 of K each
+  return std::int32_t(std::max<std::int64_t>(1, std::min({want, most, std::int64_t(64)})));
+}
+
+std::int64_t skinny_gemm_counters(const SkinnyGemmParams& p) {
+  return (p.n + kBlockCols - 1) / kBlockCols;
 }
 
 cudaError_t skinny_gemm_launch(const SkinnyGemmParams& p, cudaStream_t stream) {

@@ -14,8 +14,16 @@ namespace inferscale {
 inline constexpr std::int64_t kSkinnyGemmMaxRows = 32;
 
 /// Whether skinny_gemm_launch() takes `p`: 16-bit dtype, 1 .. kSkinnyGemmMaxRows rows, k a
-/// positive multiple of 32, x and w 16-byte aligned with strides multiple of 8 elements.
+/// positive multiple of 32, x and w 16-byte aligned with strides multiple of 8 elements;
+/// with splits > 1, a workspace and counters.
 bool skinny_gemm_supported(const SkinnyGemmParams& p);
+
+/// Blocks per 32 output columns that keep every SM of a GPU with `sm_count` SMs streaming
+/// weights: enough blocks for four per SM, each split at least 512 elements of K.
+std::int32_t skinny_gemm_splits(const SkinnyGemmParams& p, int sm_count);
+
+/// Counters a launch of `p` with splits > 1 needs: one per 32 output columns.
+std::int64_t skinny_gemm_counters(const SkinnyGemmParams& p);
 
 /// Runs the product on `stream`. Parameters skinny_gemm_supported() rejects return
 /// cudaErrorInvalidValue without a launch; a build whose device code for the kernel predates

@@ -419,6 +419,22 @@ class CudaOps : public DeviceOps {
     p.w_stride = w.stride(0);
     p.out_stride = y.stride(0);
     p.dtype = kernel_dtype(x.scalar_type());
+    p.splits = skinny_gemm_splits(p, sm_count_);
+    at::Tensor workspace;
+    if (p.splits > 1) {
+      // Counters: zeroed once here, before any graph capture (a product that needs more of
+      // them than 4 blocks per SM never splits); each launch leaves them zero.
+      if (!skinny_counters_.defined()) {
+        skinny_counters_ = at::zeros({4 * std::int64_t(sm_count_)}, x.options().dtype(at::kInt));
+      }
+      if (skinny_gemm_counters(p) > skinny_counters_.numel()) {
+        p.splits = 1;
+      } else {
+        workspace = at::empty({p.splits * p.rows * p.n}, x.options().dtype(at::kFloat));
+        p.workspace = workspace.data_ptr<float>();
+        p.counters = reinterpret_cast<std::uint32_t*>(skinny_counters_.data_ptr<std::int32_t>());
+      }
+    }
     if (!skinny_gemm_supported(p)) return false;
     const cudaError_t err = skinny_gemm_launch(p, current_stream());
     if (err == cudaErrorNotSupported) {
@@ -613,6 +629,7 @@ class CudaOps : public DeviceOps {
   bool flash_ok_ = true;
   bool split_kv_ok_ = true;
   bool skinny_ok_ = true;
+  at::Tensor skinny_counters_;  // the skinny kernel's split counters (int32, zero between launches)
 };
 
 }  // namespace
