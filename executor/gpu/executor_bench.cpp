@@ -90,7 +90,8 @@ CudaGraphPolicy cuda_graph_setting() {
   return p;
 }
 
-/// The skinny matrix-product kernel for few-row products unless INFERSCALE_SKINNY_GEMM=off.
+/// The skinny matrix-product kernel for few-row products with INFERSCALE_SKINNY_GEMM=on (off by
+/// default, as in the executor: slower than cuBLAS on the H200).
 SkinnyGemmPolicy skinny_gemm_setting() {
   SkinnyGemmPolicy p;
   p.enabled = env_switch("INFERSCALE_SKINNY_GEMM", "on", "off", p.enabled);

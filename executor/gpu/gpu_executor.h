@@ -49,7 +49,7 @@ struct GpuExecutorOptions {
   bool keep_logits = false;                // keep each step's logits (tests)
   SplitKvPolicy split_kv;                  // split-KV attention where it pays; enabled = A/B
   CudaGraphPolicy cuda_graphs;             // forwards of recurring shapes as CUDA graphs (CUDA)
-  SkinnyGemmPolicy skinny_gemm;            // few-row products by the skinny kernel (CUDA)
+  SkinnyGemmPolicy skinny_gemm;            // few-row products by the skinny kernel (CUDA; off)
   /// cuBLASLt for the matrix products (CUDA, process-wide; prefer_cublaslt()). Off by default
   /// (libtorch's cuBLAS), as in the calibration and hardware-in-the-loop runs.
   bool prefer_cublaslt = false;

@@ -21,7 +21,7 @@
 #   splits     kv_inject bench at batch 1 and 16, k=50, with the shortest split-KV key split at
 #              1, 2, 4 and 8 tiles (INFERSCALE_SPLIT_KV_MIN_TILES; 1 is the default plan)
 #   skinny     kv_inject bench at batch 1, 16 and 64, k=0 and 50, with the skinny matrix-product
-#              kernel on and off (INFERSCALE_SKINNY_GEMM; on is the default)
+#              kernel on and off (INFERSCALE_SKINNY_GEMM; off is the default)
 #   profile    every kernel's duration (ncu) in a batch-1, k=50 kv_inject bench step
 #   ceilings   scripts/device/ceilings.py: copy bandwidth and bf16 matrix products with PyTorch
 #   fidelity   configs/eval/fidelity_h200.yaml over every answerable LoCoMo question
