@@ -141,7 +141,8 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(SkinnyGemmPara
     if (residual != nullptr) s += device::to_f32(residual[o]);
     out[o] = device::from_f32<T>(s);
   };
-  if (p.splits == 1) {
+  // Calls f(r, n, sum of the warps' partials) for each of the block's outputs in range.
+  auto each_output = [&](auto&& f) {
     for (int i = threadIdx.x; i < MT * 16 * kBlockCols; i += kThreads) {
       const int r = i / kBlockCols, col = i % kBlockCols;
       const std::int64_t n = n0 + col;
@@ -149,22 +150,17 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(SkinnyGemmPara
       float s = 0.0f;
 #pragma unroll
       for (int v = 0; v < kWarps; ++v) s += red[v][r][col];
-      finish(r, n, s);
+      f(r, n, s);
     }
+  };
+  if (p.splits == 1) {
+    each_output(finish);
     return;
   }
   // Several splits: this block's sums to the workspace, then the last block of the column adds.
   const std::int64_t plane = p.rows * p.n;
   float* ws = p.workspace + std::int64_t(blockIdx.y) * plane;
-  for (int i = threadIdx.x; i < MT * 16 * kBlockCols; i += kThreads) {
-    const int r = i / kBlockCols, col = i % kBlockCols;
-    const std::int64_t n = n0 + col;
-    if (r >= p.rows || n >= p.n) continue;
-    float s = 0.0f;
-#pragma unroll
-    for (int v = 0; v < kWarps; ++v) s += red[v][r][col];
-    ws[r * p.n + n] = s;
-  }
+  each_output([&](int r, std::int64_t n, float s) { ws[r * p.n + n] = s; });
   __threadfence();
   __syncthreads();
   __shared__ bool last;

@@ -16,8 +16,11 @@
 #include "kernels/reference/rope.h"
 #include "kernels/reference/silu_mul.h"
 #include "tests/catch.h"
+#include "tests/kernels/host_table.h"
 
 using namespace inferscale;
+using test::HostTable;
+using test::make_table;
 
 namespace {
 
@@ -94,22 +97,6 @@ double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
     scale = std::max(scale, std::abs(double(b[i])));
   }
   return diff / scale;
-}
-
-struct HostTable {
-  std::vector<float> cos, sin;
-  std::int32_t positions = 0;
-  RopeTableView view() const { return {cos.data(), sin.data(), positions}; }
-};
-
-HostTable make_table(int head_dim, int positions) {
-  RopeTableSpec spec{head_dim, positions, 500000.0, 8.0};
-  HostTable t;
-  t.positions = positions;
-  t.cos.resize(std::size_t(positions) * head_dim / 2);
-  t.sin.resize(t.cos.size());
-  rope_table_build(spec, t.cos.data(), t.sin.data());
-  return t;
 }
 
 }  // namespace

@@ -112,16 +112,6 @@ std::size_t count_diff(const std::vector<std::uint8_t>& a, const std::vector<std
   return count;
 }
 
-HostTable make_table(int head_dim, int positions) {
-  RopeTableSpec spec{head_dim, positions, 500000.0, 8.0};
-  HostTable t;
-  t.positions = positions;
-  t.cos.resize(std::size_t(positions) * head_dim / 2);
-  t.sin.resize(t.cos.size());
-  rope_table_build(spec, t.cos.data(), t.sin.data());
-  return t;
-}
-
 std::vector<std::int32_t> random_positions(int n, int limit, bool signed_positions,
                                            std::mt19937& rng) {
   std::uniform_int_distribution<int> dist(signed_positions ? -(limit - 1) : 0, limit - 1);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/kernel_types.h"
+#include "tests/kernels/host_table.h"
 
 namespace inferscale::test {
 
@@ -56,14 +57,6 @@ double max_abs(const std::vector<std::uint8_t>& a, DType dtype);
 /// Elements of two typed buffers that differ in any bit.
 std::size_t count_diff(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b,
                        DType dtype);
-
-/// A host rotary table (llama3 scaling, theta 500000) of `positions` rows.
-struct HostTable {
-  std::vector<float> cos, sin;
-  std::int32_t positions = 0;
-  RopeTableView view() const { return {cos.data(), sin.data(), positions}; }
-};
-HostTable make_table(int head_dim, int positions);
 
 /// A host table's copy on the device.
 struct DeviceTable {
