@@ -227,66 +227,7 @@ TEST_CASE("keys stored by a scaled kv_append kernel inject bit-identically to th
   for (DType dt : kDtypes) {
     for (RopeStyle st : kStyles) {
       CAPTURE(dtype_name(dt), rope_style_name(st));
-      const int tokens = 200, heads = 32, kv = 8, d = 128, bt = 16, hidden = 4096;
-      const int w = dtype_bytes(dt);
-      const std::int64_t row = std::int64_t(kv) * d, stride = (heads + 2 * kv) * d;
-      const int blocks = (tokens + bt - 1) / bt;
-      const HostTable table = test::make_table(d, 8192);
-      const DeviceTable dtable(table);
-      std::vector<std::int32_t> slots(tokens), pool_slots(tokens), inject_dst(tokens);
-      std::iota(slots.begin(), slots.end(), 0);
-      std::iota(pool_slots.begin(), pool_slots.end(), 0);
-      std::iota(inject_dst.begin(), inject_dst.end(), tokens);  // second half of the cache
-      const auto pos = test::random_positions(tokens, table.positions, false, rng);
-      DeviceBuffer dqkv(test::random_elems(std::size_t(stride) * tokens, dt, rng, 3.0f)),
-          dh(residual(tokens, hidden, dt, rng)), dq(std::size_t(tokens) * heads * d * w),
-          dk(std::size_t(2 * tokens) * row * w), dv(std::size_t(2 * tokens) * row * w),
-          dpool(std::size_t(blocks) * 2 * bt * row * w), dslots(slots), dpslots(pool_slots),
-          ddst(inject_dst), dpos(pos);
-      auto* pool = static_cast<std::uint8_t*>(dpool.get());
-
-      KvAppendParams a;
-      a.qkv = dqkv.get();
-      a.qkv_stride = stride;
-      a.q_out = dq.get();
-      a.cache_k = dk.get();
-      a.cache_v = dv.get();
-      a.cache_slots = static_cast<const std::int32_t*>(dslots.get());
-      a.pool = {pool, pool + bt * row * w, 2 * bt * row, 0, bt};
-      a.pool_slots = static_cast<const std::int32_t*>(dpslots.get());
-      a.positions = static_cast<const std::int32_t*>(dpos.get());
-      a.table = dtable.view();
-      a.norm = {dh.get(), hidden, hidden, 1e-5f};
-      a.tokens = tokens;
-      a.heads = heads;
-      a.kv_heads = kv;
-      a.head_dim = d;
-      a.dtype = dt;
-      a.style = st;
-      INFERSCALE_CUDA_CHECK(kv_append_launch(a, nullptr));
-
-      InjectParams b;
-      b.pool = {pool, pool + bt * row * w, 2 * bt * row, 2 * bt * row, bt};
-      b.cache_k = dk.get();
-      b.cache_v = dv.get();
-      b.cache_layer_stride = 2 * tokens * row;
-      b.src_slots = static_cast<const std::int32_t*>(dpslots.get());
-      b.dst_slots = static_cast<const std::int32_t*>(ddst.get());
-      b.positions = static_cast<const std::int32_t*>(dpos.get());
-      b.table = dtable.view();
-      b.tokens = tokens;
-      b.layers = 1;
-      b.kv_heads = kv;
-      b.head_dim = d;
-      b.dtype = dt;
-      b.style = st;
-      INFERSCALE_CUDA_CHECK(kv_inject_launch(b, nullptr));
-      test::device_sync();
-
-      const auto k = dk.download(), v = dv.download();
-      const std::size_t half = std::size_t(tokens) * row * w;
-      CHECK(std::equal(k.begin(), k.begin() + half, k.begin() + half));
-      CHECK(std::equal(v.begin(), v.begin() + half, v.begin() + half));
+      test::check_inject_matches_append(dt, st, rng, [&] { return residual(200, 4096, dt, rng); });
     }
   }
 }

@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <numeric>
 
 #include "kernels/cuda_check.h"
+#include "kernels/inject.cuh"
+#include "kernels/kv_append.cuh"
 #include "kernels/reference/numeric.h"
 #include "kernels/reference/rope.h"
+#include "tests/catch.h"
 
 namespace inferscale::test {
 
@@ -126,6 +130,70 @@ std::vector<std::int32_t> distinct(int n, int range, std::mt19937& rng) {
   std::shuffle(all.begin(), all.end(), rng);
   all.resize(n);
   return all;
+}
+
+void check_inject_matches_append(DType dt, RopeStyle st, std::mt19937& rng,
+                                 const std::function<std::vector<std::uint8_t>()>& residual) {
+  const int tokens = 200, heads = 32, kv = 8, d = 128, bt = 16, hidden = 4096;
+  const int w = dtype_bytes(dt);
+  const std::int64_t row = std::int64_t(kv) * d, stride = (heads + 2 * kv) * d;
+  const int blocks = (tokens + bt - 1) / bt;
+  const HostTable table = make_table(d, 8192);
+  const DeviceTable dtable(table);
+  std::vector<std::int32_t> slots(tokens), pool_slots(tokens), inject_dst(tokens);
+  std::iota(slots.begin(), slots.end(), 0);
+  std::iota(pool_slots.begin(), pool_slots.end(), 0);
+  std::iota(inject_dst.begin(), inject_dst.end(), tokens);  // second half of the cache
+  const auto pos = random_positions(tokens, table.positions, false, rng);
+  DeviceBuffer dqkv(random_elems(std::size_t(stride) * tokens, dt, rng, 3.0f)),
+      dh(residual ? residual() : std::vector<std::uint8_t>(16)),
+      dq(std::size_t(tokens) * heads * d * w), dk(std::size_t(2 * tokens) * row * w),
+      dv(std::size_t(2 * tokens) * row * w), dpool(std::size_t(blocks) * 2 * bt * row * w),
+      dslots(slots), dpslots(pool_slots), ddst(inject_dst), dpos(pos);
+  auto* pool = static_cast<std::uint8_t*>(dpool.get());
+
+  KvAppendParams a;
+  a.qkv = dqkv.get();
+  a.qkv_stride = stride;
+  a.q_out = dq.get();
+  a.cache_k = dk.get();
+  a.cache_v = dv.get();
+  a.cache_slots = static_cast<const std::int32_t*>(dslots.get());
+  a.pool = {pool, pool + bt * row * w, 2 * bt * row, 0, bt};
+  a.pool_slots = static_cast<const std::int32_t*>(dpslots.get());
+  a.positions = static_cast<const std::int32_t*>(dpos.get());
+  a.table = dtable.view();
+  if (residual) a.norm = {dh.get(), hidden, hidden, 1e-5f};
+  a.tokens = tokens;
+  a.heads = heads;
+  a.kv_heads = kv;
+  a.head_dim = d;
+  a.dtype = dt;
+  a.style = st;
+  INFERSCALE_CUDA_CHECK(kv_append_launch(a, nullptr));
+
+  InjectParams b;
+  b.pool = {pool, pool + bt * row * w, 2 * bt * row, 2 * bt * row, bt};
+  b.cache_k = dk.get();
+  b.cache_v = dv.get();
+  b.cache_layer_stride = 2 * tokens * row;
+  b.src_slots = static_cast<const std::int32_t*>(dpslots.get());
+  b.dst_slots = static_cast<const std::int32_t*>(ddst.get());
+  b.positions = static_cast<const std::int32_t*>(dpos.get());
+  b.table = dtable.view();
+  b.tokens = tokens;
+  b.layers = 1;
+  b.kv_heads = kv;
+  b.head_dim = d;
+  b.dtype = dt;
+  b.style = st;
+  INFERSCALE_CUDA_CHECK(kv_inject_launch(b, nullptr));
+  test::device_sync();
+
+  const auto k = dk.download(), v = dv.download();
+  const std::size_t half = std::size_t(tokens) * row * w;
+  CHECK(std::equal(k.begin(), k.begin() + half, k.begin() + half));
+  CHECK(std::equal(v.begin(), v.begin() + half, v.begin() + half));
 }
 
 }  // namespace inferscale::test

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -74,5 +75,14 @@ std::vector<std::int32_t> random_positions(int n, int limit, bool signed_positio
 
 /// n distinct values drawn from [0, range).
 std::vector<std::int32_t> distinct(int n, int range, std::mt19937& rng);
+
+/// The same pre-RoPE keys of 200 tokens (32 heads, 8 KV heads, head_dim 128) go through
+/// kv_append into the first half of a cache (rotated, as a native prefill writes them) and into
+/// the pool, then through the fused inject kernel from the pool to the same positions in the
+/// second half; CHECKs that both halves of K and of V are equal bit for bit. With `residual`
+/// (called once, after the QKV rows are drawn: [200, 4096] rows of the dtype), kv_append first
+/// scales each token by its folded norm's 1 / rms.
+void check_inject_matches_append(DType dt, RopeStyle style, std::mt19937& rng,
+                                 const std::function<std::vector<std::uint8_t>()>& residual = {});
 
 }  // namespace inferscale::test
