@@ -14,6 +14,10 @@ Usage: bench/profile_table.py NCU_CSV BENCH_JSON (a bench JSON measured without 
 
 --kernels OUT.csv also writes the profile's kernels (name, duration in ms) in order, the part of
 ncu's CSV this script reads, small enough to keep beside the table.
+
+--launches SUBSTRING prints, instead of the step tables, every launch configuration of the
+kernels whose name contains SUBSTRING: name, grid, launches and mean duration over the whole
+profile (warm-up and measured steps alike).
 """
 import csv
 import json
@@ -49,6 +53,7 @@ def read_kernels(path):
     header = rows[0]
     name_col = header.index("Kernel Name")
     time_col = header.index("gpu__time_duration.sum")
+    grid_col = header.index("Grid Size") if "Grid Size" in header else None
     unit = rows[1][time_col] if len(rows) > 1 else "nsecond"
     scale = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0}.get(unit, None)
     out = []
@@ -57,7 +62,8 @@ def read_kernels(path):
             v = float(r[time_col].replace(",", ""))
         except ValueError:
             continue  # the units row
-        out.append((r[name_col], v * (scale if scale is not None else 1e-6)))
+        grid = r[grid_col] if grid_col is not None else ""
+        out.append((r[name_col], v * (scale if scale is not None else 1e-6), grid))
     return out
 
 
@@ -66,9 +72,9 @@ def is_argmax(name):
 
 
 def table(title, kernels, measured_ms):
-    total = sum(t for _, t in kernels)
+    total = sum(t for _, t, _ in kernels)
     by = {}
-    for n, t in kernels:
+    for n, t, _ in kernels:
         k = kind_of(n)
         c, s = by.get(k, (0, 0.0))
         by[k] = (c + 1, s + t)
@@ -85,9 +91,28 @@ def table(title, kernels, measured_ms):
               f"is between kernels (launch gaps, host-side waits).\n")
 
 
+def launches(kernels, substring):
+    by = {}
+    for n, t, grid in kernels:
+        if substring in n:
+            by.setdefault((n, grid), []).append(t)
+    print("| kernel | grid | launches | mean us |")
+    print("|---|---|---:|---:|")
+    for (n, grid), ts in sorted(by.items()):
+        print(f"| `{n}` | {grid} | {len(ts)} | {1000 * sum(ts) / len(ts):.2f} |")
+
+
 def main():
     args = sys.argv[1:]
     keep = None
+    if "--launches" in args:  # bench/profile_table.py --launches SUBSTRING NCU_CSV
+        i = args.index("--launches")
+        substring = args[i + 1]
+        del args[i:i + 2]
+        if len(args) != 1:
+            sys.exit(__doc__)
+        launches(read_kernels(args[0]), substring)
+        return
     if "--kernels" in args:
         i = args.index("--kernels")
         keep = args[i + 1]
@@ -99,12 +124,12 @@ def main():
         with open(keep, "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(["kernel", "ms"])
-            for n, t in kernels:
+            for n, t, _ in kernels:
                 w.writerow([n, f"{t:.6f}"])
     bench = json.load(open(args[1]))
     rows = bench["rows"] if isinstance(bench, dict) and "rows" in bench else bench
     row = next(r for r in rows if r["mode"] == "kv_inject" and r["batch"] == 1 and r["k"] == 50)
-    inj = [i for i, (n, _) in enumerate(kernels) if kind_of(n) == "fused inject"]
+    inj = [i for i, (n, _, _) in enumerate(kernels) if kind_of(n) == "fused inject"]
     if not inj:
         sys.exit("no inject kernel in the profile")
     start = inj[-1]
