@@ -138,18 +138,21 @@ if want bench; then
   done
 fi
 
+# ab_bench NAME LABEL VAR=VALUE: the kv_inject bench of the A/B phases (batch 1, 16 and 64, k=0 and
+# 50, 5 reps) with VAR=VALUE set, into executor_h200_NAME.json, its rows in the summary as LABEL.
+ab_bench() {
+  (
+    export "$3"
+    step "$1" 90 "$WORK/$1.log" "$BIN" bench executor --model llama-3.1-8b --device cuda \
+      --header 64 --fact 24 --query 24 --output 50 --batch 1,16,64 --k 0,50 --modes kv_inject \
+      --reps 5 --out "$WORK/executor_h200_$1.json"
+  )
+  sed -n '/^mode/,$p' "$WORK/$1.log" | tail -7 | sed "s/^/    [$2] /" >>"$SUMMARY"
+}
+
 if want graphs; then
-  for g in on off; do
-    INFERSCALE_CUDA_GRAPHS=$g step "graphs_$g" 90 "$WORK/graphs.log" "$BIN" bench executor \
-      --model llama-3.1-8b --device cuda --header 64 --fact 24 --query 24 --output 50 \
-      --batch 1,16,64 --k 0,50 --modes kv_inject --reps 5 --out "$WORK/executor_h200_graphs_$g.json"
-    sed -n '/^mode/,$p' "$WORK/graphs.log" | tail -7 | sed "s/^/    [graphs $g] /" >>"$SUMMARY"
-  done
-  INFERSCALE_BLAS=cublaslt step graphs_on_cublaslt 90 "$WORK/graphs.log" "$BIN" bench executor \
-    --model llama-3.1-8b --device cuda --header 64 --fact 24 --query 24 --output 50 \
-    --batch 1,16,64 --k 0,50 --modes kv_inject --reps 5 \
-    --out "$WORK/executor_h200_graphs_on_cublaslt.json"
-  sed -n '/^mode/,$p' "$WORK/graphs.log" | tail -7 | sed "s/^/    [graphs on, cublaslt] /" >>"$SUMMARY"
+  for g in on off; do ab_bench "graphs_$g" "graphs $g" "INFERSCALE_CUDA_GRAPHS=$g"; done
+  ab_bench graphs_on_cublaslt "graphs on, cublaslt" INFERSCALE_BLAS=cublaslt
 fi
 
 if want splits; then
@@ -162,12 +165,7 @@ if want splits; then
 fi
 
 if want skinny; then
-  for g in on off; do
-    INFERSCALE_SKINNY_GEMM=$g step "skinny_$g" 90 "$WORK/skinny.log" "$BIN" bench executor \
-      --model llama-3.1-8b --device cuda --header 64 --fact 24 --query 24 --output 50 \
-      --batch 1,16,64 --k 0,50 --modes kv_inject --reps 5 --out "$WORK/executor_h200_skinny_$g.json"
-    sed -n '/^mode/,$p' "$WORK/skinny.log" | tail -7 | sed "s/^/    [skinny $g] /" >>"$SUMMARY"
-  done
+  for g in on off; do ab_bench "skinny_$g" "skinny $g" "INFERSCALE_SKINNY_GEMM=$g"; done
 fi
 
 if want profile; then
