@@ -23,6 +23,17 @@ std::uint64_t CopyEngineModel::push(Lane lane, double work_ns, SimTime issued,
   return ticket;
 }
 
+double CopyEngineModel::batch_ns(const std::vector<FactLoad>& facts, std::size_t begin,
+                                 double& bytes) const {
+  const std::size_t end = std::min(facts.size(), begin + params_.batch_facts);
+  double work = 0;
+  for (std::size_t j = begin; j < end; ++j) {
+    work += copy_ns(facts[j].bytes);
+    bytes += double(facts[j].bytes);
+  }
+  return work;
+}
+
 SimTime CopyEngineModel::issue(const BatchPlan& plan, SimTime now) {
   const std::size_t n = plan.async_offloads.size() + plan.async_loads.size();
   if (n == 0) return 0;
@@ -32,12 +43,7 @@ SimTime CopyEngineModel::issue(const BatchPlan& plan, SimTime now) {
   offload_marks_.clear();
   double offload_bytes = 0;
   for (std::size_t i = 0; i < plan.async_offloads.size(); i += k) {
-    const std::size_t end = std::min(plan.async_offloads.size(), i + k);
-    double work = 0;
-    for (std::size_t j = i; j < end; ++j) {
-      work += copy_ns(plan.async_offloads[j].bytes);
-      offload_bytes += double(plan.async_offloads[j].bytes);
-    }
+    const double work = batch_ns(plan.async_offloads, i, offload_bytes);
     offload_marks_.emplace_back(offload_bytes, push(kToHost, work, at, 0));
   }
   double load_total = 0;
@@ -48,12 +54,7 @@ SimTime CopyEngineModel::issue(const BatchPlan& plan, SimTime now) {
   double loaded = 0;
   std::size_t mark = 0;
   for (std::size_t i = 0; i < plan.async_loads.size(); i += k) {
-    const std::size_t end = std::min(plan.async_loads.size(), i + k);
-    double work = 0;
-    for (std::size_t j = i; j < end; ++j) {
-      work += copy_ns(plan.async_loads[j].bytes);
-      loaded += double(plan.async_loads[j].bytes);
-    }
+    const double work = batch_ns(plan.async_loads, i, loaded);
     std::uint64_t after = 0;
     if (!offload_marks_.empty()) {
       const double need = load_total > 0 ? offload_bytes * loaded / load_total : offload_bytes;
@@ -63,6 +64,7 @@ SimTime CopyEngineModel::issue(const BatchPlan& plan, SimTime now) {
       after = offload_marks_[mark].second;
     }
     const std::uint64_t ticket = push(kToDevice, work, at, after);
+    const std::size_t end = std::min(plan.async_loads.size(), i + k);
     for (std::size_t j = i; j < end; ++j) pending_[plan.async_loads[j].fact] = ticket;
   }
   return SimTime(std::llround(params_.issue_ns * double(n)));

@@ -75,6 +75,9 @@ class CopyEngineModel {
   double copy_ns(std::uint64_t bytes) const {
     return params_.fact_ns + double(bytes) / params_.bytes_per_ns;
   }
+  /// The copy time on a lane alone of the batch of `facts` that starts at `begin`; adds its
+  /// bytes to `bytes`, fact by fact.
+  double batch_ns(const std::vector<FactLoad>& facts, std::size_t begin, double& bytes) const;
 
   CopyEngineParams params_;
   std::deque<Batch> lanes_[2];

@@ -21,6 +21,12 @@ SimTime round_ns(double x) {
 /// Below this, integers are exact doubles and sums of them are exact in any order.
 constexpr double kExactDoubleBound = 0x1p53;
 
+/// Whether decode sums of these sizes are exact (see CostModel::work).
+bool exact_decode_sums(double attention, double hbm, std::uint64_t context_plus1) {
+  return attention < kExactDoubleBound && hbm < kExactDoubleBound &&
+         double(context_plus1) < kExactDoubleBound;
+}
+
 }  // namespace
 
 CostRates CostRates::from_gpu(const GpuConfig& gpu) {
@@ -76,8 +82,7 @@ StepWork CostModel::work(const BatchPlan& plan) const {
     // attention_flops(1, c) is attention_flops(1, 0) * (c + 1).
     const double attention = attention_flops + decode_attention_flops_ * double(context_plus1);
     const double hbm = hbm_bytes + double(context_plus1) * kv_bytes_;
-    if (attention < kExactDoubleBound && hbm < kExactDoubleBound &&
-        double(context_plus1) < kExactDoubleBound) {
+    if (exact_decode_sums(attention, hbm, context_plus1)) {
       attention_flops = attention;
       hbm_bytes = hbm;
     } else {
@@ -119,10 +124,7 @@ bool CostModel::decode_work(std::uint32_t decodes, std::uint64_t context_plus1, 
   // work()'s arithmetic for such a plan, with its zero terms left out (0 + x is x exactly).
   const double attention = decode_attention_flops_ * double(context_plus1);
   const double hbm = double(context_plus1) * kv_bytes_;
-  if (!(attention < kExactDoubleBound && hbm < kExactDoubleBound &&
-        double(context_plus1) < kExactDoubleBound)) {
-    return false;
-  }
+  if (!exact_decode_sums(attention, hbm, context_plus1)) return false;
   const double n = double(decodes);
   w = StepWork{};
   w.gemm_flops = n * layer_flops_ + n * head_flops_;
@@ -182,9 +184,8 @@ bool CostModel::decode_durations(std::uint32_t decodes, std::uint64_t context_to
                                   w.encodes * rates_.per_encode_overhead_ns;
   // decode_work's sums grow with the contexts: exact for the last step, exact for all.
   StepWork last;
-  const std::uint64_t step_tokens = decodes;
   if (!durations_ns.empty() &&
-      !decode_work(decodes, context_tokens + durations_ns.size() * step_tokens, last)) {
+      !decode_work(decodes, context_tokens + durations_ns.size() * decodes, last)) {
     return false;
   }
   std::uint64_t context_plus1 = context_tokens + decodes;
