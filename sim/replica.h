@@ -184,9 +184,9 @@ class Replica final : public RunView {
   bool loads_pending(const Request& r, SimTime now) const { return r.loads_ready > now; }
   /// Plans one encode job; false when it does not fit in the budget (try next step).
   bool plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& budget);
-  /// plan_encode_job of a request's own fact `f` on a direct replica, as resolve_facts plans
-  /// it: the same steps without the job's lookups and the host tier.
-  bool plan_encode_direct(Request& r, RequestFact& f, std::uint32_t& budget);
+  /// plan_encode_job of fact `global` for request `r`'s layout entry `f` (both null: a memory
+  /// write); resolve_facts calls it for a request's own facts without queueing a job.
+  bool plan_encode(FactId global, Request* r, RequestFact* f, SimTime now, std::uint32_t& budget);
   [[noreturn]] void encode_too_large(FactId global, std::uint32_t tokens) const;
   std::uint32_t encode_tokens(FactId global) const {
     const FactTokens& t = facts_.tokens(global);

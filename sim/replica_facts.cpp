@@ -283,11 +283,10 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
     if (f.source == FactSource::kHostHit) {
       promote_from_host(r, f, now, async_loads_);
     } else if (f.source == FactSource::kEncoded) {
-      const EncodeJob job{f.global, ri, r.id, i};
       ++r.pending_encodes;
-      if (plan_now && plan_encode_direct(r, f, budget)) continue;
+      if (plan_now && plan_encode(f.global, &r, &f, now, budget)) continue;
       plan_now = false;
-      request_jobs_.push_back(job);
+      request_jobs_.push_back(EncodeJob{f.global, ri, r.id, i});
     }
   }
   // After a preemption the tokens generated so far are recomputed too (vLLM's recompute).
@@ -301,9 +300,14 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
 }
 
 bool Replica::plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& budget) {
-  const FactId local = local_id(job.global);
   Request* r = job.request != kNone ? &pool_[job.request] : nullptr;
-  RequestFact* f = r != nullptr ? &r->layout[job.fact_index] : nullptr;
+  return plan_encode(job.global, r, r != nullptr ? &r->layout[job.fact_index] : nullptr, now,
+                     budget);
+}
+
+bool Replica::plan_encode(FactId global, Request* r, RequestFact* f, SimTime now,
+                          std::uint32_t& budget) {
+  const FactId local = local_id(global);
   auto done = [&] {
     if (r != nullptr) --r->pending_encodes;
     return true;
@@ -318,19 +322,19 @@ bool Replica::plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& 
     promote_from_host(*r, *f, now);
     return done();
   }
-  const std::uint32_t tokens = encode_tokens(job.global);
-  if (tokens > cfg_.scheduler.max_batch_tokens) encode_too_large(job.global, tokens);
+  const std::uint32_t tokens = encode_tokens(global);
+  if (tokens > cfg_.scheduler.max_batch_tokens) encode_too_large(global, tokens);
   if (tokens > budget) return false;
   // Pinned for the request if stored: it holds the fact past the step's end.
-  const bool stored = insert_gpu(job.global, now, true, r, f);
-  const FactTokens& info = facts_.tokens(job.global);
+  const bool stored = insert_gpu(global, now, true, r, f);
+  const FactTokens& info = facts_.tokens(global);
   if (r == nullptr && !stored) return true;  // a memory write the store did not admit
   budget -= tokens;
   // Written in place: a copy from the stack would wait for the insertion's stores to random
   // cache lines to drain (a wide load of narrow stores is not forwarded).
   FactEncode& enc = plan_.encodes.emplace_back();
-  enc.fact = job.global;
-  enc.user = r != nullptr ? r->user : facts_[job.global].user;  // a request names its user's facts
+  enc.fact = global;
+  enc.user = r != nullptr ? r->user : facts_[global].user;  // a request names its user's facts
   enc.tokens = info.tokens;
   enc.context_tokens = info.encode_context_tokens;
   enc.store = stored;
@@ -358,44 +362,6 @@ void Replica::encode_too_large(FactId global, std::uint32_t tokens) const {
                                          std::to_string(cfg_.serving.cwe_window) +
                                          "), more than scheduler.max_batch_tokens (" +
                                          std::to_string(cfg_.scheduler.max_batch_tokens) + ")");
-}
-
-bool Replica::plan_encode_direct(Request& r, RequestFact& f, std::uint32_t& budget) {
-  const FactId local = f.local;  // the global id
-  if (gpu_->resident(local)) {   // named twice by the request: placed for its first mention
-    pin(r, f);
-    --r.pending_encodes;
-    return true;
-  }
-  const FactTokens& info = facts_.tokens(f.global);
-  const std::uint32_t tokens = info.tokens + info.encode_context_tokens;
-  if (tokens > cfg_.scheduler.max_batch_tokens) encode_too_large(f.global, tokens);
-  if (tokens > budget) return false;
-  const bool stored =
-      gpu_->insert_direct(local, fact_store_bytes(info.tokens), true, plan_.evictions);
-  budget -= tokens;
-  FactEncode& enc = plan_.encodes.emplace_back();
-  enc.fact = f.global;
-  enc.user = r.user;
-  enc.tokens = info.tokens;
-  enc.context_tokens = info.encode_context_tokens;
-  enc.store = stored;
-  if (stored) {  // pinned for the request (insert_gpu's direct branch)
-    ++pin_count(local);
-    f.pinned = true;
-    r.pins.push_back(static_cast<std::uint32_t>(local));
-  } else {
-    enc.for_request = r.id;
-    enc.position = f.position;
-    enc.prompt_tokens = r.prompt_tokens;
-    f.private_kv = true;
-    ++stats_.private_encodes;
-  }
-  ++stats_.encodes;
-  stats_.encode_tokens += tokens;
-  step_tokens_ += tokens;
-  --r.pending_encodes;
-  return true;
 }
 
 }  // namespace inferscale

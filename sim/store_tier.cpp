@@ -226,33 +226,22 @@ std::uint32_t StoreTier::take_slot() {
 bool StoreTier::insert_direct(FactId id, std::uint64_t bytes, bool pinned,
                               std::vector<FactId>& evicted) {
   INFERSCALE_ASSERT(direct() && !resident(id), "direct insert of a resident fact");
-  // make_room and force_insert, step for step, with LRU's own methods, drop and take_slot
-  // inline. The free slot list is last in, first out: the last victim's slot, which take_slot
-  // would pop right after drop pushed it, is held here instead.
+  // make_room and force_insert, step for step, with LRU's own methods.
   if (bytes > capacity_bytes_) {
     ++stats_.rejected;
     return false;
   }
-  std::uint32_t freed = kNoSlot;
   if (used_bytes_ + bytes > capacity_bytes_) {
     const DirectPins pins{slots_.data(), view_->unpin_count()};
     do {
       const std::uint32_t v = unpinned_resident_ == 0 ? IdList::kNil : lru_->pick(pins);
       if (v == IdList::kNil) {
-        if (freed != kNoSlot) free_slots_.push_back(freed);
         ++stats_.rejected;
         return false;
       }
-      Slot& victim = slots_[v];
-      INFERSCALE_ASSERT(victim.used && !victim.pinned, "LRU named a pinned victim");
-      const FactId fact = victim.fact;
-      resident_bits_[fact >> 6] &= ~(std::uint64_t{1} << (fact & 63));
-      --resident_count_;
-      --unpinned_resident_;  // a victim is never pinned
-      used_bytes_ -= victim.bytes;
-      victim.used = 0;
-      if (freed != kNoSlot) free_slots_.push_back(freed);
-      freed = v;
+      INFERSCALE_ASSERT(slots_[v].used && !slots_[v].pinned, "LRU named a pinned victim");
+      const FactId fact = slots_[v].fact;
+      drop(fact, v);
       lru_->evict(v, pins);
       ++stats_.evictions;
       evicted.push_back(fact);
@@ -266,7 +255,7 @@ bool StoreTier::insert_direct(FactId id, std::uint64_t bytes, bool pinned,
   ++stats_.inserts;
   stats_.peak_bytes = std::max(stats_.peak_bytes, used_bytes_);
   INFERSCALE_ASSERT(used_bytes_ <= capacity_bytes_, "tier capacity exceeded");
-  const std::uint32_t s = freed != kNoSlot ? freed : take_slot();
+  const std::uint32_t s = take_slot();
   slot_of_[id] = s;
   Slot& slot = slots_[s];
   slot.fact = id;

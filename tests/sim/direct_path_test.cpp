@@ -51,32 +51,6 @@ CacheEntry entry(FactId id, std::uint64_t bytes) {
   return e;
 }
 
-/// Runs `body` + `store` (policies named LRU) and the same with LRU behind virtual calls, with
-/// and without fused steps; requests.csv and the summary must agree. Returns the encodes.
-std::uint64_t check_same(const std::filesystem::path& dir, const std::string& trace,
-                         const std::string& body, const std::string& store) {
-  std::string generic = store;
-  for (std::size_t p; (p = generic.find("eviction: lru}")) != std::string::npos;) {
-    generic.replace(p, 14, "eviction: lru_virtual_test}");
-  }
-  INFO(body << store);
-  const auto a_exp =
-      load_experiment(write_text(dir / "a.yaml", tiny_config(trace, body + store)), {});
-  const auto b_exp =
-      load_experiment(write_text(dir / "b.yaml", tiny_config(trace, body + generic)), {});
-  REQUIRE(a_exp.runs.size() == 1);
-  std::uint64_t encodes = 0;
-  for (const bool fuse : {false, true}) {
-    const Outcome a = simulate(a_exp.runs[0], a_exp.runs[0].trace.path, dir / "a.csv", fuse);
-    const Outcome b = simulate(b_exp.runs[0], b_exp.runs[0].trace.path, dir / "b.csv", fuse);
-    CHECK(a.summary.requests > 0);
-    CHECK(a.csv == b.csv);
-    check_same_summary(a.summary, b.summary);
-    encodes += a.summary.encodes;
-  }
-  return encodes;
-}
-
 }  // namespace
 
 TEST_CASE("a direct LRU tier decides what the same LRU behind virtual calls decides") {
@@ -188,10 +162,10 @@ TEST_CASE("runs through direct LRU tiers equal runs through LRU behind virtual c
       t.output_tokens = out;
       const std::string trace = small_trace(dir, "syn", t);
       for (const char* store : stores) {
-        encodes += check_same(
+        encodes += check_same_as_lru(
             dir, trace,
             body + "replicas: " + std::to_string(1 + i % 3) + "\nrouter: " + routers[i % 3] + "\n",
-            store);
+            store, "lru_virtual_test", {false, true});
         ++i;
       }
     }

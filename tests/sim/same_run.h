@@ -1,10 +1,13 @@
 #pragma once
 // Checks that two runs of the simulator that must agree (fused and plain steps, slot and fact
-// ids) give the same summary, field by field (requests.csv is compared by the caller).
+// ids, direct and virtual LRU) give the same summary, field by field, and the same requests.csv.
 
+#include <cstdint>
 #include <filesystem>
+#include <initializer_list>
 #include <string>
 
+#include "sim/config/experiment.h"
 #include "sim/executor_factory.h"
 #include "sim/simulator.h"
 #include "tests/catch.h"
@@ -48,6 +51,36 @@ inline void check_same_summary(const RunSummary& x, const RunSummary& y) {
   CHECK(x.max_kv_blocks_used == y.max_kv_blocks_used);
   CHECK(x.ttft_ms.p99 == y.ttft_ms.p99);
   CHECK(x.tpot_ms.mean == y.tpot_ms.mean);
+}
+
+/// Runs `body` + `store` (policies named LRU) and the same with each `eviction: lru}` of `store`
+/// replaced by `eviction: <eviction>}`, once for each of `fuse` (fused quiet steps or not);
+/// requests.csv and the summary must agree. Returns the encodes of the runs with LRU.
+inline std::uint64_t check_same_as_lru(const std::filesystem::path& dir, const std::string& trace,
+                                       const std::string& body, const std::string& store,
+                                       const std::string& eviction,
+                                       std::initializer_list<bool> fuse = {false}) {
+  std::string other = store;
+  const std::string replacement = "eviction: " + eviction + "}";
+  for (std::size_t p; (p = other.find("eviction: lru}")) != std::string::npos;) {
+    other.replace(p, 14, replacement);
+  }
+  INFO(body << store);
+  const auto a_exp =
+      load_experiment(write_text(dir / "a.yaml", tiny_config(trace, body + store)), {});
+  const auto b_exp =
+      load_experiment(write_text(dir / "b.yaml", tiny_config(trace, body + other)), {});
+  REQUIRE(a_exp.runs.size() == 1);
+  std::uint64_t encodes = 0;
+  for (const bool fused : fuse) {
+    const Outcome a = simulate(a_exp.runs[0], a_exp.runs[0].trace.path, dir / "a.csv", fused);
+    const Outcome b = simulate(b_exp.runs[0], b_exp.runs[0].trace.path, dir / "b.csv", fused);
+    CHECK(a.summary.requests > 0);
+    CHECK(a.csv == b.csv);
+    check_same_summary(a.summary, b.summary);
+    encodes += a.summary.encodes;
+  }
+  return encodes;
 }
 
 }  // namespace inferscale::test

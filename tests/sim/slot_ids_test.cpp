@@ -32,28 +32,6 @@ using namespace inferscale::test;
 
 namespace {
 
-/// Runs `body` with `store` (policies named LRU) and with LRU replaced by the fact-id copy.
-/// Returns the evictions seen.
-std::uint64_t check_same(const std::filesystem::path& dir, const std::string& trace,
-                         const std::string& body, const std::string& store) {
-  std::string fact_ids = store;
-  for (std::size_t p; (p = fact_ids.find("eviction: lru}")) != std::string::npos;) {
-    fact_ids.replace(p, 14, "eviction: lru_fact_ids_test}");
-  }
-  INFO(body << store);
-  const auto a_exp =
-      load_experiment(write_text(dir / "a.yaml", tiny_config(trace, body + store)), {});
-  const auto b_exp =
-      load_experiment(write_text(dir / "b.yaml", tiny_config(trace, body + fact_ids)), {});
-  REQUIRE(a_exp.runs.size() == 1);
-  const Outcome a = simulate(a_exp.runs[0], a_exp.runs[0].trace.path, dir / "a.csv");
-  const Outcome b = simulate(b_exp.runs[0], b_exp.runs[0].trace.path, dir / "b.csv");
-  CHECK(a.summary.requests > 0);
-  CHECK(a.csv == b.csv);
-  check_same_summary(a.summary, b.summary);
-  return a.summary.encodes;
-}
-
 std::string synthetic_trace(const std::filesystem::path& dir, std::uint64_t seed, double rate,
                             std::uint32_t output_tokens) {
   SmallTrace t;  // memory writes during the run: facts added after the replicas start
@@ -84,10 +62,10 @@ TEST_CASE("LRU with slot ids and global ids decides as LRU with fact ids") {
     for (const std::uint32_t out : {1u, 40u}) {
       const std::string trace = synthetic_trace(dir, 31 + i, rate, out);
       for (const char* store : stores) {
-        encodes += check_same(
+        encodes += check_same_as_lru(
             dir, trace,
             body + "replicas: " + std::to_string(1 + i % 3) + "\nrouter: " + kRouters[i % 3] + "\n",
-            store);
+            store, "lru_fact_ids_test");
         ++i;
       }
     }
