@@ -12,6 +12,7 @@
 
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <exception>
 #include <map>
@@ -115,7 +116,7 @@ void copy_on(const DeviceOps::CopyRegion& r, cudaStream_t stream) {
 /// A stream holds only so many operations before the call that adds one blocks until the copy
 /// engine catches up, so thousands of block copies issued from the executor's thread would hold
 /// it at PCIe speed; issued from a lane's thread they do not. A lane also keeps at most
-/// kInFlightBytes of copies queued on its engine (it waits for older ones first), so that the
+/// in_flight_bytes_ of copies queued on its engine (it waits for older ones first), so that the
 /// compute stream's own small transfers (uploads of step metadata, sampled tokens) never queue
 /// behind seconds of bulk copies, and so that loads and offloads advance side by side.
 ///
@@ -203,8 +204,16 @@ class CopyEngine {
   }
 
  private:
-  static constexpr std::size_t kInFlightBytes = std::size_t(64) << 20;
-  static constexpr std::size_t kMarkBytes = std::size_t(16) << 20;  // a progress event per 16 MiB
+  /// 64 MiB unless INFERSCALE_COPY_INFLIGHT_MB says otherwise (a diagnostic: how deep the
+  /// queue on a copy engine may be before a lane waits).
+  static std::size_t in_flight_limit() {
+    const char* env = std::getenv("INFERSCALE_COPY_INFLIGHT_MB");
+    const long mb = env != nullptr ? std::strtol(env, nullptr, 10) : 0;
+    return std::size_t(mb > 0 ? mb : 64) << 20;
+  }
+  const std::size_t in_flight_bytes_ = in_flight_limit();
+  /// A progress event per 16 MiB (at most a quarter of the in-flight limit).
+  const std::size_t mark_bytes_ = std::min(std::size_t(16) << 20, in_flight_bytes_ / 4);
 
   struct Item {
     DeviceOps::CopyRegion copy;
@@ -301,17 +310,17 @@ class CopyEngine {
   }
 
   /// Before issuing `bytes` more on the lane: wait until its engine holds at most
-  /// kInFlightBytes; sets *mark to an event to record after the copy every kMarkBytes.
-  static void throttle_and_mark(Lane& lane, std::size_t bytes, cudaEvent_t* mark) {
+  /// in_flight_bytes_; sets *mark to an event to record after the copy every mark_bytes_.
+  void throttle_and_mark(Lane& lane, std::size_t bytes, cudaEvent_t* mark) {
     while (!lane.marks.empty() &&
-           lane.issued + bytes - lane.marks.front().second > kInFlightBytes) {
+           lane.issued + bytes - lane.marks.front().second > in_flight_bytes_) {
       INFERSCALE_CUDA_CHECK(cudaEventSynchronize(lane.marks.front().first));
       cudaEventDestroy(lane.marks.front().first);
       lane.marks.pop_front();
     }
     lane.issued += bytes;
     lane.since_mark += bytes;
-    if (lane.since_mark >= kMarkBytes) {
+    if (lane.since_mark >= mark_bytes_) {
       lane.since_mark = 0;
       INFERSCALE_CUDA_CHECK(cudaEventCreateWithFlags(mark, cudaEventDisableTiming));
       lane.marks.emplace_back(*mark, lane.issued);

@@ -22,6 +22,8 @@
 #              1, 2, 4 and 8 tiles (INFERSCALE_SPLIT_KV_MIN_TILES; 1 is the default plan)
 #   skinny     kv_inject bench at batch 1, 16 and 64, k=0 and 50, with the skinny matrix-product
 #              kernel on and off (INFERSCALE_SKINNY_GEMM; off is the default)
+#   tunable    kv_inject bench at batch 1, 16 and 64, k=0 and 50, with PyTorch's TunableOp choosing
+#              each matrix product's cuBLAS / cuBLASLt algorithm, against the default choice
 #   profile    every kernel's duration (ncu) in a batch-1, k=50 kv_inject bench step
 #   ceilings   scripts/device/ceilings.py: copy bandwidth and bf16 matrix products with PyTorch
 #   fidelity   configs/eval/fidelity_h200.yaml over every answerable LoCoMo question
@@ -138,16 +140,19 @@ if want bench; then
   done
 fi
 
-# ab_bench NAME LABEL VAR=VALUE: the kv_inject bench of the A/B phases (batch 1, 16 and 64, k=0 and
-# 50, 5 reps) with VAR=VALUE set, into executor_h200_NAME.json, its rows in the summary as LABEL.
+# ab_bench NAME LABEL VAR=VALUE...: the kv_inject bench of the A/B phases (batch 1, 16 and 64, k=0
+# and 50, 5 repetitions) with the variables set, into executor_h200_NAME.json; its table goes to
+# the summary under LABEL.
 ab_bench() {
+  local name=$1 label=$2
+  shift 2
   (
-    export "$3"
-    step "$1" 90 "$WORK/$1.log" "$BIN" bench executor --model llama-3.1-8b --device cuda \
+    export "$@"
+    step "$name" 240 "$WORK/$name.log" "$BIN" bench executor --model llama-3.1-8b --device cuda \
       --header 64 --fact 24 --query 24 --output 50 --batch 1,16,64 --k 0,50 --modes kv_inject \
-      --reps 5 --out "$WORK/executor_h200_$1.json"
+      --reps 5 --out "$WORK/executor_h200_$name.json"
   )
-  sed -n '/^mode/,$p' "$WORK/$1.log" | tail -7 | sed "s/^/    [$2] /" >>"$SUMMARY"
+  sed -n '/^mode/,$p' "$WORK/$name.log" | tail -7 | sed "s/^/    [$label] /" >>"$SUMMARY"
 }
 
 if want graphs; then
@@ -166,6 +171,19 @@ fi
 
 if want skinny; then
   for g in on off; do ab_bench "skinny_$g" "skinny $g" "INFERSCALE_SKINNY_GEMM=$g"; done
+fi
+
+if want tunable; then
+  # PyTorch's TunableOp times every cuBLAS / cuBLASLt algorithm for each matrix-product shape the
+  # bench meets (tuning outside CUDA graphs), writes the winners to a file, and a second run
+  # with tuning off uses them inside the graphs; the third is the reference without TunableOp.
+  TUNED=$WORK/tunableop_results.csv
+  ab_bench tunable_tune "tunableop tuning, graphs off" PYTORCH_TUNABLEOP_ENABLED=1 \
+    PYTORCH_TUNABLEOP_TUNING=1 PYTORCH_TUNABLEOP_FILENAME="$TUNED" INFERSCALE_CUDA_GRAPHS=off
+  ab_bench tunable_on "tunableop tuned" PYTORCH_TUNABLEOP_ENABLED=1 PYTORCH_TUNABLEOP_TUNING=0 \
+    PYTORCH_TUNABLEOP_FILENAME="$TUNED"
+  ab_bench tunable_ref "no tunableop" INFERSCALE_CUDA_GRAPHS=on
+  ls "$WORK"/tunableop_results* 2>/dev/null | sed 's/^/    tuned: /' >>"$SUMMARY"
 fi
 
 if want profile; then
