@@ -132,6 +132,9 @@ struct SkinnyGemmParams {
   std::int32_t splits = 1;
   float* workspace = nullptr;
   std::uint32_t* counters = nullptr;
+  // Which of the kernel's shapes runs (kSkinnyGemmVariants of them); -1: the default for the
+  // product's shape (skinny_gemm_default_variant). Set it before asking for splits or counters.
+  std::int32_t variant = -1;
 };
 
 /// How the split-KV attention kernel divides its work (see kernels/split_kv_plan.h). A block has

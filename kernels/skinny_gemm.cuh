@@ -14,16 +14,24 @@ namespace inferscale {
 /// The most rows the kernel takes.
 inline constexpr std::int64_t kSkinnyGemmMaxRows = 32;
 
+/// Shapes of the kernel (`SkinnyGemmParams::variant`): 8, 16 or 32 output columns per block and
+/// 2 to 16 chunks of loads each warp keeps in flight (kernels/skinny_gemm.cu lists them). Every
+/// variant computes the same sums in the same order per warp.
+inline constexpr int kSkinnyGemmVariants = 8;
+
+/// The variant a launch with `variant` -1 runs for this product's shape.
+int skinny_gemm_default_variant(std::int64_t rows, std::int64_t n, std::int64_t k);
+
 /// Whether skinny_gemm_launch() takes `p`: 16-bit dtype, 1 .. kSkinnyGemmMaxRows rows, k a
 /// positive multiple of 32, x and w 16-byte aligned with strides multiple of 8 elements;
 /// with splits > 1, a workspace and counters.
 bool skinny_gemm_supported(const SkinnyGemmParams& p);
 
-/// Blocks per 32 output columns that keep every SM of a GPU with `sm_count` SMs streaming
+/// Blocks per block of output columns that keep every SM of a GPU with `sm_count` SMs streaming
 /// weights: enough blocks for four per SM, each split at least 512 elements of K.
 std::int32_t skinny_gemm_splits(const SkinnyGemmParams& p, int sm_count);
 
-/// Counters a launch of `p` with splits > 1 needs: one per 32 output columns.
+/// Counters a launch of `p` with splits > 1 needs: one per block of output columns.
 std::int64_t skinny_gemm_counters(const SkinnyGemmParams& p);
 
 /// Runs the product on `stream`. Parameters skinny_gemm_supported() rejects return

@@ -24,6 +24,8 @@
 #              kernel on and off (INFERSCALE_SKINNY_GEMM; off is the default)
 #   tunable    kv_inject bench at batch 1, 16 and 64, k=0 and 50, with PyTorch's TunableOp choosing
 #              each matrix product's cuBLAS / cuBLASLt algorithm, against the default choice
+#   skinny_sweep  bench/skinny_gemm_bench.cu: every skinny-product variant against cuBLAS on the
+#              Llama-3.1-8B products (the three fastest per product and row count in the summary)
 #   profile    every kernel's duration (ncu) in a batch-1, k=50 kv_inject bench step
 #   ceilings   scripts/device/ceilings.py: copy bandwidth and bf16 matrix products with PyTorch
 #   fidelity   configs/eval/fidelity_h200.yaml over every answerable LoCoMo question
@@ -94,7 +96,7 @@ if want build; then
     -DCMAKE_CUDA_COMPILER="$NVCC" -DCMAKE_EXE_LINKER_FLAGS=-Wl,--allow-shlib-undefined \
     -DINFERSCALE_BUILD_BENCH=OFF
   step build 300 "$WORK/build.log" cmake --build "$BUILD" -j "$(nproc)" --target inferscale \
-    kernels_gpu_tests kernels_attention_gpu_tests executor_gpu_tests -- -k 0
+    kernels_gpu_tests kernels_attention_gpu_tests executor_gpu_tests skinny_gemm_bench -- -k 0
   grep -E "error" "$WORK/build.log" | head -20 >>"$SUMMARY"
 fi
 BIN=$BUILD/inferscale
@@ -184,6 +186,23 @@ if want tunable; then
     PYTORCH_TUNABLEOP_FILENAME="$TUNED"
   ab_bench tunable_ref "no tunableop" INFERSCALE_CUDA_GRAPHS=on
   ls "$WORK"/tunableop_results* 2>/dev/null | sed 's/^/    tuned: /' >>"$SUMMARY"
+fi
+
+if want skinny_sweep; then
+  step skinny_sweep 180 "$WORK/skinny_sweep.log" "$BUILD/kernels/skinny_gemm_bench"
+  # Per product and row count: cuBLAS and the three fastest configurations.
+  python3 - "$WORK/skinny_sweep.log" >>"$SUMMARY" <<'PY'
+import sys, collections
+rows = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    f = [c.strip() for c in line.split('|')[1:-1]]
+    if len(f) == 8 and f[0] in ('qkv', 'o', 'gate_up', 'down', 'lm_head'):
+        rows[(f[0], f[1])].append(f)
+for key, fs in rows.items():
+    best = sorted((f for f in fs if f[4] != 'cuBLAS'), key=lambda f: -float(f[6]))[:3]
+    for f in [f for f in fs if f[4] == 'cuBLAS'] + best:
+        print('    ' + ' | '.join(f))
+PY
 fi
 
 if want profile; then

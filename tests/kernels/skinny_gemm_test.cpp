@@ -37,8 +37,9 @@ struct Case {
   int x_pad, w_pad, out_pad;
 };
 
-void run_case(const Case& c, DType dt, Residual res, int splits, std::mt19937& rng) {
+void run_case(const Case& c, DType dt, Residual res, int variant, int splits, std::mt19937& rng) {
   SkinnyGemmParams p;
+  p.variant = variant;
   p.rows = c.rows;
   p.n = c.n;
   p.k = c.k;
@@ -96,7 +97,7 @@ void run_case(const Case& c, DType dt, Residual res, int splits, std::mt19937& r
       bad += std::fabs(g - e) > tol;
     }
   }
-  INFO(dtype_name(dt) << " splits " << splits << " rows " << p.rows << " n " << p.n << " k " << p.k
+  INFO(dtype_name(dt) << " variant " << variant << " splits " << splits << " rows " << p.rows << " n " << p.n << " k " << p.k
                       << " pads " << c.x_pad << "/" << c.w_pad << "/" << c.out_pad << " residual "
                       << int(res) << ": worst |diff| / tolerance " << worst);
   CHECK(bad == 0);
@@ -105,7 +106,9 @@ void run_case(const Case& c, DType dt, Residual res, int splits, std::mt19937& r
 
 }  // namespace
 
-TEST_CASE("skinny_gemm kernel matches its reference within accumulation error, K split or not") {
+TEST_CASE(
+    "skinny_gemm kernel matches its reference within accumulation error, every variant, K split "
+    "or not") {
   if (!test::cuda_device_available()) INFERSCALE_SKIP("no CUDA device");
   std::mt19937 rng(7);
   const Case cases[] = {{1, 8, 32, 0, 0, 0},     {1, 40, 96, 8, 0, 3},
@@ -115,13 +118,17 @@ TEST_CASE("skinny_gemm kernel matches its reference within accumulation error, K
   for (const DType dt : {DType::kBF16, DType::kF16}) {
     for (const Case& c : cases) {
       for (const Residual res : {Residual::kNone, Residual::kSeparate, Residual::kInPlace}) {
-        // One block per column, and K split over 3 (some splits of short K get no chunk) and
-        // over the count the GPU executor would pick on an H200 (132 SMs).
-        for (const int splits : {1, 3, -1}) {
-          SkinnyGemmParams q;
-          q.n = c.n;
-          q.k = c.k;
-          run_case(c, dt, res, splits > 0 ? splits : skinny_gemm_splits(q, 132), rng);
+        // Every variant (block width, loads in flight); one block per column, and K split over
+        // 3 (some splits of short K get no chunk) and over the count the GPU executor would
+        // pick on an H200 (132 SMs).
+        for (int variant = 0; variant < kSkinnyGemmVariants; ++variant) {
+          for (const int splits : {1, 3, -1}) {
+            SkinnyGemmParams q;
+            q.n = c.n;
+            q.k = c.k;
+            q.variant = variant;
+            run_case(c, dt, res, variant, splits > 0 ? splits : skinny_gemm_splits(q, 132), rng);
+          }
         }
       }
     }
@@ -164,6 +171,9 @@ TEST_CASE("skinny_gemm kernel refuses what it cannot take, without a launch") {
   refused(q);
   q = p;
   q.splits = 2;  // no workspace or counters
+  refused(q);
+  q = p;
+  q.variant = kSkinnyGemmVariants;  // no such variant
   refused(q);
   test::device_sync();
 }
