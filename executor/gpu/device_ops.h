@@ -60,9 +60,23 @@ struct SkinnyGemmPolicy {
   std::int32_t max_rows = 32;  // at most kSkinnyGemmMaxRows (kernels/skinny_gemm.cuh)
 };
 
+/// When the CUDA ops time cuBLASLt's candidate algorithms for a few-row matrix product (at
+/// most `max_rows` rows: query-only prefills and small decode batches, whose products cuBLAS's
+/// default heuristic splits over K with a separate reduction kernel) and keep the fastest, or
+/// libtorch's product where none beats it. Each shape is timed once, the first time it runs
+/// outside a CUDA graph capture (a step that does so is slower: the bench's warm-up). Off by
+/// default (the calibration and hardware-in-the-loop steps must not include timing runs).
+/// The CPU ignores it.
+struct GemmTunePolicy {
+  bool enabled = false;
+  std::int32_t max_rows = 64;
+  std::int32_t candidates = 16;  // algorithms asked of cuBLASLt's heuristic per shape
+  bool force_cublaslt = false;   // tests: the fastest cuBLASLt algorithm even if libtorch wins
+};
+
 /// Matrix products by implementation, since the ops were made.
 struct GemmCounts {
-  std::uint64_t skinny = 0, blas = 0;
+  std::uint64_t skinny = 0, blas = 0, tuned = 0;
 };
 
 /// When a forward pass runs as a CUDA graph (DeviceOps::run_forward): a pass of at most
@@ -185,6 +199,8 @@ class DeviceOps {
   /// Which matrix products linear() and linear_add() send to the skinny kernel.
   void set_skinny_gemm(const SkinnyGemmPolicy& policy) { skinny_gemm_ = policy; }
   const SkinnyGemmPolicy& skinny_gemm() const { return skinny_gemm_; }
+  void set_gemm_tune(const GemmTunePolicy& policy) { gemm_tune_ = policy; }
+  const GemmTunePolicy& gemm_tune() const { return gemm_tune_; }
   const GemmCounts& gemm_counts() const { return gemm_counts_; }
   /// When run_forward() replays CUDA graphs (GpuExecutorOptions::cuda_graphs).
   void set_cuda_graphs(const CudaGraphPolicy& policy) { graphs_ = policy; }
@@ -198,6 +214,7 @@ class DeviceOps {
   CudaGraphPolicy graphs_;
   std::uint64_t graph_replays_ = 0;
   SkinnyGemmPolicy skinny_gemm_;
+  GemmTunePolicy gemm_tune_;
   GemmCounts gemm_counts_;
 };
 

@@ -98,6 +98,13 @@ SkinnyGemmPolicy skinny_gemm_setting() {
   return p;
 }
 
+/// Few-row products by timed cuBLASLt choices with INFERSCALE_GEMM_TUNE=on (off by default).
+GemmTunePolicy gemm_tune_setting() {
+  GemmTunePolicy p;
+  p.enabled = env_switch("INFERSCALE_GEMM_TUNE", "on", "off", p.enabled);
+  return p;
+}
+
 /// cuBLAS for the products (libtorch's default) unless INFERSCALE_BLAS=cublaslt. On the H200
 /// cuBLASLt gave the same batch-1 TTFT with CUDA graphs and a slower batch-1 decode step
 /// (bench/results/executor_h200_graphs.md).
@@ -124,6 +131,7 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
   eo.cuda_graphs = cuda_graph_setting();
   eo.prefer_cublaslt = blas_setting();
   eo.skinny_gemm = skinny_gemm_setting();
+  eo.gemm_tune = gemm_tune_setting();
   const std::uint64_t block = FactPool::block_bytes(m, std::uint32_t(dtype_bytes(o.dtype)));
   const std::uint64_t blocks_per_fact = (o.fact + kBlockTokens - 1) / kBlockTokens;
   eo.pool_bytes =
@@ -273,6 +281,10 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
     log(line);
   }
 
+  const GemmCounts& gc = ex.ops().gemm_counts();
+  log("matrix products issued by the host (graph replays not counted): " + std::to_string(gc.blas) + " by libtorch, " +
+      std::to_string(gc.skinny) + " by the skinny kernel, " + std::to_string(gc.tuned) +
+      " by tuned cuBLASLt choices");
   nlohmann::json doc;
   doc["command"] = o.command;
   doc["machine"] = ex.ops().device_name();
@@ -319,6 +331,15 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
         {"max_rows", eo.skinny_gemm.max_rows},
         {"switch", "INFERSCALE_SKINNY_GEMM=on|off"},
         {"note", "products of at most max_rows rows by the skinny kernel, others by the BLAS"}}},
+      {"gemm_counts", {{"libtorch", gc.blas}, {"skinny", gc.skinny}, {"tuned", gc.tuned}}},
+      {"gemm_tune",
+       {{"enabled", eo.gemm_tune.enabled},
+        {"max_rows", eo.gemm_tune.max_rows},
+        {"candidates", eo.gemm_tune.candidates},
+        {"switch", "INFERSCALE_GEMM_TUNE=on|off"},
+        {"note",
+         "products of at most max_rows rows by the cuBLASLt algorithm that timed fastest for "
+         "their shape (in the first warm-up step), where one beats libtorch's product by 2 %"}}},
       {"cwe_window", 0},
       {"reps", o.reps},
       {"warmup", o.warmup},

@@ -50,6 +50,7 @@ struct GpuExecutorOptions {
   SplitKvPolicy split_kv;                  // split-KV attention where it pays; enabled = A/B
   CudaGraphPolicy cuda_graphs;             // forwards of recurring shapes as CUDA graphs (CUDA)
   SkinnyGemmPolicy skinny_gemm;            // few-row products by the skinny kernel (CUDA; off)
+  GemmTunePolicy gemm_tune;                // few-row products by timed cuBLASLt choices (off)
   /// cuBLASLt for the matrix products (CUDA, process-wide; prefer_cublaslt()). Off by default
   /// (libtorch's cuBLAS), as in the calibration and hardware-in-the-loop runs.
   bool prefer_cublaslt = false;

@@ -22,6 +22,8 @@
 #              1, 2, 4 and 8 tiles (INFERSCALE_SPLIT_KV_MIN_TILES; 1 is the default plan)
 #   skinny     kv_inject bench at batch 1, 16 and 64, k=0 and 50, with the skinny matrix-product
 #              kernel on and off (INFERSCALE_SKINNY_GEMM; off is the default)
+#   gemm_tune  kv_inject bench at batch 1, 16 and 64, k=0 and 50, with few-row products by timed
+#              cuBLASLt choices (INFERSCALE_GEMM_TUNE) on and off
 #   tunable    kv_inject bench at batch 1, 16 and 64, k=0 and 50, with PyTorch's TunableOp choosing
 #              each matrix product's cuBLAS / cuBLASLt algorithm, against the default choice
 #   skinny_sweep  bench/skinny_gemm_bench.cu: every skinny-product variant against cuBLAS on the
@@ -173,6 +175,10 @@ fi
 
 if want skinny; then
   for g in on off; do ab_bench "skinny_$g" "skinny $g" "INFERSCALE_SKINNY_GEMM=$g"; done
+fi
+
+if want gemm_tune; then
+  for g in on off; do ab_bench "gemm_tune_$g" "gemm tune $g" "INFERSCALE_GEMM_TUNE=$g"; done
 fi
 
 if want tunable; then

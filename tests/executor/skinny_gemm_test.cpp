@@ -1,7 +1,7 @@
-// The skinny matrix product in the model (SkinnyGemmPolicy): on a CUDA GPU, prefill and decode
-// steps of a few rows run their products on the skinny kernel and give the logits of cuBLAS
-// within the rounding of a different summation order; larger steps and the CPU keep libtorch's
-// product.
+// Few-row matrix products in the model: on a CUDA GPU, prefill and decode steps of a few rows
+// run their products on the skinny kernel (SkinnyGemmPolicy) or by tuned cuBLASLt choices
+// (GemmTunePolicy) and give the logits of libtorch's product within the rounding of a different
+// summation order; larger steps and the CPU keep libtorch's product.
 #include <ATen/ATen.h>
 
 #include <cstdint>
@@ -22,10 +22,15 @@ struct Run {
   GemmCounts prefill, decodes;     // products by implementation
 };
 
+enum class Path { kLibtorch, kSkinny, kTuned };
+
 /// A prefill of `requests` prompts, then 4 decode steps of all of them.
-Run skinny_run(bool skinny, int requests) {
+Run skinny_run(Path path, int requests) {
   GpuExecutorOptions o = gpu_bf16_options(11);
-  o.skinny_gemm.enabled = skinny;
+  o.skinny_gemm.enabled = path == Path::kSkinny;
+  o.gemm_tune.enabled = path == Path::kTuned;
+  o.gemm_tune.max_rows = 32;
+  o.gemm_tune.force_cublaslt = true;  // whichever is faster, so that the path is exercised
   GpuExecutor ex(o);
   auto prompts = std::vector<PromptSpec>(std::size_t(requests));
   for (int i = 0; i < requests; ++i) prompts[std::size_t(i)].request = RequestId(i + 1);
@@ -46,7 +51,19 @@ Run skinny_run(bool skinny, int requests) {
   run.decodes = ex.ops().gemm_counts();
   run.decodes.skinny -= run.prefill.skinny;
   run.decodes.blas -= run.prefill.blas;
+  run.decodes.tuned -= run.prefill.tuned;
   return run;
+}
+
+void check_same_logits(const Run& on, const Run& off) {
+  REQUIRE(on.logits.size() == off.logits.size());
+  for (std::size_t i = 0; i < on.logits.size(); ++i) {
+    const at::Tensor a = on.logits[i].to(at::kDouble), b = off.logits[i].to(at::kDouble);
+    const double rel = (a - b).norm().item<double>() / b.norm().item<double>();
+    INFO("step " << i << ": relative L2 difference " << rel);
+    CHECK(a.isfinite().all().item<bool>());
+    CHECK(rel < 1e-2);
+  }
 }
 
 }  // namespace
@@ -59,7 +76,8 @@ TEST_CASE("skinny products give cuBLAS's logits within rounding, only for steps 
   // to cuBLAS except the LM head's (3 sampled rows); decode steps (3 rows) are skinny.
   for (const int requests : {1, 3}) {
     INFO(requests << " requests");
-    const Run on = skinny_run(true, requests), off = skinny_run(false, requests);
+    const Run on = skinny_run(Path::kSkinny, requests),
+              off = skinny_run(Path::kLibtorch, requests);
     CHECK(off.prefill.skinny == 0);
     CHECK(off.decodes.skinny == 0);
     CHECK(on.decodes.skinny == 4 * per_forward);
@@ -70,19 +88,37 @@ TEST_CASE("skinny products give cuBLAS's logits within rounding, only for steps 
       CHECK(on.prefill.skinny == 1);
       CHECK(on.prefill.blas == 4 * layers);
     }
-    REQUIRE(on.logits.size() == off.logits.size());
-    for (std::size_t i = 0; i < on.logits.size(); ++i) {
-      const at::Tensor a = on.logits[i].to(at::kDouble), b = off.logits[i].to(at::kDouble);
-      const double rel = (a - b).norm().item<double>() / b.norm().item<double>();
-      INFO("step " << i << ": relative L2 difference " << rel);
-      CHECK(a.isfinite().all().item<bool>());
-      CHECK(rel < 1e-2);
-    }
+    check_same_logits(on, off);
   }
 }
 
-TEST_CASE("the CPU ops multiply with libtorch whatever the skinny policy") {
+TEST_CASE("tuned cuBLASLt products give libtorch's logits within rounding, for steps of few rows") {
+  if (!cuda_ops_available()) INFERSCALE_SKIP("no CUDA device");
+  const std::uint64_t layers = gpu_bf16_options(11).model.layers;
+  const std::uint64_t per_forward = 4 * layers + 1;
+  // Tuning at most 32 rows: one prompt (17 rows) is tuned throughout; three (51 rows) only in
+  // the LM head of the prefill and in the decode steps. Every shape found a cuBLASLt algorithm
+  // (forced), so nothing of those steps falls back.
+  for (const int requests : {1, 3}) {
+    INFO(requests << " requests");
+    const Run on = skinny_run(Path::kTuned, requests),
+              off = skinny_run(Path::kLibtorch, requests);
+    CHECK(off.prefill.tuned == 0);
+    CHECK(on.decodes.tuned == 4 * per_forward);
+    CHECK(on.decodes.blas == 0);
+    CHECK(on.prefill.tuned == (requests == 1 ? per_forward : 1));
+    check_same_logits(on, off);
+  }
+}
+
+TEST_CASE("the CPU ops multiply with libtorch whatever the skinny and tuning policies") {
   auto ops = make_cpu_ops();
+  GemmTunePolicy tune;
+  tune.enabled = true;
+  ops->set_gemm_tune(tune);
+  SkinnyGemmPolicy skinny;
+  skinny.enabled = true;
+  ops->set_skinny_gemm(skinny);
   const at::Tensor x = at::randn({3, 64}), w = at::randn({40, 64});
   at::Tensor y = at::randn({3, 40});
   const at::Tensor want = y + at::mm(x, w.t());
@@ -90,5 +126,6 @@ TEST_CASE("the CPU ops multiply with libtorch whatever the skinny policy") {
   ops->linear_add(y, x, w);
   CHECK(at::allclose(y, want, 1e-5, 1e-5));
   CHECK(ops->gemm_counts().skinny == 0);
+  CHECK(ops->gemm_counts().tuned == 0);
   CHECK(ops->gemm_counts().blas == 2);
 }
