@@ -1,9 +1,9 @@
 #pragma once
 // @brief The product of a few rows by a weight matrix (a linear layer over a query-only prefill
 // or a small decode batch): out = x w^T (+ residual), the residual added in the same pass. At a
-// few dozen rows such a product only streams the weights once. Measured on the H200 it streams
-// them more slowly than cuBLAS (probably as each warp waits out a memory latency every two chunks;
-// bench/results/skinny_gemm/README.md), so the executor leaves it off by default.
+// few dozen rows such a product only streams the weights once. Measured on the H200, none of its
+// variants streams them as fast as cuBLAS on most products (more loads in flight per warp did
+// not help; bench/results/skinny_gemm/README.md), so the executor leaves it off by default.
 
 #include <cuda_runtime_api.h>
 
