@@ -35,6 +35,7 @@
 #include "kernels/cuda_check.h"
 #include "kernels/inject.cuh"
 #include "kernels/kv_append.cuh"
+#include "kernels/l2_prefetch.cuh"
 #include "kernels/rms_norm.cuh"
 #include "kernels/silu_mul.cuh"
 #include "kernels/skinny_gemm.cuh"
@@ -571,6 +572,28 @@ class CudaOps : public DeviceOps {
     }
   }
 
+  void prefetch_l2(const at::Tensor& t) override {
+    if (!l2_prefetch_.enabled || !t.is_cuda()) return;
+    if (!prefetch_stream_) {
+      prefetch_stream_ = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device_.index());
+      INFERSCALE_CUDA_CHECK(cudaEventCreateWithFlags(&prefetch_after_, cudaEventDisableTiming));
+      INFERSCALE_CUDA_CHECK(cudaEventCreateWithFlags(&prefetch_done_, cudaEventDisableTiming));
+    }
+    join_prefetch();  // one at a time
+    const cudaStream_t side = prefetch_stream_->stream();
+    INFERSCALE_CUDA_CHECK(cudaEventRecord(prefetch_after_, current_stream()));
+    INFERSCALE_CUDA_CHECK(cudaStreamWaitEvent(side, prefetch_after_, 0));
+    INFERSCALE_CUDA_CHECK(
+        l2_prefetch_launch(t.data_ptr(), std::size_t(t.numel()) * t.element_size(), side));
+    INFERSCALE_CUDA_CHECK(cudaEventRecord(prefetch_done_, side));
+    prefetch_pending_ = true;
+  }
+  void join_prefetch() override {
+    if (!prefetch_pending_) return;
+    INFERSCALE_CUDA_CHECK(cudaStreamWaitEvent(current_stream(), prefetch_done_, 0));
+    prefetch_pending_ = false;
+  }
+
   bool tune_wanted(const at::Tensor& x) const {
     return gemm_tune_.enabled && x.dim() == 2 && x.size(0) <= gemm_tune_.max_rows;
   }
@@ -822,6 +845,10 @@ class CudaOps : public DeviceOps {
   bool split_kv_ok_ = true;
   bool skinny_ok_ = true;
   GemmTuner tuner_;
+  // L2 prefetches: a side stream, the event it waits for and the one the compute stream joins.
+  std::optional<c10::cuda::CUDAStream> prefetch_stream_;
+  cudaEvent_t prefetch_after_ = nullptr, prefetch_done_ = nullptr;
+  bool prefetch_pending_ = false;
   at::Tensor skinny_counters_;  // the skinny kernel's split counters (int32, zero between launches)
 };
 

@@ -74,6 +74,15 @@ struct GemmTunePolicy {
   bool force_cublaslt = false;   // tests: the fastest cuBLASLt algorithm even if libtorch wins
 };
 
+/// When the CUDA ops bring a layer's O-projection weights into the L2 cache on a side stream while
+/// its attention runs (attention of few rows reads little from memory; the weights then come
+/// from L2 rather than HBM). The compute stream waits for the prefetch before the product, so
+/// it is exact; it pays where the attention takes longer than the prefetch. Off by default
+/// (the calibration and hardware-in-the-loop steps run without it). The CPU ignores it.
+struct L2PrefetchPolicy {
+  bool enabled = false;
+};
+
 /// Matrix products by implementation, since the ops were made.
 struct GemmCounts {
   std::uint64_t skinny = 0, blas = 0, tuned = 0;
@@ -134,6 +143,11 @@ class DeviceOps {
     ++gemm_counts_.blas;
     y.addmm_(x, w.t());
   }
+  /// Starts bringing `t` into the GPU's L2 cache beside the compute stream's later work, once
+  /// the work issued so far is done (L2PrefetchPolicy); join_prefetch() makes the compute
+  /// stream wait for it. Both do nothing on the CPU or with the policy off.
+  virtual void prefetch_l2(const at::Tensor& /*t*/) {}
+  virtual void join_prefetch() {}
   /// A host int32 vector as a tensor on the compute device (one copy; asynchronous on CUDA).
   virtual at::Tensor upload(const std::vector<std::int32_t>& host) = 0;
   /// A host copy of a device tensor that stays valid until the step is synchronized.
@@ -199,6 +213,8 @@ class DeviceOps {
   /// Which matrix products linear() and linear_add() send to the skinny kernel.
   void set_skinny_gemm(const SkinnyGemmPolicy& policy) { skinny_gemm_ = policy; }
   const SkinnyGemmPolicy& skinny_gemm() const { return skinny_gemm_; }
+  void set_l2_prefetch(const L2PrefetchPolicy& policy) { l2_prefetch_ = policy; }
+  const L2PrefetchPolicy& l2_prefetch() const { return l2_prefetch_; }
   void set_gemm_tune(const GemmTunePolicy& policy) { gemm_tune_ = policy; }
   const GemmTunePolicy& gemm_tune() const { return gemm_tune_; }
   const GemmCounts& gemm_counts() const { return gemm_counts_; }
@@ -215,6 +231,7 @@ class DeviceOps {
   std::uint64_t graph_replays_ = 0;
   SkinnyGemmPolicy skinny_gemm_;
   GemmTunePolicy gemm_tune_;
+  L2PrefetchPolicy l2_prefetch_;
   GemmCounts gemm_counts_;
 };
 

@@ -98,6 +98,13 @@ SkinnyGemmPolicy skinny_gemm_setting() {
   return p;
 }
 
+/// O-projection weights into L2 during attention with INFERSCALE_L2_PREFETCH=on (off by default).
+L2PrefetchPolicy l2_prefetch_setting() {
+  L2PrefetchPolicy p;
+  p.enabled = env_switch("INFERSCALE_L2_PREFETCH", "on", "off", p.enabled);
+  return p;
+}
+
 /// Few-row products by timed cuBLASLt choices with INFERSCALE_GEMM_TUNE=on (off by default).
 GemmTunePolicy gemm_tune_setting() {
   GemmTunePolicy p;
@@ -132,6 +139,7 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
   eo.prefer_cublaslt = blas_setting();
   eo.skinny_gemm = skinny_gemm_setting();
   eo.gemm_tune = gemm_tune_setting();
+  eo.l2_prefetch = l2_prefetch_setting();
   const std::uint64_t block = FactPool::block_bytes(m, std::uint32_t(dtype_bytes(o.dtype)));
   const std::uint64_t blocks_per_fact = (o.fact + kBlockTokens - 1) / kBlockTokens;
   eo.pool_bytes =
@@ -332,6 +340,12 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
         {"switch", "INFERSCALE_SKINNY_GEMM=on|off"},
         {"note", "products of at most max_rows rows by the skinny kernel, others by the BLAS"}}},
       {"gemm_counts", {{"libtorch", gc.blas}, {"skinny", gc.skinny}, {"tuned", gc.tuned}}},
+      {"l2_prefetch",
+       {{"enabled", eo.l2_prefetch.enabled},
+        {"switch", "INFERSCALE_L2_PREFETCH=on|off"},
+        {"note",
+         "each layer's O-projection weights prefetched into L2 on a side stream after its QKV "
+         "product; the O product waits for the prefetch"}}},
       {"gemm_tune",
        {{"enabled", eo.gemm_tune.enabled},
         {"max_rows", eo.gemm_tune.max_rows},

@@ -75,6 +75,7 @@ GpuExecutor::GpuExecutor(GpuExecutorOptions options)
   ops_->set_cuda_graphs(options_.cuda_graphs);
   ops_->set_skinny_gemm(options_.skinny_gemm);
   ops_->set_gemm_tune(options_.gemm_tune);
+  ops_->set_l2_prefetch(options_.l2_prefetch);
   if (options_.device == "cuda") prefer_cublaslt(options_.prefer_cublaslt);
   const ModelConfig& m = options_.model;
   tokens_ = options_.tokens ? options_.tokens

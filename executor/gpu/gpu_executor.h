@@ -51,6 +51,7 @@ struct GpuExecutorOptions {
   CudaGraphPolicy cuda_graphs;             // forwards of recurring shapes as CUDA graphs (CUDA)
   SkinnyGemmPolicy skinny_gemm;            // few-row products by the skinny kernel (CUDA; off)
   GemmTunePolicy gemm_tune;                // few-row products by timed cuBLASLt choices (off)
+  L2PrefetchPolicy l2_prefetch;            // O weights into L2 during attention (CUDA; off)
   /// cuBLASLt for the matrix products (CUDA, process-wide; prefer_cublaslt()). Off by default
   /// (libtorch's cuBLAS), as in the calibration and hardware-in-the-loop runs.
   bool prefer_cublaslt = false;

@@ -22,6 +22,8 @@
 #              1, 2, 4 and 8 tiles (INFERSCALE_SPLIT_KV_MIN_TILES; 1 is the default plan)
 #   skinny     kv_inject bench at batch 1, 16 and 64, k=0 and 50, with the skinny matrix-product
 #              kernel on and off (INFERSCALE_SKINNY_GEMM; off is the default)
+#   prefetch   kv_inject bench at batch 1, 16 and 64, k=0 and 50, with each layer's O weights
+#              prefetched into L2 during its attention (INFERSCALE_L2_PREFETCH) on and off
 #   gemm_tune  kv_inject bench at batch 1, 16 and 64, k=0 and 50, with few-row products by timed
 #              cuBLASLt choices (INFERSCALE_GEMM_TUNE) on and off
 #   tunable    kv_inject bench at batch 1, 16 and 64, k=0 and 50, with PyTorch's TunableOp choosing
@@ -175,6 +177,10 @@ fi
 
 if want skinny; then
   for g in on off; do ab_bench "skinny_$g" "skinny $g" "INFERSCALE_SKINNY_GEMM=$g"; done
+fi
+
+if want prefetch; then
+  for g in on off; do ab_bench "l2_prefetch_$g" "l2 prefetch $g" "INFERSCALE_L2_PREFETCH=$g"; done
 fi
 
 if want gemm_tune; then

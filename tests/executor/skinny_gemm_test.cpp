@@ -1,7 +1,8 @@
 // Few-row matrix products in the model: on a CUDA GPU, prefill and decode steps of a few rows
 // run their products on the skinny kernel (SkinnyGemmPolicy) or by tuned cuBLASLt choices
 // (GemmTunePolicy) and give the logits of libtorch's product within the rounding of a different
-// summation order; larger steps and the CPU keep libtorch's product.
+// summation order; larger steps and the CPU keep libtorch's product. Prefetching the O weights
+// into L2 (L2PrefetchPolicy) changes no result.
 #include <ATen/ATen.h>
 
 #include <cstdint>
@@ -22,7 +23,7 @@ struct Run {
   GemmCounts prefill, decodes;     // products by implementation
 };
 
-enum class Path { kLibtorch, kSkinny, kTuned };
+enum class Path { kLibtorch, kSkinny, kTuned, kPrefetch };
 
 /// A prefill of `requests` prompts, then 4 decode steps of all of them.
 Run skinny_run(Path path, int requests) {
@@ -31,6 +32,7 @@ Run skinny_run(Path path, int requests) {
   o.gemm_tune.enabled = path == Path::kTuned;
   o.gemm_tune.max_rows = 32;
   o.gemm_tune.force_cublaslt = true;  // whichever is faster, so that the path is exercised
+  o.l2_prefetch.enabled = path == Path::kPrefetch;
   GpuExecutor ex(o);
   auto prompts = std::vector<PromptSpec>(std::size_t(requests));
   for (int i = 0; i < requests; ++i) prompts[std::size_t(i)].request = RequestId(i + 1);
@@ -108,6 +110,20 @@ TEST_CASE("tuned cuBLASLt products give libtorch's logits within rounding, for s
     CHECK(on.decodes.blas == 0);
     CHECK(on.prefill.tuned == (requests == 1 ? per_forward : 1));
     check_same_logits(on, off);
+  }
+}
+
+TEST_CASE("L2 prefetches of the O weights leave every step's logits bit-identical") {
+  if (!cuda_ops_available()) INFERSCALE_SKIP("no CUDA device");
+  for (const int requests : {1, 3}) {
+    INFO(requests << " requests");
+    const Run on = skinny_run(Path::kPrefetch, requests),
+              off = skinny_run(Path::kLibtorch, requests);
+    REQUIRE(on.logits.size() == off.logits.size());
+    for (std::size_t i = 0; i < on.logits.size(); ++i) {
+      INFO("step " << i);
+      CHECK(at::equal(on.logits[i], off.logits[i]));
+    }
   }
 }
 
