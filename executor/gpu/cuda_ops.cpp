@@ -12,6 +12,7 @@
 
 #include <cublasLt.h>
 
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -486,14 +487,14 @@ class GemmTuner {
     // Timed into a scratch copy of y, so the caller's output is untouched.
     at::Tensor scratch = y.clone();
     const float base_ms = time([&] { fallback(scratch); });
-    float best_ms = base_ms;
+    float best_ms = policy.force_cublaslt ? INFINITY : base_ms;
     for (int i = 0; i < returned; ++i) {
       if (found[std::size_t(i)].state != CUBLAS_STATUS_SUCCESS) continue;
       Choice trial = c;
       trial.algo = found[std::size_t(i)].algo;
       const float ms = time([&] { launch(trial, scratch, x, w, key.accumulate); });
-      // Ties go to libtorch's product: a choice must win by 2 %.
-      if (ms < best_ms && (ms < 0.98f * base_ms || (policy.force_cublaslt && !c.lt))) {
+      // Ties go to libtorch's product: a choice must win by 2 % (unless forced).
+      if (ms < best_ms && (policy.force_cublaslt || ms < 0.98f * base_ms)) {
         best_ms = ms;
         c.algo = trial.algo;
         c.lt = true;
