@@ -47,13 +47,13 @@ struct Shape {
   std::int64_t n, k;
 };
 
-#define CUBLAS_CHECK(x)                                                  \
-  do {                                                                   \
-    const cublasStatus_t st_ = (x);                                      \
-    if (st_ != CUBLAS_STATUS_SUCCESS) {                                  \
+#define CUBLAS_CHECK(x)                                                                 \
+  do {                                                                                  \
+    const cublasStatus_t st_ = (x);                                                     \
+    if (st_ != CUBLAS_STATUS_SUCCESS) {                                                 \
       std::fprintf(stderr, "cuBLAS error %d at %s:%d\n", int(st_), __FILE__, __LINE__); \
-      std::exit(1);                                                      \
-    }                                                                    \
+      std::exit(1);                                                                     \
+    }                                                                                   \
   } while (0)
 
 }  // namespace
@@ -83,8 +83,7 @@ int main(int argc, char** argv) {
                           {"lm_head", 128256, 4096}};
   const std::int64_t row_counts[] = {1, 16, 32};
 
-  std::printf("# skinny_gemm_bench on %s (%d SMs), %d launches per row\n\n", prop.name, sms,
-              reps);
+  std::printf("# skinny_gemm_bench on %s (%d SMs), %d launches per row\n\n", prop.name, sms, reps);
   std::printf("| product | rows | n | k | config | us | TB/s | max diff / max |\n");
   std::printf("|---|---:|---:|---:|---|---:|---:|---:|\n");
 
@@ -112,8 +111,8 @@ int main(int argc, char** argv) {
       // out[rows, n] = x[rows, k] w[n, k]^T: column-major out^T[n, rows] = w^T' x^T'.
       auto cublas = [&](const __nv_bfloat16* w, __nv_bfloat16* o) {
         CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, int(s.n), int(rows), int(s.k),
-                                  &alpha, w, CUDA_R_16BF, int(s.k), x, CUDA_R_16BF, int(s.k),
-                                  &beta, o, CUDA_R_16BF, int(s.n), CUBLAS_COMPUTE_32F,
+                                  &alpha, w, CUDA_R_16BF, int(s.k), x, CUDA_R_16BF, int(s.k), &beta,
+                                  o, CUDA_R_16BF, int(s.n), CUBLAS_COMPUTE_32F,
                                   CUBLAS_GEMM_DEFAULT));
       };
       auto time = [&](auto&& launch) {
@@ -130,8 +129,7 @@ int main(int argc, char** argv) {
       cublas(ws[0], ref);
       INFERSCALE_CUDA_CHECK(cudaStreamSynchronize(stream));
       std::vector<__nv_bfloat16> want(std::size_t(rows * s.n)), got(want.size());
-      INFERSCALE_CUDA_CHECK(
-          cudaMemcpy(want.data(), ref, want.size() * 2, cudaMemcpyDeviceToHost));
+      INFERSCALE_CUDA_CHECK(cudaMemcpy(want.data(), ref, want.size() * 2, cudaMemcpyDeviceToHost));
       float scale = 0.0f;
       for (const auto v : want) scale = std::max(scale, std::fabs(__bfloat162float(v)));
       auto check = [&]() {
@@ -149,7 +147,8 @@ int main(int argc, char** argv) {
                     w_bytes / us / 1e6, diff);
         std::fflush(stdout);
       };
-      const double cublas_us = time([&](const __nv_bfloat16* w, __nv_bfloat16* o) { cublas(w, o); });
+      const double cublas_us =
+          time([&](const __nv_bfloat16* w, __nv_bfloat16* o) { cublas(w, o); });
       cublas(ws[0], out);
       row("cuBLAS", cublas_us, check());
 
@@ -173,10 +172,10 @@ int main(int argc, char** argv) {
           if (p.splits > 1) {
             INFERSCALE_CUDA_CHECK(
                 cudaMalloc(&workspace, std::size_t(p.splits * rows * s.n) * sizeof(float)));
-            INFERSCALE_CUDA_CHECK(
-                cudaMalloc(&counters, std::size_t(skinny_gemm_counters(p)) * sizeof(std::uint32_t)));
-            INFERSCALE_CUDA_CHECK(
-                cudaMemset(counters, 0, std::size_t(skinny_gemm_counters(p)) * sizeof(std::uint32_t)));
+            INFERSCALE_CUDA_CHECK(cudaMalloc(
+                &counters, std::size_t(skinny_gemm_counters(p)) * sizeof(std::uint32_t)));
+            INFERSCALE_CUDA_CHECK(cudaMemset(
+                counters, 0, std::size_t(skinny_gemm_counters(p)) * sizeof(std::uint32_t)));
             p.workspace = workspace;
             p.counters = counters;
           }

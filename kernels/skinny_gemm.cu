@@ -64,7 +64,7 @@ __global__ void __launch_bounds__(kThreads, MINB) skinny_gemm_kernel(SkinnyGemmP
   const uint4* wbase = reinterpret_cast<const uint4*>(w + t * 8);
   const uint4* xbase = reinterpret_cast<const uint4*>(x + t * 8);
   const std::int64_t wstep = p.w_stride / 8, xstep = p.x_stride / 8;  // uint4s per row
-  std::uint32_t wlive = 0, xlive = 0;  // bit nt / bit 2 mt + h
+  std::uint32_t wlive = 0, xlive = 0;                                 // bit nt / bit 2 mt + h
   std::int64_t wrow0 = 0;
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
@@ -123,9 +123,8 @@ __global__ void __launch_bounds__(kThreads, MINB) skinny_gemm_kernel(SkinnyGemmP
           uint4 a[2];
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            a[h] = (xlive >> (2 * mt + h) & 1u)
-                       ? __ldg(xbase + (mt * 16 + h * 8 + g) * xstep + off)
-                       : zero;
+            a[h] = (xlive >> (2 * mt + h) & 1u) ? __ldg(xbase + (mt * 16 + h * 8 + g) * xstep + off)
+                                                : zero;
           }
           const std::uint32_t lo[4] = {a[0].x, a[1].x, a[0].y, a[1].y};
           const std::uint32_t hi[4] = {a[0].z, a[1].z, a[0].w, a[1].w};

@@ -364,8 +364,8 @@ class GemmTuner {
   bool run(at::Tensor& y, const at::Tensor& x, const at::Tensor& w, bool accumulate,
            const GemmTunePolicy& policy, const std::function<void(at::Tensor&)>& fallback) {
     if (!fits(y, x, w)) return false;
-    const Key key{x.size(0),   w.size(0),   x.size(1), x.stride(0), w.stride(0),
-                  y.stride(0), accumulate, x.scalar_type()};
+    const Key key{x.size(0),   w.size(0),   x.size(1),  x.stride(0),
+                  w.stride(0), y.stride(0), accumulate, x.scalar_type()};
     auto it = choices_.find(key);
     if (it == choices_.end()) {
       cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
@@ -406,11 +406,10 @@ class GemmTuner {
       return (reinterpret_cast<std::uintptr_t>(t.data_ptr()) & 15u) == 0 && t.stride(0) % 8 == 0;
     };
     const at::ScalarType t = x.scalar_type();
-    return (t == at::kBFloat16 || t == at::kHalf) && w.scalar_type() == t &&
-           y.scalar_type() == t && x.dim() == 2 && w.dim() == 2 && y.dim() == 2 &&
-           x.stride(1) == 1 && w.stride(1) == 1 && y.stride(1) == 1 && x.size(1) == w.size(1) &&
-           y.size(0) == x.size(0) && y.size(1) == w.size(0) && aligned(x) && aligned(w) &&
-           aligned(y);
+    return (t == at::kBFloat16 || t == at::kHalf) && w.scalar_type() == t && y.scalar_type() == t &&
+           x.dim() == 2 && w.dim() == 2 && y.dim() == 2 && x.stride(1) == 1 && w.stride(1) == 1 &&
+           y.stride(1) == 1 && x.size(1) == w.size(1) && y.size(0) == x.size(0) &&
+           y.size(1) == w.size(0) && aligned(x) && aligned(w) && aligned(y);
   }
 
   static void check(cublasStatus_t st, const char* what) {
@@ -456,20 +455,19 @@ class GemmTuner {
     Choice c;
     check(cublasLtMatmulDescCreate(&c.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc");
     const cublasOperation_t trans = CUBLAS_OP_T, none = CUBLAS_OP_N;
-    check(cublasLtMatmulDescSetAttribute(c.desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans,
-                                         sizeof trans),
+    check(cublasLtMatmulDescSetAttribute(c.desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans),
           "transa");
     check(cublasLtMatmulDescSetAttribute(c.desc, CUBLASLT_MATMUL_DESC_TRANSB, &none, sizeof none),
           "transb");
-    check(cublasLtMatrixLayoutCreate(&c.a, type, std::uint64_t(key.k), std::uint64_t(key.n),
-                                     key.ldw),
-          "layout a");
-    check(cublasLtMatrixLayoutCreate(&c.b, type, std::uint64_t(key.k), std::uint64_t(key.m),
-                                     key.ldx),
-          "layout b");
-    check(cublasLtMatrixLayoutCreate(&c.c, type, std::uint64_t(key.n), std::uint64_t(key.m),
-                                     key.ldy),
-          "layout c");
+    check(
+        cublasLtMatrixLayoutCreate(&c.a, type, std::uint64_t(key.k), std::uint64_t(key.n), key.ldw),
+        "layout a");
+    check(
+        cublasLtMatrixLayoutCreate(&c.b, type, std::uint64_t(key.k), std::uint64_t(key.m), key.ldx),
+        "layout b");
+    check(
+        cublasLtMatrixLayoutCreate(&c.c, type, std::uint64_t(key.n), std::uint64_t(key.m), key.ldy),
+        "layout c");
     cublasLtMatmulPreference_t pref;
     check(cublasLtMatmulPreferenceCreate(&pref), "preference");
     const std::uint64_t ws = kWorkspaceBytes;
@@ -478,9 +476,8 @@ class GemmTuner {
           "workspace preference");
     std::vector<cublasLtMatmulHeuristicResult_t> found(std::size_t(std::max(1, policy.candidates)));
     int returned = 0;
-    const cublasStatus_t st =
-        cublasLtMatmulAlgoGetHeuristic(handle_, c.desc, c.a, c.b, c.c, c.c, pref,
-                                       int(found.size()), found.data(), &returned);
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
+        handle_, c.desc, c.a, c.b, c.c, c.c, pref, int(found.size()), found.data(), &returned);
     cublasLtMatmulPreferenceDestroy(pref);
     if (st != CUBLAS_STATUS_SUCCESS) returned = 0;
 

@@ -126,7 +126,7 @@ at::Tensor LlamaModel::forward(const ForwardInputs& in, KvCache& cache, FactPool
     ops_.kv_append(kv);
     const at::Tensor attn = attention(q, k_layer, v_layer, in, scale);  // [T, H, D]
     ops_.join_prefetch();
-    ops_.linear_add(h, attn.view({T, H * D}), lw.wo);  // the residual add in the product
+    ops_.linear_add(h, attn.view({T, H * D}), lw.wo);        // the residual add in the product
     const at::Tensor gate_up = ops_.linear(h, lw.wgate_up);  // [T, 2F]: gate | up, unscaled
     sm.gate_up = gate_up.data_ptr();
     ops_.silu_mul(sm);

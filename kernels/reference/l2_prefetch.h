@@ -20,7 +20,8 @@ inline L2Lines l2_lines(const void* p, std::size_t bytes) {
   if (bytes == 0 || p == nullptr) return {};
   const auto a = reinterpret_cast<std::uintptr_t>(p);
   const std::uintptr_t first = a & ~std::uintptr_t(kL2LineBytes - 1);
-  return {reinterpret_cast<const void*>(first), (a + bytes - first + kL2LineBytes - 1) / kL2LineBytes};
+  return {reinterpret_cast<const void*>(first),
+          (a + bytes - first + kL2LineBytes - 1) / kL2LineBytes};
 }
 
 /// The prefetch's effect on memory: none (a cache hint).

@@ -78,8 +78,7 @@ TEST_CASE("skinny products give cuBLAS's logits within rounding, only for steps 
   // to cuBLAS except the LM head's (3 sampled rows); decode steps (3 rows) are skinny.
   for (const int requests : {1, 3}) {
     INFO(requests << " requests");
-    const Run on = skinny_run(Path::kSkinny, requests),
-              off = skinny_run(Path::kLibtorch, requests);
+    const Run on = skinny_run(Path::kSkinny, requests), off = skinny_run(Path::kLibtorch, requests);
     CHECK(off.prefill.skinny == 0);
     CHECK(off.decodes.skinny == 0);
     CHECK(on.decodes.skinny == 4 * per_forward);
@@ -103,8 +102,7 @@ TEST_CASE("tuned cuBLASLt products give libtorch's logits within rounding, for s
   // (forced), so nothing of those steps falls back.
   for (const int requests : {1, 3}) {
     INFO(requests << " requests");
-    const Run on = skinny_run(Path::kTuned, requests),
-              off = skinny_run(Path::kLibtorch, requests);
+    const Run on = skinny_run(Path::kTuned, requests), off = skinny_run(Path::kLibtorch, requests);
     CHECK(off.prefill.tuned == 0);
     CHECK(on.decodes.tuned == 4 * per_forward);
     CHECK(on.decodes.blas == 0);

@@ -14,9 +14,8 @@ TEST_CASE("an L2 prefetch touches the lines from the range's first byte to its l
     std::uintptr_t offset;
     std::size_t bytes, lines;
   };
-  const Case cases[] = {{0, 1, 1},     {0, 128, 1},    {0, 129, 2},   {127, 1, 1},
-                        {127, 2, 2},   {64, 128, 2},   {128, 128, 1}, {5, 1000, 8},
-                        {0, 4096, 32}, {100, 4096, 33}};
+  const Case cases[] = {{0, 1, 1},    {0, 128, 1},   {0, 129, 2},  {127, 1, 1},   {127, 2, 2},
+                        {64, 128, 2}, {128, 128, 1}, {5, 1000, 8}, {0, 4096, 32}, {100, 4096, 33}};
   for (const Case& c : cases) {
     INFO("offset " << c.offset << " bytes " << c.bytes);
     const L2Lines r = l2_lines(at(base + c.offset), c.bytes);

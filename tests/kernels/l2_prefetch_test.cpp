@@ -19,7 +19,7 @@ TEST_CASE("an L2 prefetch changes no memory, whatever the range") {
   for (auto& b : host) b = std::uint8_t(rng());
   test::DeviceBuffer buf(host);
   const auto* base = static_cast<const std::uint8_t*>(buf.get());
-  const std::size_t ranges[][2] = {{0, host.size()}, {1, 1},    {127, 130},
+  const std::size_t ranges[][2] = {{0, host.size()}, {1, 1},       {127, 130},
                                    {4096, 0},        {77, 100000}, {host.size() - 5, 5}};
   for (const auto& r : ranges) {
     INFO("offset " << r[0] << " bytes " << r[1]);

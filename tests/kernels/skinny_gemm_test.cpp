@@ -97,9 +97,10 @@ void run_case(const Case& c, DType dt, Residual res, int variant, int splits, st
       bad += std::fabs(g - e) > tol;
     }
   }
-  INFO(dtype_name(dt) << " variant " << variant << " splits " << splits << " rows " << p.rows << " n " << p.n << " k " << p.k
-                      << " pads " << c.x_pad << "/" << c.w_pad << "/" << c.out_pad << " residual "
-                      << int(res) << ": worst |diff| / tolerance " << worst);
+  INFO(dtype_name(dt) << " variant " << variant << " splits " << splits << " rows " << p.rows
+                      << " n " << p.n << " k " << p.k << " pads " << c.x_pad << "/" << c.w_pad
+                      << "/" << c.out_pad << " residual " << int(res)
+                      << ": worst |diff| / tolerance " << worst);
   CHECK(bad == 0);
   CHECK(padding_changed == 0);
 }
