@@ -52,9 +52,9 @@ struct AttentionCounts {
 /// When the CUDA ops multiply by a weight matrix with the skinny kernel (kernels/skinny_gemm.cu)
 /// instead of libtorch's matrix product (cuBLAS): at most `max_rows` rows (query-only prefills
 /// and small decode batches, which only stream the weights), 16-bit dtypes, aligned operands.
-/// **Off by default**: on the H200 the kernel streams the weights more slowly than cuBLAS
-/// (batch-1, k = 50 kv_inject TTFT 6.6 ms with it, 5.2 ms without;
-/// bench/results/skinny_gemm/README.md). The CPU ignores it.
+/// **Off by default**: on the H200 the kernel streams the weights more slowly than cuBLAS on
+/// most products (an earlier version: batch-1, k = 50 kv_inject TTFT 6.6 ms with it, 5.2 ms
+/// without; its variants against cuBLAS: bench/results/skinny_gemm/README.md). The CPU ignores it.
 struct SkinnyGemmPolicy {
   bool enabled = false;        // the A/B switch
   std::int32_t max_rows = 32;  // at most kSkinnyGemmMaxRows (kernels/skinny_gemm.cuh)
