@@ -276,7 +276,8 @@ class Replica final : public RunView {
   /// one whose lines are still in the cache (its own, in the pool since its arrival, are not).
   std::vector<std::vector<RequestFact>> spare_layouts_;
   std::vector<std::vector<std::uint32_t>> spare_pins_;
-  std::uint64_t unpins_ = 0;  // pins that dropped to zero (RunView::unpin_count)
+  std::uint64_t unpins_ = 0;        // pins that dropped to zero (RunView::unpin_count)
+  std::uint32_t last_encodes_ = 0;  // misses to encode of the last request resolved (direct)
   UserMap<UserState> users_;
 
   std::deque<std::uint32_t> waiting_;

@@ -115,6 +115,8 @@ void Replica::unpin_all(Request& r) {
     __builtin_prefetch(&pin_count(l), 1);
     gpu_->prefetch_pin(l);
   }
+  // Then the slot records those name (only the first read of a slot id waits).
+  for (const std::uint32_t l : r.pins) gpu_->prefetch_pin_slot(l);
   for (const std::uint32_t l : r.pins) {
     INFERSCALE_ASSERT(pin_count(l) > 0, "pin count underflow");
     unpin(l);
@@ -237,8 +239,13 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
   r.layout.clear();
   r.layout.reserve(r.facts.size());
   r.loads_ready = 0;
+  std::uint32_t encodes = 0;  // misses to encode
   // The facts' records are far apart: start every miss before the loop waits on the first.
   for (const FactId g : r.facts) prefetch_fact(g);
+  // The victims of this request's misses, expected as many as the last request's, walked one
+  // step a fact below.
+  StoreTier::VictimWalk walk;
+  if (direct_) gpu_->start_victim_walk(walk, last_encodes_ + last_encodes_ / 4 + 2);
   for (const FactId g : r.facts) {
     RequestFact& f = r.layout.emplace_back();  // in place, as in plan_encode_job
     f.global = static_cast<std::uint32_t>(g);
@@ -249,6 +256,7 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
       f.source = FactSource::kText;
     } else {
       f.local = static_cast<std::uint32_t>(local_id(g));
+      if (direct_) gpu_->step_victim_walk(walk);
       __builtin_prefetch(&pin_count(f.local));  // pinned or placed below
       if (direct_ ? gpu_->lookup_direct(f.local, fact_store_bytes(f.tokens))
                   : gpu_->lookup(entry(g, f.local, now), now)) {
@@ -261,6 +269,7 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
       } else {
         if (first_admission) ++r.misses;
         f.source = s.miss_path == MissPath::kEncode ? FactSource::kEncoded : FactSource::kText;
+        if (f.source == FactSource::kEncoded) ++encodes;
       }
     }
     if (f.source == FactSource::kText) {
@@ -270,6 +279,13 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
     }
   }
   r.prompt_tokens = pos + s.footer_tokens + r.query_tokens;  // per-request loads name it
+  // Each miss is placed on a full store below, evicting from the LRU tail: the walk started
+  // above has been loading its victims' records.
+  if (direct_) {
+    walk.steps = std::min(encodes + encodes / 4 + 1, StoreTier::VictimWalk::kMax);
+    gpu_->finish_victim_walk(walk);
+    last_encodes_ = encodes;
+  }
   // Then pins (the layout vector no longer moves): every GPU hit before any load, since a load
   // may evict to make room and must not take a fact this request is about to inject.
   for (RequestFact& f : r.layout) {

@@ -231,7 +231,8 @@ bool StoreTier::insert_direct(FactId id, std::uint64_t bytes, bool pinned,
     ++stats_.rejected;
     return false;
   }
-  if (used_bytes_ + bytes > capacity_bytes_) {
+  evicting_ = used_bytes_ + bytes > capacity_bytes_;
+  if (evicting_) {
     const DirectPins pins{slots_.data(), view_->unpin_count()};
     do {
       const std::uint32_t v = unpinned_resident_ == 0 ? IdList::kNil : lru_->pick(pins);
@@ -264,6 +265,16 @@ bool StoreTier::insert_direct(FactId id, std::uint64_t bytes, bool pinned,
   slot.pinned = pinned ? 1 : 0;
   lru_->insert(s);
   return true;
+}
+
+void StoreTier::finish_victim_walk(VictimWalk& w) const {
+  while (w.n < w.steps && w.next != IdList::kNil) step_victim_walk(w);
+  for (std::uint32_t i = 0; i < w.n; ++i) {
+    const FactId fact = slots_[w.ids[i]].fact;
+    if ((fact >> 6) < resident_bits_.size()) {
+      __builtin_prefetch(resident_bits_.data() + (fact >> 6), 1);
+    }
+  }
 }
 
 void StoreTier::drop(FactId id, std::uint32_t slot) {
