@@ -178,7 +178,33 @@ class Replica final : public RunView {
   /// Places a fact on the GPU tier, pinned: for `owner`'s layout entry `f` when given and not
   /// yet pinned (it holds the fact at least until the step ends), else until the step ends.
   bool insert_gpu(FactId global, SimTime now, bool use_admission, Request* owner = nullptr,
-                  RequestFact* f = nullptr);
+                  RequestFact* f = nullptr) {
+    if (direct_) return insert_gpu_direct(global, owner, f);
+    return insert_gpu_tiers(global, now, use_admission, owner, f);
+  }
+  /// insert_gpu on a direct replica (inline: it is one call per miss).
+  bool insert_gpu_direct(FactId global, Request* owner, RequestFact* f) {
+    if (f != nullptr && f->pinned) owner = nullptr;
+    // Admits everything: insert and force_insert agree. Inserted as pinned, since it is pinned
+    // at once below: the tier's count of unpinned facts and the slot's flag end as add_pin
+    // leaves them.
+    const FactId local = local_id(global);
+    const bool ok = gpu_->insert_direct(local, fact_store_bytes(facts_.tokens(global).tokens), true,
+                                        plan_.evictions);
+    if (ok) {
+      ++pin_count(local);
+      if (owner != nullptr) {
+        f->pinned = true;
+        owner->pins.push_back(static_cast<std::uint32_t>(local));
+      } else {
+        step_pins_.push_back(local);
+      }
+    }
+    return ok;
+  }
+  /// insert_gpu through the tiers' general calls (a host tier, another policy, admission).
+  bool insert_gpu_tiers(FactId global, SimTime now, bool use_admission, Request* owner,
+                        RequestFact* f);
   /// `async`: on the copy engine (store.host.async_loads), the request's prefill waits for it.
   void promote_from_host(Request& r, RequestFact& f, SimTime now, bool async = false);
   bool loads_pending(const Request& r, SimTime now) const { return r.loads_ready > now; }

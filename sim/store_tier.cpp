@@ -211,15 +211,10 @@ bool StoreTier::force_insert(const CacheEntry& e, SimTime now, std::vector<FactI
   return true;
 }
 
-std::uint32_t StoreTier::take_slot() {
-  if (free_slots_.empty()) {
-    const auto s = static_cast<std::uint32_t>(slots_.size());
-    slots_.emplace_back();
-    if (track_last_access_) slot_last_access_.push_back(kNever);
-    return s;
-  }
-  const std::uint32_t s = free_slots_.back();
-  free_slots_.pop_back();
+std::uint32_t StoreTier::new_slot() {
+  const auto s = static_cast<std::uint32_t>(slots_.size());
+  slots_.emplace_back();
+  if (track_last_access_) slot_last_access_.push_back(kNever);
   return s;
 }
 
@@ -240,9 +235,16 @@ bool StoreTier::insert_direct(FactId id, std::uint64_t bytes, bool pinned,
         ++stats_.rejected;
         return false;
       }
-      INFERSCALE_ASSERT(slots_[v].used && !slots_[v].pinned, "LRU named a pinned victim");
-      const FactId fact = slots_[v].fact;
-      drop(fact, v);
+      Slot& victim = slots_[v];
+      INFERSCALE_ASSERT(victim.used && !victim.pinned, "LRU named a pinned victim");
+      const FactId fact = victim.fact;
+      // drop(fact, v) on a direct tier (slot ids, pins tracked, an unpinned victim), inline.
+      resident_bits_[fact >> 6] &= ~(std::uint64_t{1} << (fact & 63));
+      --resident_count_;
+      --unpinned_resident_;
+      used_bytes_ -= victim.bytes;
+      victim.used = 0;
+      free_slots_.push_back(v);
       lru_->evict(v, pins);
       ++stats_.evictions;
       evicted.push_back(fact);
