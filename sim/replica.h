@@ -213,6 +213,40 @@ class Replica final : public RunView {
   /// plan_encode_job of fact `global` for request `r`'s layout entry `f` (both null: a memory
   /// write); resolve_facts calls it for a request's own facts without queueing a job.
   bool plan_encode(FactId global, Request* r, RequestFact* f, SimTime now, std::uint32_t& budget);
+  /// plan_encode of request `r`'s own miss `f` on a direct replica (no host tier, no
+  /// asynchronous loads, local ids the global ids): the same steps, inline.
+  bool plan_encode_direct(Request& r, RequestFact& f, std::uint32_t& budget) {
+    const FactId global = f.global;
+    if (gpu_->resident(local_id(global))) {  // placed meanwhile (a fact named twice)
+      pin(r, f);
+      --r.pending_encodes;
+      return true;
+    }
+    const FactTokens& info = facts_.tokens(global);
+    const std::uint32_t tokens = info.tokens + info.encode_context_tokens;
+    if (tokens > cfg_.scheduler.max_batch_tokens) encode_too_large(global, tokens);
+    if (tokens > budget) return false;
+    const bool stored = insert_gpu_direct(global, &r, &f);
+    budget -= tokens;
+    FactEncode& enc = plan_.encodes.emplace_back();  // in place (see plan_encode)
+    enc.fact = global;
+    enc.user = r.user;
+    enc.tokens = info.tokens;
+    enc.context_tokens = info.encode_context_tokens;
+    enc.store = stored;
+    if (!stored) {
+      enc.for_request = r.id;
+      enc.position = f.position;
+      enc.prompt_tokens = r.prompt_tokens;
+      f.private_kv = true;
+      ++stats_.private_encodes;
+    }
+    ++stats_.encodes;
+    stats_.encode_tokens += tokens;
+    step_tokens_ += tokens;
+    --r.pending_encodes;
+    return true;
+  }
   [[noreturn]] void encode_too_large(FactId global, std::uint32_t tokens) const;
   std::uint32_t encode_tokens(FactId global) const {
     const FactTokens& t = facts_.tokens(global);

@@ -295,7 +295,7 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
       promote_from_host(r, f, now, async_loads_);
     } else if (f.source == FactSource::kEncoded) {
       ++r.pending_encodes;
-      if (plan_now && plan_encode(f.global, &r, &f, now, budget)) continue;
+      if (plan_now && plan_encode_direct(r, f, budget)) continue;
       plan_now = false;
       request_jobs_.push_back(EncodeJob{f.global, ri, r.id, i});
     }
