@@ -142,7 +142,7 @@ class StoreTier {
   struct VictimWalk {
     static constexpr std::uint32_t kMax = 64;
     std::uint32_t next = IdList::kNil;
-    std::uint32_t steps = 0;  // still to take
+    std::uint32_t steps = 0;  // to take at most
     std::uint32_t n = 0;      // walked
     std::uint32_t ids[kMax];
   };
