@@ -41,6 +41,13 @@ class Lru final : public EvictionPolicy {
     list_.prefetch(list_.next_toward_front(tail));
   }
 
+  /// The id at the back (the next victim but for pins), and the next one toward the front of
+  /// `id`: for a store's walk that starts loading its next victims' records (a hint).
+  std::uint32_t back() const { return list_.back(); }
+  std::uint32_t toward_front(std::uint32_t id) const { return list_.next_toward_front(id); }
+  /// Starts loading `id`'s node (a hint; `id` may be IdList::kNil).
+  void prefetch_node(std::uint32_t id) const { list_.prefetch(id); }
+
   void on_insert(const CacheEntry& e, SimTime) override {
     insert(static_cast<std::uint32_t>(e.id));
   }

@@ -69,6 +69,11 @@ void Replica::enqueue(std::uint32_t ri, SimTime now) {
   auto& u = users_[r.user];
   ++u.in_flight;
   u.last_active = now;
+  // An idle replica admits it at once (the kick that follows): its facts' records, read by
+  // admission, start loading now, while the event loop gets there.
+  if (!busy_ && waiting_.empty()) {
+    for (const FactId g : r.facts) prefetch_fact(g);
+  }
   waiting_.push_back(ri);
 }
 

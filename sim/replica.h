@@ -178,7 +178,33 @@ class Replica final : public RunView {
   /// Places a fact on the GPU tier, pinned: for `owner`'s layout entry `f` when given and not
   /// yet pinned (it holds the fact at least until the step ends), else until the step ends.
   bool insert_gpu(FactId global, SimTime now, bool use_admission, Request* owner = nullptr,
-                  RequestFact* f = nullptr);
+                  RequestFact* f = nullptr) {
+    if (direct_) return insert_gpu_direct(global, owner, f);
+    return insert_gpu_tiers(global, now, use_admission, owner, f);
+  }
+  /// insert_gpu on a direct replica (inline: it is one call per miss).
+  bool insert_gpu_direct(FactId global, Request* owner, RequestFact* f) {
+    if (f != nullptr && f->pinned) owner = nullptr;
+    // Admits everything: insert and force_insert agree. Inserted as pinned, since it is pinned
+    // at once below: the tier's count of unpinned facts and the slot's flag end as add_pin
+    // leaves them.
+    const FactId local = local_id(global);
+    const bool ok = gpu_->insert_direct(local, fact_store_bytes(facts_.tokens(global).tokens), true,
+                                        plan_.evictions);
+    if (ok) {
+      ++pin_count(local);
+      if (owner != nullptr) {
+        f->pinned = true;
+        owner->pins.push_back(static_cast<std::uint32_t>(local));
+      } else {
+        step_pins_.push_back(local);
+      }
+    }
+    return ok;
+  }
+  /// insert_gpu through the tiers' general calls (a host tier, another policy, admission).
+  bool insert_gpu_tiers(FactId global, SimTime now, bool use_admission, Request* owner,
+                        RequestFact* f);
   /// `async`: on the copy engine (store.host.async_loads), the request's prefill waits for it.
   void promote_from_host(Request& r, RequestFact& f, SimTime now, bool async = false);
   bool loads_pending(const Request& r, SimTime now) const { return r.loads_ready > now; }
@@ -187,6 +213,40 @@ class Replica final : public RunView {
   /// plan_encode_job of fact `global` for request `r`'s layout entry `f` (both null: a memory
   /// write); resolve_facts calls it for a request's own facts without queueing a job.
   bool plan_encode(FactId global, Request* r, RequestFact* f, SimTime now, std::uint32_t& budget);
+  /// plan_encode of request `r`'s own miss `f` on a direct replica (no host tier, no
+  /// asynchronous loads, local ids the global ids): the same steps, inline.
+  bool plan_encode_direct(Request& r, RequestFact& f, std::uint32_t& budget) {
+    const FactId global = f.global;
+    if (gpu_->resident(local_id(global))) {  // placed meanwhile (a fact named twice)
+      pin(r, f);
+      --r.pending_encodes;
+      return true;
+    }
+    const FactTokens& info = facts_.tokens(global);
+    const std::uint32_t tokens = info.tokens + info.encode_context_tokens;
+    if (tokens > cfg_.scheduler.max_batch_tokens) encode_too_large(global, tokens);
+    if (tokens > budget) return false;
+    const bool stored = insert_gpu_direct(global, &r, &f);
+    budget -= tokens;
+    FactEncode& enc = plan_.encodes.emplace_back();  // in place (see plan_encode)
+    enc.fact = global;
+    enc.user = r.user;
+    enc.tokens = info.tokens;
+    enc.context_tokens = info.encode_context_tokens;
+    enc.store = stored;
+    if (!stored) {
+      enc.for_request = r.id;
+      enc.position = f.position;
+      enc.prompt_tokens = r.prompt_tokens;
+      f.private_kv = true;
+      ++stats_.private_encodes;
+    }
+    ++stats_.encodes;
+    stats_.encode_tokens += tokens;
+    step_tokens_ += tokens;
+    --r.pending_encodes;
+    return true;
+  }
   [[noreturn]] void encode_too_large(FactId global, std::uint32_t tokens) const;
   std::uint32_t encode_tokens(FactId global) const {
     const FactTokens& t = facts_.tokens(global);
@@ -276,7 +336,8 @@ class Replica final : public RunView {
   /// one whose lines are still in the cache (its own, in the pool since its arrival, are not).
   std::vector<std::vector<RequestFact>> spare_layouts_;
   std::vector<std::vector<std::uint32_t>> spare_pins_;
-  std::uint64_t unpins_ = 0;  // pins that dropped to zero (RunView::unpin_count)
+  std::uint64_t unpins_ = 0;        // pins that dropped to zero (RunView::unpin_count)
+  std::uint32_t last_encodes_ = 0;  // misses to encode of the last request resolved (direct)
   UserMap<UserState> users_;
 
   std::deque<std::uint32_t> waiting_;

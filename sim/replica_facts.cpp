@@ -43,6 +43,10 @@ void Replica::warm_insert(FactId global) {
   if (gpu_->resident(local)) return;
   warm_.push_back(global);
   evicted_.clear();
+  if (direct_) {  // insert() on a direct tier, nothing pinned yet
+    gpu_->insert_direct(local, fact_store_bytes(facts_.tokens(global).tokens), false, evicted_);
+    return;
+  }
   const bool placed = gpu_->insert(entry(global, local, 0), 0, &evicted_);
   if (!host_) return;
   // What the GPU tier does not keep goes to the host tier, as it would have over time.
@@ -115,6 +119,8 @@ void Replica::unpin_all(Request& r) {
     __builtin_prefetch(&pin_count(l), 1);
     gpu_->prefetch_pin(l);
   }
+  // Then the slot records those name (only the first read of a slot id waits).
+  for (const std::uint32_t l : r.pins) gpu_->prefetch_pin_slot(l);
   for (const std::uint32_t l : r.pins) {
     INFERSCALE_ASSERT(pin_count(l) > 0, "pin count underflow");
     unpin(l);
@@ -122,27 +128,10 @@ void Replica::unpin_all(Request& r) {
   r.pins.clear();
 }
 
-bool Replica::insert_gpu(FactId global, SimTime now, bool use_admission, Request* owner,
-                         RequestFact* f) {
+bool Replica::insert_gpu_tiers(FactId global, SimTime now, bool use_admission, Request* owner,
+                               RequestFact* f) {
   const FactId local = local_id(global);
   if (f != nullptr && f->pinned) owner = nullptr;
-  if (direct_) {
-    // Admits everything: insert and force_insert agree. Inserted as pinned, since it is pinned
-    // at once below: the tier's count of unpinned facts and the slot's flag end as add_pin
-    // leaves them.
-    const bool ok = gpu_->insert_direct(local, fact_store_bytes(facts_.tokens(global).tokens), true,
-                                        plan_.evictions);
-    if (ok) {
-      ++pin_count(local);
-      if (owner != nullptr) {
-        f->pinned = true;
-        owner->pins.push_back(static_cast<std::uint32_t>(local));
-      } else {
-        step_pins_.push_back(local);
-      }
-    }
-    return ok;
-  }
   evicted_.clear();
   const CacheEntry e = entry(global, local, now);
   const bool ok =
@@ -237,8 +226,16 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
   r.layout.clear();
   r.layout.reserve(r.facts.size());
   r.loads_ready = 0;
+  std::uint32_t encodes = 0;  // misses to encode
+  std::uint32_t gpu_hits = 0, host_hits = 0, misses = 0;
+  const FactSource miss_source =
+      s.miss_path == MissPath::kEncode ? FactSource::kEncoded : FactSource::kText;
   // The facts' records are far apart: start every miss before the loop waits on the first.
   for (const FactId g : r.facts) prefetch_fact(g);
+  // The victims of this request's misses, expected as many as the last request's, walked one
+  // step a fact below.
+  StoreTier::VictimWalk walk;
+  if (direct_) gpu_->start_victim_walk(walk, last_encodes_ + last_encodes_ / 4 + 2);
   for (const FactId g : r.facts) {
     RequestFact& f = r.layout.emplace_back();  // in place, as in plan_encode_job
     f.global = static_cast<std::uint32_t>(g);
@@ -249,18 +246,19 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
       f.source = FactSource::kText;
     } else {
       f.local = static_cast<std::uint32_t>(local_id(g));
+      if (direct_) gpu_->step_victim_walk(walk);
       __builtin_prefetch(&pin_count(f.local));  // pinned or placed below
       if (direct_ ? gpu_->lookup_direct(f.local, fact_store_bytes(f.tokens))
                   : gpu_->lookup(entry(g, f.local, now), now)) {
         f.source = FactSource::kGpuHit;
         if (async_loads_) r.loads_ready = std::max(r.loads_ready, async_ready_[f.local]);
-        if (first_admission) ++r.gpu_hits;
+        ++gpu_hits;
       } else if (host_ && host_->lookup(entry(g, f.local, now), now)) {
         f.source = FactSource::kHostHit;
-        if (first_admission) ++r.host_hits;
+        ++host_hits;
       } else {
-        if (first_admission) ++r.misses;
-        f.source = s.miss_path == MissPath::kEncode ? FactSource::kEncoded : FactSource::kText;
+        ++misses;
+        f.source = miss_source;
       }
     }
     if (f.source == FactSource::kText) {
@@ -270,6 +268,19 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
     }
   }
   r.prompt_tokens = pos + s.footer_tokens + r.query_tokens;  // per-request loads name it
+  if (first_admission) {
+    r.gpu_hits += gpu_hits;
+    r.host_hits += host_hits;
+    r.misses += misses;
+  }
+  if (miss_source == FactSource::kEncoded) encodes = misses;
+  // Each miss is placed on a full store below, evicting from the LRU tail: the walk started
+  // above has been loading its victims' records.
+  if (direct_) {
+    walk.steps = std::min(encodes + encodes / 4 + 1, StoreTier::VictimWalk::kMax);
+    gpu_->finish_victim_walk(walk);
+    last_encodes_ = encodes;
+  }
   // Then pins (the layout vector no longer moves): every GPU hit before any load, since a load
   // may evict to make room and must not take a fact this request is about to inject.
   for (RequestFact& f : r.layout) {
@@ -284,7 +295,7 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
       promote_from_host(r, f, now, async_loads_);
     } else if (f.source == FactSource::kEncoded) {
       ++r.pending_encodes;
-      if (plan_now && plan_encode(f.global, &r, &f, now, budget)) continue;
+      if (plan_now && plan_encode_direct(r, f, budget)) continue;
       plan_now = false;
       request_jobs_.push_back(EncodeJob{f.global, ri, r.id, i});
     }

@@ -211,15 +211,10 @@ bool StoreTier::force_insert(const CacheEntry& e, SimTime now, std::vector<FactI
   return true;
 }
 
-std::uint32_t StoreTier::take_slot() {
-  if (free_slots_.empty()) {
-    const auto s = static_cast<std::uint32_t>(slots_.size());
-    slots_.emplace_back();
-    if (track_last_access_) slot_last_access_.push_back(kNever);
-    return s;
-  }
-  const std::uint32_t s = free_slots_.back();
-  free_slots_.pop_back();
+std::uint32_t StoreTier::new_slot() {
+  const auto s = static_cast<std::uint32_t>(slots_.size());
+  slots_.emplace_back();
+  if (track_last_access_) slot_last_access_.push_back(kNever);
   return s;
 }
 
@@ -231,7 +226,8 @@ bool StoreTier::insert_direct(FactId id, std::uint64_t bytes, bool pinned,
     ++stats_.rejected;
     return false;
   }
-  if (used_bytes_ + bytes > capacity_bytes_) {
+  evicting_ = used_bytes_ + bytes > capacity_bytes_;
+  if (evicting_) {
     const DirectPins pins{slots_.data(), view_->unpin_count()};
     do {
       const std::uint32_t v = unpinned_resident_ == 0 ? IdList::kNil : lru_->pick(pins);
@@ -239,9 +235,16 @@ bool StoreTier::insert_direct(FactId id, std::uint64_t bytes, bool pinned,
         ++stats_.rejected;
         return false;
       }
-      INFERSCALE_ASSERT(slots_[v].used && !slots_[v].pinned, "LRU named a pinned victim");
-      const FactId fact = slots_[v].fact;
-      drop(fact, v);
+      Slot& victim = slots_[v];
+      INFERSCALE_ASSERT(victim.used && !victim.pinned, "LRU named a pinned victim");
+      const FactId fact = victim.fact;
+      // drop(fact, v) on a direct tier (slot ids, pins tracked, an unpinned victim), inline.
+      resident_bits_[fact >> 6] &= ~(std::uint64_t{1} << (fact & 63));
+      --resident_count_;
+      --unpinned_resident_;
+      used_bytes_ -= victim.bytes;
+      victim.used = 0;
+      free_slots_.push_back(v);
       lru_->evict(v, pins);
       ++stats_.evictions;
       evicted.push_back(fact);
@@ -264,6 +267,16 @@ bool StoreTier::insert_direct(FactId id, std::uint64_t bytes, bool pinned,
   slot.pinned = pinned ? 1 : 0;
   lru_->insert(s);
   return true;
+}
+
+void StoreTier::finish_victim_walk(VictimWalk& w) const {
+  while (w.n < w.steps && w.next != IdList::kNil) step_victim_walk(w);
+  for (std::uint32_t i = 0; i < w.n; ++i) {
+    const FactId fact = slots_[w.ids[i]].fact;
+    if ((fact >> 6) < resident_bits_.size()) {
+      __builtin_prefetch(resident_bits_.data() + (fact >> 6), 1);
+    }
+  }
 }
 
 void StoreTier::drop(FactId id, std::uint32_t slot) {

@@ -107,6 +107,11 @@ class StoreTier {
   void prefetch_pin(FactId id) const {
     if (slots_on_ && id < slot_of_.size()) __builtin_prefetch(slot_of_.data() + id);
   }
+  /// The second stage of prefetch_pin, once its line has had time to arrive: the slot record
+  /// that on_pinned/on_unpinned of a resident `id` write.
+  void prefetch_pin_slot(FactId id) const {
+    if (slots_on_ && resident(id)) __builtin_prefetch(slots_.data() + slot_of_[id], 1);
+  }
   /// Whether the policy is given slot ids (EvictionPolicy::slot_ids).
   bool slot_ids() const { return slots_on_; }
   /// Whether lookup_direct and insert_direct may be used: the eviction policy is the built-in
@@ -118,12 +123,48 @@ class StoreTier {
   bool lookup_direct(FactId id, std::uint64_t bytes) {
     ++stats_.lookups;
     stats_.lookup_bytes += bytes;
-    if (!resident(id)) return false;
+    if (!resident(id)) {
+      // A miss is usually inserted soon: the line insert_direct writes starts loading now (a
+      // store to a line not in the cache holds up every later store until it arrives).
+      if (id < slot_of_.size()) __builtin_prefetch(slot_of_.data() + id, 1);
+      return false;
+    }
     ++stats_.hits;
     stats_.hit_bytes += bytes;
     lru_->hit(slot_of_[id]);
     return true;
   }
+  /// A walk from the LRU tail of a direct tier that starts loading its next victims' records
+  /// (slots, list nodes, then residency words), so that a run of insertions finds them in the
+  /// cache instead of waiting on each in turn. Each step reads the node the step before it
+  /// started loading: a loop with work of its own takes one step an iteration, and the chain of
+  /// node reads overlaps that work. A hint: it changes nothing.
+  struct VictimWalk {
+    static constexpr std::uint32_t kMax = 64;
+    std::uint32_t next = IdList::kNil;
+    std::uint32_t steps = 0;  // to take at most
+    std::uint32_t n = 0;      // walked
+    std::uint32_t ids[kMax];
+  };
+  /// Starts a walk of up to `steps` victims; none when the last direct insertion evicted
+  /// nothing (the tier is not full).
+  void start_victim_walk(VictimWalk& w, std::uint32_t steps) const {
+    w.n = 0;
+    w.steps = evicting_ ? std::min(steps, VictimWalk::kMax) : 0;
+    w.next = w.steps > 0 && unpinned_resident_ != 0 ? lru_->back() : IdList::kNil;
+    lru_->prefetch_node(w.next);
+  }
+  void step_victim_walk(VictimWalk& w) const {
+    if (w.n == w.steps || w.next == IdList::kNil) return;
+    const std::uint32_t i = w.next;
+    w.ids[w.n++] = i;
+    __builtin_prefetch(slots_.data() + i, 1);
+    w.next = lru_->toward_front(i);
+    lru_->prefetch_node(w.next);
+  }
+  /// Takes the walk's remaining steps, then starts loading the walked victims' residency words
+  /// (drop writes them).
+  void finish_victim_walk(VictimWalk& w) const;
   /// insert() on a direct tier, of a fact of `bytes` that is `pinned` (RunView::pinned) now.
   /// Evicted ids are appended to `evicted`.
   bool insert_direct(FactId id, std::uint64_t bytes, bool pinned, std::vector<FactId>& evicted);
@@ -231,8 +272,15 @@ class StoreTier {
     std::uint64_t unpin_count() const { return unpins; }
     void prefetch(std::uint32_t slot) const { __builtin_prefetch(slots + slot); }
   };
-  /// The slot of a new resident fact.
-  std::uint32_t take_slot();
+  /// The slot of a new resident fact: the one freed last (inline: an insertion usually takes
+  /// the slot its eviction freed), else a new one.
+  std::uint32_t take_slot() {
+    if (free_slots_.empty()) return new_slot();
+    const std::uint32_t s = free_slots_.back();
+    free_slots_.pop_back();
+    return s;
+  }
+  std::uint32_t new_slot();
 
   std::string name_, eviction_name_;
   std::uint64_t capacity_bytes_;
@@ -240,6 +288,7 @@ class StoreTier {
   std::unique_ptr<AdmissionPolicy> admission_;
   Lru* lru_ = nullptr;          // the eviction policy, when it is the built-in LRU with slot ids
   bool ask_admission_ = false;  // an admission policy that does not admit everything
+  bool evicting_ = false;       // the last insert_direct evicted (start_victim_walk)
   const RunView* view_ = nullptr;
   // Residency is a bitmap (1M facts: 128 KiB, cache-resident), so a lookup touches no per-fact
   // memory of the tier; bytes (dictionary-coded) are read on eviction, last access only for
