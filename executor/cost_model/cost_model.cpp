@@ -59,6 +59,7 @@ StepWork CostModel::work(const BatchPlan& plan) const {
   double prefill_tokens = 0, decode_tokens = 0, encode_tokens = 0;
   double attention_flops = 0, hbm_bytes = 0, inject_bytes = 0, pcie_bytes = 0, encodes = 0;
   double samples = 0;
+  std::uint64_t inject_tokens = 0;
   for (const auto& p : plan.prefills) {
     const double n = p.computed_now, past = p.present_tokens;
     prefill_tokens += n;
@@ -68,7 +69,23 @@ StepWork CostModel::work(const BatchPlan& plan) const {
     if (p.first_chunk) {
       for (auto i = p.facts_begin; i < p.facts_end; ++i) {
         const auto& f = plan.prompt_facts[i];
-        if (f.inject) inject_bytes += 2.0 * f.tokens * kv_bytes_;
+        inject_tokens += f.inject ? f.tokens : 0;
+      }
+    }
+  }
+  if (inject_tokens > 0) {
+    // Each fact's term is an integer, so below 2^53 one product of the summed tokens is the
+    // per-fact sum bit for bit (as for the decodes below).
+    const double total = 2.0 * double(inject_tokens) * kv_bytes_;
+    if (total < kExactDoubleBound && double(inject_tokens) < kExactDoubleBound) {
+      inject_bytes = total;
+    } else {
+      for (const auto& p : plan.prefills) {
+        if (!p.first_chunk) continue;
+        for (auto i = p.facts_begin; i < p.facts_end; ++i) {
+          const auto& f = plan.prompt_facts[i];
+          if (f.inject) inject_bytes += 2.0 * f.tokens * kv_bytes_;
+        }
       }
     }
   }
@@ -94,12 +111,34 @@ StepWork CostModel::work(const BatchPlan& plan) const {
     decode_tokens = n;
     samples += n;
   }
-  for (const auto& e : plan.encodes) {
-    const double n = double(e.tokens) + e.context_tokens;
-    encode_tokens += n;
-    attention_flops += model_.attention_flops(n, 0);
-    hbm_bytes += e.tokens * kv_bytes_;
-    encodes += 1;
+  if (!plan.encodes.empty()) {
+    // Integer terms again: attention_flops(n, 0) is attention_flops(1, 0) / 2 * n * (n + 1).
+    // With n below 2^26 and fewer than 2^11 encodes the integer sums cannot wrap.
+    std::uint64_t stored_tokens = 0, computed_tokens = 0, pairs = 0, any_n = 0;
+    for (const auto& e : plan.encodes) {
+      const std::uint64_t n = std::uint64_t(e.tokens) + e.context_tokens;
+      stored_tokens += e.tokens;
+      computed_tokens += n;
+      pairs += n * (n + 1);
+      any_n |= n;
+    }
+    const double attention = attention_flops + 0.5 * decode_attention_flops_ * double(pairs);
+    const double hbm = hbm_bytes + double(stored_tokens) * kv_bytes_;
+    if (any_n < (1u << 26) && plan.encodes.size() < (1u << 11) && attention < kExactDoubleBound &&
+        hbm < kExactDoubleBound) {
+      attention_flops = attention;
+      hbm_bytes = hbm;
+      encode_tokens = double(computed_tokens);
+      encodes = double(plan.encodes.size());
+    } else {
+      for (const auto& e : plan.encodes) {
+        const double n = double(e.tokens) + e.context_tokens;
+        encode_tokens += n;
+        attention_flops += model_.attention_flops(n, 0);
+        hbm_bytes += e.tokens * kv_bytes_;
+        encodes += 1;
+      }
+    }
   }
   for (const auto& l : plan.loads) pcie_bytes += double(l.bytes);
   for (const auto& o : plan.offloads) pcie_bytes += double(o.bytes);

@@ -207,6 +207,51 @@ TEST_CASE("cost model: a step's count and price are the per-item ones, bit for b
     check_same(CostModel(big, h200_rates()).work(plan), reference_work(big, plan));
     check_plans(big, h200_rates(), 4000000000u, 300);
   }
+  SECTION("inject sums past 2^53 fall back to the per-fact loop") {
+    ModelConfig wide = m;
+    wide.layers = 1;
+    wide.head_dim = 1;
+    wide.dtype_bytes = 1;
+    wide.kv_heads = (1u << 31) - 1;  // odd: the terms' low bits survive, the sums round
+    BatchPlan plan;
+    PrefillItem p;
+    p.computed_now = 16;
+    p.first_chunk = true;
+    for (std::uint32_t i = 0; i < 8; ++i) {
+      plan.prompt_facts.push_back(PromptFact{i, 3000001 + 3 * i, 0, true, false});
+    }
+    p.facts_end = 8;
+    plan.prefills.push_back(p);
+    const StepWork ref = reference_work(wide, plan);
+    REQUIRE(ref.inject_bytes > 0x1p53);
+    // One product of the summed tokens rounds otherwise than the per-fact sum here.
+    REQUIRE(ref.inject_bytes != 2.0 * (8 * 3000001.0 + 84) * double(wide.kv_bytes_per_token()));
+    check_same(CostModel(wide, h200_rates()).work(plan), ref);
+    // The encodes' KV bytes likewise.
+    BatchPlan encodes;
+    double stored_tokens = 0;
+    for (std::uint32_t i = 0; i < 8; ++i) {
+      encodes.encodes.push_back(FactEncode{i, 0, 3000001 + 3 * i, 100, true});
+      stored_tokens += 3000001 + 3 * i;
+    }
+    const StepWork encode_ref = reference_work(wide, encodes);
+    REQUIRE(encode_ref.hbm_bytes > 0x1p53);
+    REQUIRE(encode_ref.hbm_bytes !=
+            stored_tokens * double(wide.kv_bytes_per_token()) + double(wide.weight_bytes()));
+    check_same(CostModel(wide, h200_rates()).work(encodes), encode_ref);
+    check_plans(wide, h200_rates(), 200000, 300);
+  }
+  SECTION("encodes of more than 2^26 tokens fall back to the per-encode loop") {
+    ModelConfig tiny = m;
+    tiny.layers = 1;
+    tiny.heads = 1;
+    tiny.head_dim = 1;
+    tiny.kv_heads = 1;
+    BatchPlan plan;
+    plan.encodes.push_back(FactEncode{1, 0, 1u << 26, 0, true});
+    plan.encodes.push_back(FactEncode{2, 0, 3, 1u << 27, true});
+    check_same(CostModel(tiny, h200_rates()).work(plan), reference_work(tiny, plan));
+  }
   SECTION("zero and infinite rates") {
     CostRates zero = h200_rates();
     zero.pcie_bytes_per_s = 0;
