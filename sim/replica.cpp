@@ -208,8 +208,11 @@ SimTime Replica::start_step(SimTime now) {
   // 1. One decode token per running request past its prefill; preempt on a full KV pool.
   // Every request this loop does not reach is preempted, or the budget is spent: when it saw
   // none still in its prefill, step 3 has nothing to do.
+  // The decodes are counted locally and charged to the budget after the loop: the member
+  // counters would be stored back at every decode (a Request's fields may alias them).
   bool prefilling = false;
-  for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
+  std::uint32_t decodes = 0;
+  for (std::size_t i = 0; i < running_.size() && decodes < budget; ++i) {
     const std::uint32_t ri = running_[i];
     Request& r = pool_[ri];
     if (!r.prefill_done()) {
@@ -228,9 +231,10 @@ SimTime Replica::start_step(SimTime now) {
     }
     plan_.decodes.push_back(DecodeItem{r.id, r.context});
     items_.push_back(StepItem{ri, 0, true, false});
-    --budget;
-    ++step_tokens_;
+    ++decodes;
   }
+  budget -= decodes;
+  step_tokens_ += decodes;
   // 2. Fact encodes that admitted requests wait for (FIFO).
   while (!request_jobs_.empty() && plan_encode_job(request_jobs_.front(), now, budget)) {
     request_jobs_.pop_front();
@@ -430,25 +434,19 @@ void Replica::finish_step(SimTime now, std::vector<std::uint32_t>& finished) {
   step_pins_.clear();
   for (const StepItem& item : items_) {
     Request& r = pool_[item.request];
-    bool produced = false;
     if (item.decode) {
       r.context += 1;
-      r.generated += 1;
-      produced = true;
+      if (++r.generated < r.output_tokens) continue;
     } else {
       r.computed_done += item.tokens;
       r.context += item.tokens;
-      if (item.last_chunk) {
-        r.generated += 1;
-        if (r.first_token < 0) r.first_token = now;
-        produced = true;
-      }
+      if (!item.last_chunk) continue;
+      if (r.first_token < 0) r.first_token = now;
+      if (++r.generated < r.output_tokens) continue;
     }
-    if (produced && r.generated >= r.output_tokens) {
-      r.finish = now;
-      release_request(item.request);
-      finished.push_back(item.request);
-    }
+    r.finish = now;
+    release_request(item.request);
+    finished.push_back(item.request);
   }
   items_.clear();
 }
