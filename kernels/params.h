@@ -132,8 +132,8 @@ struct SkinnyGemmParams {
   std::int32_t splits = 1;
   float* workspace = nullptr;
   std::uint32_t* counters = nullptr;
-  // Which of the kernel's shapes runs (kSkinnyGemmVariants of them); -1: the default for the
-  // product's shape (skinny_gemm_default_variant). Set it before asking for splits or counters.
+  // Which of the kernel's shapes runs (kSkinnyGemmVariants of them); -1: the default
+  // (kSkinnyGemmDefaultVariant). Set it before asking for splits or counters.
   std::int32_t variant = -1;
 };
 

@@ -60,17 +60,16 @@ __global__ void __launch_bounds__(kThreads, MINB) skinny_gemm_kernel(SkinnyGemmP
 
   // This lane's 16-byte column of its operand rows at chunk 0: weight row n0 + g (the n-tiles
   // nt * 8 rows further), x rows g and g + 8 of each m-tile (16 and 8 rows further). Rows past
-  // the end read row 0 and count as zero.
+  // the end are not read and count as zero.
   const uint4* wbase = reinterpret_cast<const uint4*>(w + t * 8);
   const uint4* xbase = reinterpret_cast<const uint4*>(x + t * 8);
   const std::int64_t wstep = p.w_stride / 8, xstep = p.x_stride / 8;  // uint4s per row
   std::uint32_t wlive = 0, xlive = 0;                                 // bit nt / bit 2 mt + h
-  std::int64_t wrow0 = 0;
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
     if (n0 + nt * 8 + g < p.n) wlive |= 1u << nt;
   }
-  wrow0 = (n0 + g) * wstep;
+  const std::int64_t wrow0 = (n0 + g) * wstep;
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
@@ -229,7 +228,7 @@ cudaError_t launch_dtype(const SkinnyGemmParams& p, int variant, cudaStream_t st
 
 /// The variant a launch of `p` runs.
 int resolved(const SkinnyGemmParams& p) {
-  return p.variant >= 0 ? p.variant : skinny_gemm_default_variant(p.rows, p.n, p.k);
+  return p.variant >= 0 ? p.variant : kSkinnyGemmDefaultVariant;
 }
 
 std::int64_t block_cols(const SkinnyGemmParams& p) {
@@ -237,10 +236,6 @@ std::int64_t block_cols(const SkinnyGemmParams& p) {
 }
 
 }  // namespace
-
-int skinny_gemm_default_variant(std::int64_t /*rows*/, std::int64_t /*n*/, std::int64_t /*k*/) {
-  return 0;
-}
 
 bool skinny_gemm_supported(const SkinnyGemmParams& p) {
   if (p.variant < -1 || p.variant >= kSkinnyGemmVariants) return false;

@@ -19,8 +19,8 @@ inline constexpr std::int64_t kSkinnyGemmMaxRows = 32;
 /// variant computes the same sums in the same order per warp.
 inline constexpr int kSkinnyGemmVariants = 8;
 
-/// The variant a launch with `variant` -1 runs for this product's shape.
-int skinny_gemm_default_variant(std::int64_t rows, std::int64_t n, std::int64_t k);
+/// The variant a launch with `variant` -1 runs (the fastest of them on most products measured).
+inline constexpr int kSkinnyGemmDefaultVariant = 0;
 
 /// Whether skinny_gemm_launch() takes `p`: 16-bit dtype, 1 .. kSkinnyGemmMaxRows rows, k a
 /// positive multiple of 32, x and w 16-byte aligned with strides multiple of 8 elements;

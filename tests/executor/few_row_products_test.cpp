@@ -26,7 +26,7 @@ struct Run {
 enum class Path { kLibtorch, kSkinny, kTuned, kPrefetch };
 
 /// A prefill of `requests` prompts, then 4 decode steps of all of them.
-Run skinny_run(Path path, int requests) {
+Run run_path(Path path, int requests) {
   GpuExecutorOptions o = gpu_bf16_options(11);
   o.skinny_gemm.enabled = path == Path::kSkinny;
   o.gemm_tune.enabled = path == Path::kTuned;
@@ -78,7 +78,7 @@ TEST_CASE("skinny products give cuBLAS's logits within rounding, only for steps 
   // to cuBLAS except the LM head's (3 sampled rows); decode steps (3 rows) are skinny.
   for (const int requests : {1, 3}) {
     INFO(requests << " requests");
-    const Run on = skinny_run(Path::kSkinny, requests), off = skinny_run(Path::kLibtorch, requests);
+    const Run on = run_path(Path::kSkinny, requests), off = run_path(Path::kLibtorch, requests);
     CHECK(off.prefill.skinny == 0);
     CHECK(off.decodes.skinny == 0);
     CHECK(on.decodes.skinny == 4 * per_forward);
@@ -102,7 +102,7 @@ TEST_CASE("tuned cuBLASLt products give libtorch's logits within rounding, for s
   // (forced), so nothing of those steps falls back.
   for (const int requests : {1, 3}) {
     INFO(requests << " requests");
-    const Run on = skinny_run(Path::kTuned, requests), off = skinny_run(Path::kLibtorch, requests);
+    const Run on = run_path(Path::kTuned, requests), off = run_path(Path::kLibtorch, requests);
     CHECK(off.prefill.tuned == 0);
     CHECK(on.decodes.tuned == 4 * per_forward);
     CHECK(on.decodes.blas == 0);
@@ -115,8 +115,7 @@ TEST_CASE("L2 prefetches of the O weights leave every step's logits bit-identica
   if (!cuda_ops_available()) INFERSCALE_SKIP("no CUDA device");
   for (const int requests : {1, 3}) {
     INFO(requests << " requests");
-    const Run on = skinny_run(Path::kPrefetch, requests),
-              off = skinny_run(Path::kLibtorch, requests);
+    const Run on = run_path(Path::kPrefetch, requests), off = run_path(Path::kLibtorch, requests);
     REQUIRE(on.logits.size() == off.logits.size());
     for (std::size_t i = 0; i < on.logits.size(); ++i) {
       INFO("step " << i);
