@@ -3,12 +3,15 @@
 // pool, rotates K with the shared RowChunk routine, and writes both into the cache.
 #include "kernels/device_utils.cuh"
 #include "kernels/inject.cuh"
+#include "kernels/launch.cuh"
 
 namespace inferscale {
 namespace {
 
 template <typename T, int V>
 __global__ void kv_inject_kernel(InjectParams p) {
+  device::wait_for_prior_grids();  // the step's index arrays
+  device::allow_dependent_grids();
   const int t = blockIdx.x;
   const int half = p.head_dim / 2;
   const int chunks = p.head_dim / (2 * V);
@@ -57,12 +60,8 @@ struct InjectLaunch {
     int ys = (items + block - 1) / block;
     if (ys > 65535) ys = 65535;
     const dim3 grid(unsigned(p.tokens), unsigned(ys));
-    if (vec) {
-      kv_inject_kernel<T, kV><<<grid, block, 0, stream>>>(p);
-    } else {
-      kv_inject_kernel<T, 1><<<grid, block, 0, stream>>>(p);
-    }
-    return cudaGetLastError();
+    return device::launch_kernel(vec ? kv_inject_kernel<T, kV> : kv_inject_kernel<T, 1>, grid,
+                                 dim3(unsigned(block)), 0, stream, p);
   }
 };
 

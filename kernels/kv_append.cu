@@ -4,12 +4,15 @@
 // 1 / rms; the few blocks of a token repeat that reduction rather than launch another kernel.
 #include "kernels/device_utils.cuh"
 #include "kernels/kv_append.cuh"
+#include "kernels/launch.cuh"
 
 namespace inferscale {
 namespace {
 
 template <typename T, int V>
 __global__ void kv_append_kernel(KvAppendParams p) {
+  device::wait_for_prior_grids();  // the QKV product and the step's index arrays
+  device::allow_dependent_grids();
   const int t = blockIdx.x;
   const int half = p.head_dim / 2;
   const int chunks = p.head_dim / (2 * V);
@@ -76,12 +79,8 @@ struct KvAppendLaunch {
     int ys = (items + block - 1) / block;
     if (ys > 65535) ys = 65535;
     const dim3 grid(unsigned(p.tokens), unsigned(ys));
-    if (vec) {
-      kv_append_kernel<T, kV><<<grid, block, 0, stream>>>(p);
-    } else {
-      kv_append_kernel<T, 1><<<grid, block, 0, stream>>>(p);
-    }
-    return cudaGetLastError();
+    return device::launch_kernel(vec ? kv_append_kernel<T, kV> : kv_append_kernel<T, 1>, grid,
+                                 dim3(unsigned(block)), 0, stream, p);
   }
 };
 

@@ -4,6 +4,7 @@
 // up by it. Decode-sized batches give each thread one vector (more blocks in flight); larger ones
 // four, so that a row's residual is re-read by fewer blocks.
 #include "kernels/device_utils.cuh"
+#include "kernels/launch.cuh"
 #include "kernels/silu_mul.cuh"
 
 namespace inferscale {
@@ -32,6 +33,7 @@ __device__ __forceinline__ void silu_mul_vec(const SiluMulParams& p, std::int64_
 
 template <typename T, int V>
 __global__ void silu_mul_kernel(SiluMulParams p) {
+  device::wait_for_prior_grids();  // the gate/up product
   const std::int64_t per_row = p.cols / V;
   const std::int64_t total = p.rows * per_row;
   for (std::int64_t idx = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
@@ -42,6 +44,7 @@ __global__ void silu_mul_kernel(SiluMulParams p) {
 
 template <typename T, int V>
 __global__ void silu_mul_scaled_kernel(SiluMulParams p) {
+  device::wait_for_prior_grids();  // the gate/up product and the residual
   const std::int64_t r = blockIdx.x;
   const float s = device::block_rms_scale<T>(p.norm, r);
   const std::int64_t per_row = p.cols / V;
@@ -64,20 +67,13 @@ struct SiluMulLaunch {
       std::int64_t ys = (per_row + kBlock * per_thread - 1) / (kBlock * per_thread);
       if (ys > 65535) ys = 65535;
       const dim3 grid(unsigned(p.rows), unsigned(ys));
-      if (vec) {
-        silu_mul_scaled_kernel<T, kV><<<grid, kBlock, 0, stream>>>(p);
-      } else {
-        silu_mul_scaled_kernel<T, 1><<<grid, kBlock, 0, stream>>>(p);
-      }
-      return cudaGetLastError();
+      return device::launch_kernel(
+          vec ? silu_mul_scaled_kernel<T, kV> : silu_mul_scaled_kernel<T, 1>, grid, dim3(kBlock), 0,
+          stream, p);
     }
-    if (vec) {
-      silu_mul_kernel<T, kV>
-          <<<device::grid_for(p.rows * (p.cols / kV), kBlock), kBlock, 0, stream>>>(p);
-    } else {
-      silu_mul_kernel<T, 1><<<device::grid_for(p.rows * p.cols, kBlock), kBlock, 0, stream>>>(p);
-    }
-    return cudaGetLastError();
+    return device::launch_kernel(vec ? silu_mul_kernel<T, kV> : silu_mul_kernel<T, 1>,
+                                 dim3(device::grid_for(p.rows * (p.cols / v), kBlock)),
+                                 dim3(kBlock), 0, stream, p);
   }
 };
 

@@ -21,6 +21,7 @@
 #include <type_traits>
 
 #include "kernels/device_utils.cuh"
+#include "kernels/launch.cuh"
 #include "kernels/mma.cuh"
 #include "kernels/split_kv_attention.cuh"
 #include "kernels/split_kv_plan.h"
@@ -108,6 +109,8 @@ __global__ void __launch_bounds__(kThreads)
   T* ks = qs + TILE_ROWS * LD;         // [2][kTileKeys][LD]
   T* vs = ks + 2 * kTileKeys * LD;     // [2][kTileKeys][LD]
 
+  device::wait_for_prior_grids();  // q, the cache rows kv_append wrote, the index arrays
+  device::allow_dependent_grids();
   const int seg = int(blockIdx.z) / p.kv_heads, g = int(blockIdx.z) % p.kv_heads;
   const int group = p.heads / p.kv_heads;
   const int q0 = p.cu_q[seg];
@@ -337,7 +340,8 @@ __global__ void __launch_bounds__(kThreads)
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads)
     split_kv_combine_kernel(const SplitKvAttentionParams p) {
-  constexpr int E = D / 32;  // values per lane: 2 or 4
+  constexpr int E = D / 32;        // values per lane: 2 or 4
+  device::wait_for_prior_grids();  // the partials
   const std::int64_t th = std::int64_t(p.tokens) * p.heads;
   const std::int64_t row = std::int64_t(blockIdx.x) * kSplitKvWarps + (threadIdx.x >> 5);
   const int lane = int(threadIdx.x) & 31;
@@ -428,8 +432,8 @@ cudaError_t launch_main(const SplitKvAttentionParams& p, cudaStream_t stream) {
   if (prepared != cudaSuccess) return prepared;
   const dim3 grid(unsigned(p.plan.row_tiles), unsigned(p.plan.splits),
                   unsigned(p.segments * p.kv_heads));
-  split_kv_attention_kernel<T, D, WM><<<grid, kThreads, smem, stream>>>(p);
-  return cudaGetLastError();
+  return device::launch_kernel(split_kv_attention_kernel<T, D, WM>, grid, dim3(kThreads),
+                               std::size_t(smem), stream, p);
 }
 
 template <typename T, int D>
@@ -449,8 +453,8 @@ cudaError_t launch_all(const SplitKvAttentionParams& p, cudaStream_t stream) {
   if (err != cudaSuccess || p.plan.direct()) return err;
   const std::int64_t rows = std::int64_t(p.tokens) * p.heads;
   const unsigned blocks = unsigned((rows + kSplitKvWarps - 1) / kSplitKvWarps);
-  split_kv_combine_kernel<T, D><<<blocks, kThreads, 0, stream>>>(p);
-  return cudaGetLastError();
+  return device::launch_kernel(split_kv_combine_kernel<T, D>, dim3(blocks), dim3(kThreads), 0,
+                               stream, p);
 }
 
 template <typename T>

@@ -251,7 +251,10 @@ class CopyEngine {
     lane.since_mark += bytes;
     if (lane.since_mark >= mark_bytes_) {
       lane.since_mark = 0;
-      INFERSCALE_CUDA_CHECK(cudaEventCreateWithFlags(mark, cudaEventDisableTiming));
+      // Blocking sync: the lane's thread sleeps in cudaEventSynchronize instead of spinning in
+      // the driver beside the executor thread's launches.
+      INFERSCALE_CUDA_CHECK(
+          cudaEventCreateWithFlags(mark, cudaEventDisableTiming | cudaEventBlockingSync));
       lane.marks.emplace_back(*mark, lane.issued);
     }
   }

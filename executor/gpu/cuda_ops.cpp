@@ -28,6 +28,7 @@
 #include "kernels/inject.cuh"
 #include "kernels/kv_append.cuh"
 #include "kernels/l2_prefetch.cuh"
+#include "kernels/launch.h"
 #include "kernels/rms_norm.cuh"
 #include "kernels/silu_mul.cuh"
 #include "kernels/skinny_gemm.cuh"
@@ -457,6 +458,10 @@ bool cuda_ops_available() {
 
 void release_cached_cuda_memory() {
   if (at::cuda::is_available()) c10::cuda::CUDACachingAllocator::emptyCache();
+}
+
+void use_programmatic_launch(bool on) {
+  set_programmatic_launch(on);
 }
 
 void prefer_cublaslt(bool on) {

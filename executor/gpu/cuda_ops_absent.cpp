@@ -19,4 +19,8 @@ void prefer_cublaslt(bool on) {
   (void)on;
 }
 
+void use_programmatic_launch(bool on) {
+  (void)on;
+}
+
 }  // namespace inferscale

@@ -266,6 +266,12 @@ void release_cached_cuda_memory();
 /// a few dozen rows, where cuBLAS splits K and adds a reduction kernel. No-op without CUDA.
 void prefer_cublaslt(bool on);
 
+/// Whether the kernels that follow one another within a layer (kv_append, split-KV attention and
+/// its combine, silu_mul, inject) launch with programmatic dependent launch (process-wide;
+/// kernels/launch.cuh): on sm_90 and later each may start launching before the one before it
+/// finishes, and waits for it inside. Results are the same either way. No-op without CUDA.
+void use_programmatic_launch(bool on);
+
 /// Kernel dtype of a tensor's scalar type (float, bfloat16, half).
 DType kernel_dtype(at::ScalarType t);
 

@@ -119,6 +119,12 @@ bool blas_setting() {
   return env_switch("INFERSCALE_BLAS", "cublaslt", "cublas", false);
 }
 
+/// Programmatic dependent launch of the layer's custom kernels with INFERSCALE_PDL=on (off by
+/// default, as in the executor).
+bool programmatic_launch_setting() {
+  return env_switch("INFERSCALE_PDL", "on", "off", GpuExecutorOptions{}.programmatic_launch);
+}
+
 }  // namespace
 
 nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
@@ -137,6 +143,7 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
   eo.split_kv = split_kv_setting(o.split_kv);
   eo.cuda_graphs = cuda_graph_setting();
   eo.prefer_cublaslt = blas_setting();
+  eo.programmatic_launch = programmatic_launch_setting();
   eo.skinny_gemm = skinny_gemm_setting();
   eo.gemm_tune = gemm_tune_setting();
   eo.l2_prefetch = l2_prefetch_setting();
@@ -339,6 +346,12 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
         {"max_rows", eo.skinny_gemm.max_rows},
         {"switch", "INFERSCALE_SKINNY_GEMM=on|off"},
         {"note", "products of at most max_rows rows by the skinny kernel, others by the BLAS"}}},
+      {"programmatic_launch",
+       {{"enabled", eo.programmatic_launch},
+        {"switch", "INFERSCALE_PDL=on|off"},
+        {"note",
+         "kv_append, split-KV attention and its combine, silu_mul and inject launched with "
+         "programmatic stream serialization: each may start before the kernel before it ends"}}},
       {"gemm_counts", {{"libtorch", gc.blas}, {"skinny", gc.skinny}, {"tuned", gc.tuned}}},
       {"l2_prefetch",
        {{"enabled", eo.l2_prefetch.enabled},

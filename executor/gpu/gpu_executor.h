@@ -55,6 +55,9 @@ struct GpuExecutorOptions {
   /// cuBLASLt for the matrix products (CUDA, process-wide; prefer_cublaslt()). Off by default
   /// (libtorch's cuBLAS), as in the calibration and hardware-in-the-loop runs.
   bool prefer_cublaslt = false;
+  /// Programmatic dependent launch for the layer's custom kernels (CUDA, process-wide;
+  /// use_programmatic_launch()). Off by default.
+  bool programmatic_launch = false;
   std::shared_ptr<TokenSource> tokens;    // null: SyntheticTokenSource(vocab, seed)
   std::shared_ptr<WeightLoader> weights;  // null: RandomWeightLoader(seed)
 };

@@ -24,6 +24,8 @@
 #              kernel on and off (INFERSCALE_SKINNY_GEMM; off is the default)
 #   prefetch   kv_inject bench at batch 1, 16 and 64, k=0 and 50, with each layer's O weights
 #              prefetched into L2 during its attention (INFERSCALE_L2_PREFETCH) on and off
+#   pdl        kv_inject bench at batch 1, 16 and 64, k=0 and 50, with programmatic dependent
+#              launch of the layer's own kernels (INFERSCALE_PDL) on and off, twice each
 #   gemm_tune  kv_inject bench at batch 1, 16 and 64, k=0 and 50, with few-row products by timed
 #              cuBLASLt choices (INFERSCALE_GEMM_TUNE) on and off
 #   tunable    kv_inject bench at batch 1, 16 and 64, k=0 and 50, with PyTorch's TunableOp choosing
@@ -181,6 +183,10 @@ fi
 
 if want prefetch; then
   for g in on off; do ab_bench "l2_prefetch_$g" "l2 prefetch $g" "INFERSCALE_L2_PREFETCH=$g"; done
+fi
+
+if want pdl; then
+  for g in on off on off; do ab_bench "pdl_$g" "pdl $g" "INFERSCALE_PDL=$g"; done
 fi
 
 if want gemm_tune; then

@@ -2,7 +2,8 @@
 // run their products on the skinny kernel (SkinnyGemmPolicy) or by tuned cuBLASLt choices
 // (GemmTunePolicy) and give the logits of libtorch's product within the rounding of a different
 // summation order; larger steps and the CPU keep libtorch's product. Prefetching the O weights
-// into L2 (L2PrefetchPolicy) changes no result.
+// into L2 (L2PrefetchPolicy) or launching the layer's kernels with programmatic dependent launch
+// (GpuExecutorOptions::programmatic_launch) changes no result.
 #include <ATen/ATen.h>
 
 #include <cstdint>
@@ -19,15 +20,23 @@ using namespace inferscale::test;
 namespace {
 
 struct Run {
-  std::vector<at::Tensor> logits;  // the prefill's, then each decode step's
-  GemmCounts prefill, decodes;     // products by implementation
+  std::vector<at::Tensor> logits;                 // the prefill's, then each decode step's
+  GemmCounts prefill, decodes;                    // products by implementation
+  std::uint64_t split_kv = 0, graph_replays = 0;  // attention calls by split-KV; graph replays
 };
 
-enum class Path { kLibtorch, kSkinny, kTuned, kPrefetch };
+enum class Path { kLibtorch, kSkinny, kTuned, kPrefetch, kProgrammatic };
 
-/// A prefill of `requests` prompts, then 4 decode steps of all of them.
-Run run_path(Path path, int requests) {
+/// A prefill of `requests` prompts, then 4 decode steps of all of them. With `graphs`, split-KV
+/// attention for every context and CUDA graphs (the decode steps share a shape: captured, then
+/// replayed), as the bench runs them.
+Run run_path(Path path, int requests, bool graphs = false) {
   GpuExecutorOptions o = gpu_bf16_options(11);
+  if (graphs) {
+    o.split_kv.min_context_tokens = 0;
+    o.cuda_graphs.enabled = true;
+  }
+  o.programmatic_launch = path == Path::kProgrammatic;
   o.skinny_gemm.enabled = path == Path::kSkinny;
   o.gemm_tune.enabled = path == Path::kTuned;
   o.gemm_tune.max_rows = 32;
@@ -54,6 +63,8 @@ Run run_path(Path path, int requests) {
   run.decodes.skinny -= run.prefill.skinny;
   run.decodes.blas -= run.prefill.blas;
   run.decodes.tuned -= run.prefill.tuned;
+  run.split_kv = ex.ops().attention_counts().split_kv;
+  run.graph_replays = ex.ops().graph_replays();
   return run;
 }
 
@@ -120,6 +131,26 @@ TEST_CASE("L2 prefetches of the O weights leave every step's logits bit-identica
     for (std::size_t i = 0; i < on.logits.size(); ++i) {
       INFO("step " << i);
       CHECK(at::equal(on.logits[i], off.logits[i]));
+    }
+  }
+}
+
+TEST_CASE("programmatic dependent launch leaves every step's logits bit-identical") {
+  if (!cuda_ops_available()) INFERSCALE_SKIP("no CUDA device");
+  for (const bool graphs : {false, true}) {
+    for (const int requests : {1, 3}) {
+      INFO(requests << " requests, " << (graphs ? "split-KV and CUDA graphs" : "eager"));
+      const Run on = run_path(Path::kProgrammatic, requests, graphs);
+      const Run off = run_path(Path::kLibtorch, requests, graphs);
+      if (graphs) {  // the paths the bench takes were taken
+        CHECK(on.split_kv > 0);
+        CHECK(on.graph_replays > 0);
+      }
+      REQUIRE(on.logits.size() == off.logits.size());
+      for (std::size_t i = 0; i < on.logits.size(); ++i) {
+        INFO("step " << i);
+        CHECK(at::equal(on.logits[i], off.logits[i]));
+      }
     }
   }
 }
