@@ -119,8 +119,8 @@ bool blas_setting() {
   return env_switch("INFERSCALE_BLAS", "cublaslt", "cublas", false);
 }
 
-/// Programmatic dependent launch of the layer's custom kernels with INFERSCALE_PDL=on (off by
-/// default, as in the executor).
+/// Programmatic dependent launch of the layer's custom kernels unless INFERSCALE_PDL=off (the
+/// executor's default, on).
 bool programmatic_launch_setting() {
   return env_switch("INFERSCALE_PDL", "on", "off", GpuExecutorOptions{}.programmatic_launch);
 }

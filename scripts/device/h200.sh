@@ -130,7 +130,7 @@ fi
 
 if want hil; then
   for u in $USERS; do
-    step "hil_users_$u" 150 "$WORK/hil.log" "$BIN" run configs/headline.yaml --no-progress \
+    step "hil_users_$u" 240 "$WORK/hil.log" "$BIN" run configs/headline.yaml --no-progress \
       --set executor.kind=gpu --set trace.locomo.data="$LOCOMO" --set trace.locomo.users="$u" \
       --set experiment="headline_hil_$u" --out "$WORK/results" ${HIL_SET:-}
     tail -6 "$WORK/hil.log" | sed 's/^/    /' >>"$SUMMARY"
@@ -186,7 +186,9 @@ if want prefetch; then
 fi
 
 if want pdl; then
-  for g in on off on off; do ab_bench "pdl_$g" "pdl $g" "INFERSCALE_PDL=$g"; done
+  for i in 1 2; do
+    for g in on off; do ab_bench "pdl_${g}_$i" "pdl $g" "INFERSCALE_PDL=$g"; done
+  done
 fi
 
 if want gemm_tune; then
