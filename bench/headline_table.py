@@ -40,7 +40,11 @@ def main():
     ap.add_argument("--data", default=os.path.join(ROOT, "..", "shared", "data", "locomo10"))
     ap.add_argument("--figure", help="also draw throughput and TTFT p99 by users (PNG)")
     ap.add_argument("--steps", action="store_true", help="also compare the runs step by step")
+    ap.add_argument("--tag", default="",
+                    help="read the hardware runs U_MODE_TAG.json (and _timeline.json) instead of "
+                         "U_MODE.json, e.g. a commit")
     a = ap.parse_args()
+    suffix = f"_{a.tag}" if a.tag else ""
     calibrated = ["--set", "executor.kind=calibrated", "--set", "executor.profile=h200-llama-3.1-8b",
                   "--set", "output.timeline=true"]
     print("| users | mode | source | req/s | TTFT p50 ms | TTFT p99 ms | GPU hit | host loads |")
@@ -48,7 +52,7 @@ def main():
     ratios, step_rows = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for u in USERS:
-            hil = {m: json.load(open(os.path.join(HIL, f"{u}_{m}.json"))) for m in MODES}
+            hil = {m: json.load(open(os.path.join(HIL, f"{u}_{m}{suffix}.json"))) for m in MODES}
             cal = simulate(a.inferscale, a.data, u, calibrated, os.path.join(tmp, "cal"))
             sheet = simulate(a.inferscale, a.data, u, [], os.path.join(tmp, "sheet"))
             for m in MODES:
@@ -65,7 +69,7 @@ def main():
                            figures(cal["kv_inject"]), figures(cal["text"])))
             if a.steps:
                 for m in MODES:
-                    step_rows += compare_steps(u, m, os.path.join(HIL, f"{u}_{m}_timeline.json"),
+                    step_rows += compare_steps(u, m, os.path.join(HIL, f"{u}_{m}{suffix}_timeline.json"),
                                                os.path.join(tmp, "cal", f"h{u}", m, "timeline.json"))
     print()
     print("| users | kv_inject / text throughput (hardware) | TTFT p50 text / kv_inject (hardware) "

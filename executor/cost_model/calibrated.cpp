@@ -84,10 +84,12 @@ SimTime CalibratedCostModel::load_cost_ns(std::uint64_t bytes) const {
 CopyEngineParams CalibratedCostModel::copy_engine_params() const {
   const FeatureVector& c = profile_.coefficients;
   CopyEngineParams p;
-  // A load inside a step costs pcie x bytes / P + transfers: the lanes' rate alone.
+  // A load inside a step costs pcie x bytes / P + transfers; a lane alone runs lane_speed
+  // times as fast.
   const double pcie = c[kFeaturePcie] > 0 ? c[kFeaturePcie] : 1.0;
-  p.bytes_per_ns = profile_.knee.pcie_bytes_per_s * 1e-9 / pcie;
-  p.fact_ns = c[kFeatureTransfers];
+  const double speed = profile_.async_copies.lane_speed;
+  p.bytes_per_ns = profile_.knee.pcie_bytes_per_s * 1e-9 / pcie * speed;
+  p.fact_ns = c[kFeatureTransfers] / speed;
   p.duplex = profile_.async_copies.duplex;
   p.issue_ns = profile_.async_copies.issue_ns;
   p.stall_ns = profile_.async_copies.stall_ns;

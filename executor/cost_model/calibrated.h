@@ -44,10 +44,11 @@ struct CalibrationProfile {
   /// fit's (pcie and transfers coefficients). Defaults: the lanes at their rate alone, no issue
   /// time, no stall.
   struct AsyncCopies {
-    bool present = false;  // read from the profile (else the defaults)
-    double duplex = 1;     // each lane's rate while both lanes move, a fraction of its rate alone
-    double issue_ns = 0;   // host time a step spends issuing one asynchronous copy
-    double stall_ns = 0;   // added to a step whose forward pass starts while copies are in flight
+    bool present = false;   // read from the profile (else the defaults)
+    double duplex = 1;      // each lane's rate while both lanes move, a fraction of its rate alone
+    double lane_speed = 1;  // a lane's rate alone, a multiple of a load's inside a step
+    double issue_ns = 0;    // host time a step spends issuing one asynchronous copy
+    double stall_ns = 0;    // added to a step whose forward pass starts while copies are in flight
     std::uint32_t batch_facts = 16;  // facts per copy batch (the GPU executor's tickets)
     std::string source;              // what they were fitted from
   } async_copies;

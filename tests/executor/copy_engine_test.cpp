@@ -130,3 +130,17 @@ TEST_CASE("calibrated executor: a step waits for the asynchronous loads it injec
   // Step 3: nothing in flight any more, the plain price.
   CHECK(ex.execute(with_decode(plan_of(0, 0, {4}, 20'000))).duration_ns == 100);
 }
+
+TEST_CASE("calibrated executor: lane_speed scales a lane's rate alone against an in-step load") {
+  CalibrationProfile p;
+  p.knee = KneeRates{1e15, 1e12, 1e9};  // P = 1 byte/ns
+  p.coefficients[kFeaturePcie] = 1.25;
+  p.coefficients[kFeatureTransfers] = 1000;
+  const CalibratedCostModel base(ModelConfig{}, p);
+  CHECK(base.copy_engine_params().bytes_per_ns == Approx(0.8));
+  CHECK(base.copy_engine_params().fact_ns == Approx(1000));
+  p.async_copies.lane_speed = 2;
+  const CopyEngineParams fast = CalibratedCostModel(ModelConfig{}, p).copy_engine_params();
+  CHECK(fast.bytes_per_ns == Approx(1.6));
+  CHECK(fast.fact_ns == Approx(500));
+}

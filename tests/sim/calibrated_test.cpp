@@ -70,6 +70,7 @@ TEST_CASE("a profile writes and loads back identically") {
   p.held_out_max_ape_pct = 4.25;
   p.async_copies.present = true;
   p.async_copies.duplex = 2.0 / 3.0;
+  p.async_copies.lane_speed = 1.25;
   p.async_copies.issue_ns = 2150.5;
   p.async_copies.stall_ns = 1.33e7;
   p.async_copies.batch_facts = 8;
@@ -100,6 +101,7 @@ TEST_CASE("a profile writes and loads back identically") {
   CHECK(q.held_out_mape_pct == p.held_out_mape_pct);
   CHECK(q.async_copies.present);
   CHECK(q.async_copies.duplex == p.async_copies.duplex);
+  CHECK(q.async_copies.lane_speed == 1.25);
   CHECK(q.async_copies.issue_ns == p.async_copies.issue_ns);
   CHECK(q.async_copies.stall_ns == p.async_copies.stall_ns);
   CHECK(q.async_copies.batch_facts == 8);
@@ -110,6 +112,7 @@ TEST_CASE("a profile writes and loads back identically") {
       load_profile(write_text(dir / "plain.yaml", profile_yaml(tiny_profile(1500))), "test");
   CHECK_FALSE(plain.async_copies.present);
   CHECK(plain.async_copies.duplex == 1);
+  CHECK(plain.async_copies.lane_speed == 1);
   CHECK(plain.async_copies.stall_ns == 0);
   CHECK(profile_yaml(plain).find("async_copies") == std::string::npos);
 }
@@ -141,6 +144,7 @@ TEST_CASE("a malformed profile is an error at its file, line and column") {
       {"knee:", "async_copies: {duplex: 0}\nknee:", "async_copies.duplex"},
       {"knee:", "async_copies: {duplex: 1.5}\nknee:", "async_copies.duplex"},
       {"knee:", "async_copies: {stall_ns: -1}\nknee:", "async_copies.stall_ns"},
+      {"knee:", "async_copies: {lane_speed: 0}\nknee:", "async_copies.lane_speed"},
       {"knee:", "async_copies: {batch_facts: 0}\nknee:", "async_copies.batch_facts"},
       {"knee:", "async_copies: {dupplex: 1}\nknee:", "unknown key 'dupplex'"},
   };
