@@ -34,6 +34,7 @@ __device__ __forceinline__ void silu_mul_vec(const SiluMulParams& p, std::int64_
 template <typename T, int V>
 __global__ void silu_mul_kernel(SiluMulParams p) {
   device::wait_for_prior_grids();  // the gate/up product
+  device::allow_dependent_grids();  // the down product may start loading its weights
   const std::int64_t per_row = p.cols / V;
   const std::int64_t total = p.rows * per_row;
   for (std::int64_t idx = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
@@ -45,6 +46,7 @@ __global__ void silu_mul_kernel(SiluMulParams p) {
 template <typename T, int V>
 __global__ void silu_mul_scaled_kernel(SiluMulParams p) {
   device::wait_for_prior_grids();  // the gate/up product and the residual
+  device::allow_dependent_grids();
   const std::int64_t r = blockIdx.x;
   const float s = device::block_rms_scale<T>(p.norm, r);
   const std::int64_t per_row = p.cols / V;

@@ -10,6 +10,9 @@
 // counts itself done; the last block of a column adds the splits' sums in split order, then the
 // residual, rounds, and resets the counter for the next launch.
 //
+// Launched by device::launch_kernel (kernels/launch.cuh): under programmatic dependent launch a
+// block issues its first weight loads before it waits for the kernels before it.
+//
 // Operands straight from global memory, without shared memory or ldmatrix: lane (g, t) loads 16
 // bytes, elements 8t .. 8t + 7 of a chunk, of weight row g of each n-tile and of rows g and g + 8
 // of each m-tile of x. A dot product does not depend on the order of its terms, so the mma's
@@ -25,6 +28,7 @@
 #include <utility>
 
 #include "kernels/device_utils.cuh"
+#include "kernels/launch.cuh"
 #include "kernels/mma.cuh"
 #include "kernels/skinny_gemm.cuh"
 
@@ -112,6 +116,10 @@ __global__ void __launch_bounds__(kThreads, MINB) skinny_gemm_kernel(SkinnyGemmP
   };
 #pragma unroll
   for (int u = 0; u < DEPTH; ++u) load_w(u, b[u]);
+  // The weights do not depend on earlier kernels: under programmatic dependent launch their
+  // first loads are in flight before this waits for x (and the residual) to be written.
+  device::wait_for_prior_grids();
+  device::allow_dependent_grids();
   for (int base = 0; base < mine; base += DEPTH) {
 #pragma unroll
     for (int u = 0; u < DEPTH; ++u) {
@@ -207,8 +215,8 @@ cudaError_t launch_tiles(const SkinnyGemmParams& p, cudaStream_t stream) {
   }();
   if (usable != cudaSuccess) return usable;
   const dim3 grid(unsigned((p.n + NT * 8 - 1) / (NT * 8)), unsigned(p.splits));
-  skinny_gemm_kernel<T, MT, NT, DEPTH, MINB><<<grid, kThreads, 0, stream>>>(p);
-  return cudaGetLastError();
+  return device::launch_kernel(skinny_gemm_kernel<T, MT, NT, DEPTH, MINB>, grid, dim3(kThreads), 0,
+                               stream, p);
 }
 
 template <typename T, int V>

@@ -209,7 +209,9 @@ class CudaOps : public DeviceOps {
     return skinny_ok_ && skinny_gemm_.enabled && x.dim() == 2 && w.dim() == 2 &&
            x.size(0) <= skinny_gemm_.max_rows && x.scalar_type() == w.scalar_type() &&
            (x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf) && x.stride(1) == 1 &&
-           w.stride(1) == 1 && x.size(1) == w.size(1);
+           w.stride(1) == 1 && x.size(1) == w.size(1) &&
+           (skinny_gemm_.max_weight_bytes <= 0 ||
+            w.numel() * w.element_size() <= skinny_gemm_.max_weight_bytes);
   }
 
   /// y (+)= x w^T by the skinny kernel; false where it does not take these operands (shape,

@@ -55,9 +55,13 @@ struct AttentionCounts {
 /// **Off by default**: on the H200 the kernel streams the weights more slowly than cuBLAS on
 /// most products (an earlier version: batch-1, k = 50 kv_inject TTFT 6.6 ms with it, 5.2 ms
 /// without; its variants against cuBLAS: bench/results/skinny_gemm/README.md). The CPU ignores it.
+/// `max_weight_bytes` (> 0) keeps larger weight matrices on cuBLAS (e.g. only the QKV and O
+/// products of Llama-3.1-8B at 64 MB). Under programmatic dependent launch the kernel issues its
+/// first weight loads before it waits for the kernel before it.
 struct SkinnyGemmPolicy {
   bool enabled = false;        // the A/B switch
   std::int32_t max_rows = 32;  // at most kSkinnyGemmMaxRows (kernels/skinny_gemm.cuh)
+  std::int64_t max_weight_bytes = 0;  // 0: any
 };
 
 /// When the CUDA ops time cuBLASLt's candidate algorithms for a few-row matrix product (at

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -59,25 +60,31 @@ bool env_switch(const char* name, const std::string& yes, const std::string& no,
   return v == yes;
 }
 
+/// An integer >= 1 (at most `most`) from the environment variable `name`; nullopt when unset or
+/// empty; anything else is an input error naming the variable.
+std::optional<long long> env_positive(const char* name, long long most) {
+  const char* env = std::getenv(name);
+  if (env == nullptr || *env == '\0') return std::nullopt;
+  const std::string v = env;
+  std::size_t used = 0;
+  long long n = 0;
+  try {
+    n = std::stoll(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != v.size() || n < 1 || n > most) {
+    throw InputError(name, "expected an integer >= 1, got '" + v + "'");
+  }
+  return n;
+}
+
 /// options.split_kv with INFERSCALE_SPLIT_KV (on|off) and INFERSCALE_SPLIT_KV_MIN_TILES (the
 /// shortest key split in 64-key tiles, an integer >= 1) applied.
 SplitKvPolicy split_kv_setting(const SplitKvPolicy& policy) {
   SplitKvPolicy p = policy;
-  if (const char* tiles = std::getenv("INFERSCALE_SPLIT_KV_MIN_TILES");
-      tiles != nullptr && *tiles != '\0') {
-    const std::string v = tiles;
-    std::size_t used = 0;
-    int n = 0;
-    try {
-      n = std::stoi(v, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != v.size() || n < 1) {
-      throw InputError("INFERSCALE_SPLIT_KV_MIN_TILES",
-                       "expected an integer >= 1, got '" + v + "'");
-    }
-    p.min_chunk_tiles = n;
+  if (const auto n = env_positive("INFERSCALE_SPLIT_KV_MIN_TILES", 1 << 20)) {
+    p.min_chunk_tiles = std::int32_t(*n);
   }
   p.enabled = env_switch("INFERSCALE_SPLIT_KV", "on", "off", p.enabled);
   return p;
@@ -91,10 +98,14 @@ CudaGraphPolicy cuda_graph_setting() {
 }
 
 /// The skinny matrix-product kernel for few-row products with INFERSCALE_SKINNY_GEMM=on (off by
-/// default, as in the executor: slower than cuBLAS on the H200).
+/// default, as in the executor: slower than cuBLAS on the H200), for weight matrices of at most
+/// INFERSCALE_SKINNY_GEMM_MAX_MB megabytes (10^6 bytes) if set.
 SkinnyGemmPolicy skinny_gemm_setting() {
   SkinnyGemmPolicy p;
   p.enabled = env_switch("INFERSCALE_SKINNY_GEMM", "on", "off", p.enabled);
+  if (const auto mb = env_positive("INFERSCALE_SKINNY_GEMM_MAX_MB", 1LL << 30)) {
+    p.max_weight_bytes = *mb * 1000000;
+  }
   return p;
 }
 
@@ -344,7 +355,8 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
       {"skinny_gemm",
        {{"enabled", eo.skinny_gemm.enabled},
         {"max_rows", eo.skinny_gemm.max_rows},
-        {"switch", "INFERSCALE_SKINNY_GEMM=on|off"},
+        {"max_weight_bytes", eo.skinny_gemm.max_weight_bytes},
+        {"switch", "INFERSCALE_SKINNY_GEMM=on|off, INFERSCALE_SKINNY_GEMM_MAX_MB=n"},
         {"note", "products of at most max_rows rows by the skinny kernel, others by the BLAS"}}},
       {"programmatic_launch",
        {{"enabled", eo.programmatic_launch},

@@ -24,6 +24,8 @@
 #              kernel on and off (INFERSCALE_SKINNY_GEMM; off is the default)
 #   prefetch   kv_inject bench at batch 1, 16 and 64, k=0 and 50, with each layer's O weights
 #              prefetched into L2 during its attention (INFERSCALE_L2_PREFETCH) on and off
+#   skinny_pdl kv_inject bench with the skinny kernel off, on for weights of at most 64 MB (QKV and
+#              O) and on for all few-row products, under programmatic dependent launch
 #   pdl        kv_inject bench at batch 1, 16 and 64, k=0 and 50, with programmatic dependent
 #              launch of the layer's own kernels (INFERSCALE_PDL) on and off, twice each
 #   gemm_tune  kv_inject bench at batch 1, 16 and 64, k=0 and 50, with few-row products by timed
@@ -183,6 +185,16 @@ fi
 
 if want prefetch; then
   for g in on off; do ab_bench "l2_prefetch_$g" "l2 prefetch $g" "INFERSCALE_L2_PREFETCH=$g"; done
+fi
+
+if want skinny_pdl; then
+  # Under programmatic dependent launch (the default) the skinny kernel loads its first weights
+  # before it waits for the kernel before it: skinny off, on for the QKV and O products only
+  # (Llama-3.1-8B: 50 and 34 MB), on for every product of at most 32 rows.
+  ab_bench skinny_pdl_off "skinny off" INFERSCALE_SKINNY_GEMM=off
+  ab_bench skinny_pdl_small "skinny <= 64 MB" INFERSCALE_SKINNY_GEMM=on INFERSCALE_SKINNY_GEMM_MAX_MB=64
+  ab_bench skinny_pdl_all "skinny all" INFERSCALE_SKINNY_GEMM=on
+  ab_bench skinny_pdl_off2 "skinny off" INFERSCALE_SKINNY_GEMM=off
 fi
 
 if want pdl; then

@@ -25,7 +25,7 @@ struct Run {
   std::uint64_t split_kv = 0, graph_replays = 0;  // attention calls by split-KV; graph replays
 };
 
-enum class Path { kLibtorch, kSkinny, kTuned, kPrefetch, kProgrammatic };
+enum class Path { kLibtorch, kSkinny, kSkinnySmall, kTuned, kPrefetch, kProgrammatic };
 
 /// A prefill of `requests` prompts, then 4 decode steps of all of them. With `graphs`, split-KV
 /// attention for every context and CUDA graphs (the decode steps share a shape: captured, then
@@ -37,7 +37,8 @@ Run run_path(Path path, int requests, bool graphs = false) {
     o.cuda_graphs.enabled = true;
   }
   o.programmatic_launch = path == Path::kProgrammatic;
-  o.skinny_gemm.enabled = path == Path::kSkinny;
+  o.skinny_gemm.enabled = path == Path::kSkinny || path == Path::kSkinnySmall;
+  if (path == Path::kSkinnySmall) o.skinny_gemm.max_weight_bytes = 4'000'000;  // QKV and O
   o.gemm_tune.enabled = path == Path::kTuned;
   o.gemm_tune.max_rows = 32;
   o.gemm_tune.force_cublaslt = true;  // whichever is faster, so that the path is exercised
@@ -102,6 +103,19 @@ TEST_CASE("skinny products give cuBLAS's logits within rounding, only for steps 
     }
     check_same_logits(on, off);
   }
+}
+
+TEST_CASE("skinny products limited by weight size take only the small weight matrices") {
+  if (!cuda_ops_available()) INFERSCALE_SKIP("no CUDA device");
+  // The test model's QKV (3.1 MB) and O (2.1 MB) weights are under 4 MB; gate/up (11.5 MB),
+  // down (5.8 MB) and the LM head (65.5 MB) are not.
+  const std::uint64_t layers = gpu_bf16_options(11).model.layers;
+  const Run on = run_path(Path::kSkinnySmall, 1), off = run_path(Path::kLibtorch, 1);
+  CHECK(on.prefill.skinny == 2 * layers);
+  CHECK(on.prefill.blas == 2 * layers + 1);
+  CHECK(on.decodes.skinny == 4 * 2 * layers);
+  CHECK(on.decodes.blas == 4 * (2 * layers + 1));
+  check_same_logits(on, off);
 }
 
 TEST_CASE("tuned cuBLASLt products give libtorch's logits within rounding, for steps of few rows") {
