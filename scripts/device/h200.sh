@@ -13,7 +13,8 @@
 #   calibrate  `inferscale calibrate --executor gpu --grid full` -> h200-llama-3.1-8b.yaml and
 #              the measured points (held-out error in the profile)
 #   hil        configs/headline.yaml hardware-in-the-loop at USERS (default 50 100 150 200),
-#              with HIL_SET (extra --set arguments) if given
+#              with HIL_SET (extra --set arguments) if given, HIL_REPEATS times (default 1;
+#              more: results headline_hil_U_rN)
 #   bench      `inferscale bench executor` (Llama-3.1-8B shape, random weights) with split-KV
 #              attention on and off (BENCH_SPLIT_KV="on" runs only on; issue: GPU executor targets)
 #   graphs     kv_inject bench at batch 1, 16 and 64, k=0 and 50, with CUDA graphs on and off
@@ -131,12 +132,16 @@ if want calibrate; then
 fi
 
 if want hil; then
-  for u in $USERS; do
-    step "hil_users_$u" 240 "$WORK/hil.log" "$BIN" run configs/headline.yaml --no-progress \
-      --set executor.kind=gpu --set trace.locomo.data="$LOCOMO" --set trace.locomo.users="$u" \
-      --set experiment="headline_hil_$u" --out "$WORK/results" ${HIL_SET:-}
-    tail -6 "$WORK/hil.log" | sed 's/^/    /' >>"$SUMMARY"
-    symbolize "$WORK/hil.log"
+  for r in $(seq 1 "${HIL_REPEATS:-1}"); do
+    suffix=$([ "${HIL_REPEATS:-1}" -gt 1 ] && echo "_r$r")
+    for u in $USERS; do
+      step "hil_users_$u$suffix" 240 "$WORK/hil.log" "$BIN" run configs/headline.yaml \
+        --no-progress --set executor.kind=gpu --set trace.locomo.data="$LOCOMO" \
+        --set trace.locomo.users="$u" --set experiment="headline_hil_$u$suffix" \
+        --out "$WORK/results" ${HIL_SET:-}
+      tail -6 "$WORK/hil.log" | sed 's/^/    /' >>"$SUMMARY"
+      symbolize "$WORK/hil.log"
+    done
   done
   rm -rf "$WORK"/results/*/.traces
 fi
