@@ -23,6 +23,7 @@ FactId Replica::add_local(FactId global) {
 void Replica::add_global(FactId global) {
   const std::size_t n = std::max<std::size_t>(global + 1, pins_.size() * 2);
   pins_.resize(n, 0);
+  if (direct_) gpu_->reserve_ids(n);  // its unchecked calls take any local id
   if (host_) host_dropped_step_.resize(n, 0);
   if (async_loads_) async_ready_.resize(n, 0);
 }
@@ -111,6 +112,21 @@ void Replica::pin(Request& r, RequestFact& f) {
 }
 
 void Replica::unpin_all(Request& r) {
+  if (direct_) {  // the same steps, without the checks a direct replica's ids do not need
+    for (const std::uint32_t l : r.pins) {
+      __builtin_prefetch(pins_.data() + l, 1);
+      gpu_->prefetch_pin_direct(l);
+    }
+    for (const std::uint32_t l : r.pins) gpu_->prefetch_pin_slot_direct(l);
+    for (const std::uint32_t l : r.pins) {
+      INFERSCALE_ASSERT(pins_[l] > 0, "pin count underflow");
+      if (--pins_[l] != 0) continue;
+      ++unpins_;
+      gpu_->unpin_direct(l);
+    }
+    r.pins.clear();
+    return;
+  }
   // The facts' records are far apart: start every miss before the first count waits on one.
   // The pins' list, not the layout: a request released long after its admission finds its
   // layout out of the cache, eight times the lines. The layout's flags stay set on release (the
@@ -207,6 +223,10 @@ void Replica::promote_from_host(Request& r, RequestFact& f, SimTime now, bool as
 }
 
 void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget) {
+  if (direct_) {
+    resolve_facts_direct(ri, budget);
+    return;
+  }
   Request& r = pool_[ri];
   const auto& s = cfg_.serving;
   const bool first_admission = r.preemptions == 0;
@@ -301,6 +321,97 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
     }
   }
   // After a preemption the tokens generated so far are recomputed too (vLLM's recompute).
+  r.computed_total = computed + r.generated;
+  r.computed_done = 0;
+  r.present_base = present;
+  r.shared_tokens = shared;
+  r.context = 0;
+  r.injected = false;
+  if (first_admission) r.prefill_tokens = computed;
+}
+
+void Replica::resolve_facts_direct(std::uint32_t ri, std::uint32_t& budget) {
+  Request& r = pool_[ri];
+  const auto& s = cfg_.serving;
+  const bool first_admission = r.preemptions == 0;
+  const std::uint32_t shared = s.header_cache ? s.header_tokens : 0;
+  std::uint32_t pos = s.header_tokens;
+  std::uint32_t computed = s.footer_tokens + r.query_tokens + (s.header_tokens - shared);
+  std::uint32_t present = shared;
+  INFERSCALE_ASSERT(r.pins.empty(), "a request admitted with pins held");
+  if (r.layout.capacity() == 0 && !spare_layouts_.empty()) {
+    r.layout.swap(spare_layouts_.back());
+    spare_layouts_.pop_back();
+  }
+  if (r.pins.capacity() == 0 && !spare_pins_.empty()) {
+    r.pins.swap(spare_pins_.back());
+    spare_pins_.pop_back();
+  }
+  r.layout.clear();
+  r.layout.reserve(r.facts.size());
+  r.pins.reserve(r.facts.size());
+  r.loads_ready = 0;
+  // Every fact's records (pins, the tier's) are valid below the table's size: no check per fact.
+  if (facts_.size() > pins_.size()) add_global(facts_.size() - 1);
+  const bool encode = s.miss_path == MissPath::kEncode;
+  const FactSource miss_source = encode ? FactSource::kEncoded : FactSource::kText;
+  for (const FactId g : r.facts) prefetch_fact(g);
+  StoreTier::VictimWalk walk;  // as in resolve_facts
+  gpu_->start_victim_walk(walk, last_encodes_ + last_encodes_ / 4 + 2);
+  std::uint64_t lookup_bytes = 0, hit_bytes = 0;
+  std::uint32_t hits = 0, misses = 0;
+  for (const FactId g : r.facts) {
+    const std::uint32_t tokens = facts_.tokens(g).tokens;
+    RequestFact& f = r.layout.emplace_back();
+    f.global = static_cast<std::uint32_t>(g);
+    f.local = static_cast<std::uint32_t>(g);
+    f.tokens = tokens;
+    f.position = pos;
+    pos += tokens;
+    gpu_->step_victim_walk(walk);
+    const std::uint64_t bytes = fact_store_bytes(tokens);
+    lookup_bytes += bytes;
+    const std::uint32_t slot = gpu_->hit_slot(g);
+    if (slot != StoreTier::kNoSlot) {
+      f.source = FactSource::kGpuHit;
+      ++hits;
+      hit_bytes += bytes;
+      present += tokens;
+      // pin(r, f) of a hit: lookups read no pins, so pinning each hit as it is found pins them
+      // all before any placement, in the same order, as resolve_facts does.
+      if (pins_[g]++ == 0) gpu_->pin_slot(slot);
+      f.pinned = true;
+      r.pins.push_back(static_cast<std::uint32_t>(g));
+    } else {
+      ++misses;
+      f.source = miss_source;
+      if (encode) {
+        present += tokens;
+        __builtin_prefetch(pins_.data() + g);  // placed below
+      } else {
+        computed += tokens;
+      }
+    }
+  }
+  gpu_->count_lookups(r.facts.size(), lookup_bytes, hits, hit_bytes);
+  r.prompt_tokens = pos + s.footer_tokens + r.query_tokens;
+  if (first_admission) {
+    r.gpu_hits += hits;
+    r.misses += misses;
+  }
+  const std::uint32_t encodes = encode ? misses : 0;
+  walk.steps = std::min(encodes + encodes / 4 + 1, StoreTier::VictimWalk::kMax);
+  gpu_->finish_victim_walk(walk);
+  last_encodes_ = encodes;
+  bool plan_now = request_jobs_.empty();
+  for (std::uint32_t i = 0; encodes > 0 && i < r.layout.size(); ++i) {
+    RequestFact& f = r.layout[i];
+    if (f.source != FactSource::kEncoded) continue;
+    ++r.pending_encodes;
+    if (plan_now && plan_encode_direct(r, f, budget)) continue;
+    plan_now = false;
+    request_jobs_.push_back(EncodeJob{f.global, ri, r.id, i});
+  }
   r.computed_total = computed + r.generated;
   r.computed_done = 0;
   r.present_base = present;
