@@ -404,8 +404,10 @@ void Replica::resolve_facts_direct(std::uint32_t ri, std::uint32_t& budget) {
   gpu_->finish_victim_walk(walk);
   last_encodes_ = encodes;
   bool plan_now = request_jobs_.empty();
-  for (std::uint32_t i = 0; encodes > 0 && i < r.layout.size(); ++i) {
-    RequestFact& f = r.layout[i];
+  const auto n = static_cast<std::uint32_t>(encodes > 0 ? r.layout.size() : 0);
+  RequestFact* const layout = r.layout.data();  // no longer moves
+  for (std::uint32_t i = 0; i < n; ++i) {
+    RequestFact& f = layout[i];
     if (f.source != FactSource::kEncoded) continue;
     ++r.pending_encodes;
     if (plan_now && plan_encode_direct(r, f, budget)) continue;
