@@ -218,9 +218,10 @@ class Replica final : public RunView {
   /// write); resolve_facts calls it for a request's own facts without queueing a job.
   bool plan_encode(FactId global, Request* r, RequestFact* f, SimTime now, std::uint32_t& budget);
   /// plan_encode of request `r`'s own miss `f` on a direct replica (no host tier, no
-  /// asynchronous loads, local ids the global ids): the same steps, inline.
-  [[gnu::always_inline]] bool plan_encode_direct(Request& r, RequestFact& f,
-                                                 std::uint32_t& budget) {
+  /// asynchronous loads, local ids the global ids): the same steps, inline. Its encode is
+  /// written at `enc_out`, a value-initialised entry of plan_.encodes, which it then advances.
+  [[gnu::always_inline]] bool plan_encode_direct(Request& r, RequestFact& f, std::uint32_t& budget,
+                                                 FactEncode*& enc_out) {
     const FactId global = f.global;          // the local id too, below the tier's reserved bound
     if (gpu_->resident_unchecked(global)) {  // placed meanwhile (a fact named twice)
       pin(r, f);
@@ -233,14 +234,14 @@ class Replica final : public RunView {
     if (tokens > budget) return false;
     // insert_gpu_direct for the request's own unpinned miss, its id known to be reserved.
     const bool stored =
-        gpu_->insert_direct(global, fact_store_bytes(info.tokens), true, plan_.evictions);
+        gpu_->insert_direct(global, fact_store_bytes(info.tokens), true, plan_.evictions, unpins_);
     if (stored) {
       ++pins_[global];
       f.pinned = true;
       r.pins.push_back(static_cast<std::uint32_t>(global));
     }
     budget -= tokens;
-    FactEncode& enc = plan_.encodes.emplace_back();  // in place (see plan_encode)
+    FactEncode& enc = *enc_out++;  // in place (see plan_encode)
     enc.fact = global;
     enc.user = r.user;
     enc.tokens = info.tokens;

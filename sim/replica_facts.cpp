@@ -45,7 +45,8 @@ void Replica::warm_insert(FactId global) {
   warm_.push_back(global);
   evicted_.clear();
   if (direct_) {  // insert() on a direct tier, nothing pinned yet
-    gpu_->insert_direct(local, fact_store_bytes(facts_.tokens(global).tokens), false, evicted_);
+    gpu_->insert_direct(local, fact_store_bytes(facts_.tokens(global).tokens), false, evicted_,
+                        unpins_);
     return;
   }
   const bool placed = gpu_->insert(entry(global, local, 0), 0, &evicted_);
@@ -246,16 +247,11 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
   r.layout.clear();
   r.layout.reserve(r.facts.size());
   r.loads_ready = 0;
-  std::uint32_t encodes = 0;  // misses to encode
   std::uint32_t gpu_hits = 0, host_hits = 0, misses = 0;
   const FactSource miss_source =
       s.miss_path == MissPath::kEncode ? FactSource::kEncoded : FactSource::kText;
   // The facts' records are far apart: start every miss before the loop waits on the first.
   for (const FactId g : r.facts) prefetch_fact(g);
-  // The victims of this request's misses, expected as many as the last request's, walked one
-  // step a fact below.
-  StoreTier::VictimWalk walk;
-  if (direct_) gpu_->start_victim_walk(walk, last_encodes_ + last_encodes_ / 4 + 2);
   for (const FactId g : r.facts) {
     RequestFact& f = r.layout.emplace_back();  // in place, as in plan_encode_job
     f.global = static_cast<std::uint32_t>(g);
@@ -266,10 +262,8 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
       f.source = FactSource::kText;
     } else {
       f.local = static_cast<std::uint32_t>(local_id(g));
-      if (direct_) gpu_->step_victim_walk(walk);
       __builtin_prefetch(&pin_count(f.local));  // pinned or placed below
-      if (direct_ ? gpu_->lookup_direct(f.local, fact_store_bytes(f.tokens))
-                  : gpu_->lookup(entry(g, f.local, now), now)) {
+      if (gpu_->lookup(entry(g, f.local, now), now)) {
         f.source = FactSource::kGpuHit;
         if (async_loads_) r.loads_ready = std::max(r.loads_ready, async_ready_[f.local]);
         ++gpu_hits;
@@ -293,30 +287,18 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
     r.host_hits += host_hits;
     r.misses += misses;
   }
-  if (miss_source == FactSource::kEncoded) encodes = misses;
-  // Each miss is placed on a full store below, evicting from the LRU tail: the walk started
-  // above has been loading its victims' records.
-  if (direct_) {
-    walk.steps = std::min(encodes + encodes / 4 + 1, StoreTier::VictimWalk::kMax);
-    gpu_->finish_victim_walk(walk);
-    last_encodes_ = encodes;
-  }
   // Then pins (the layout vector no longer moves): every GPU hit before any load, since a load
   // may evict to make room and must not take a fact this request is about to inject.
   for (RequestFact& f : r.layout) {
     if (f.source == FactSource::kGpuHit) pin(r, f);
   }
-  // Then loads and encode jobs. Without a host tier there are no loads, so planning an encode
-  // before queueing the next changes no order.
-  bool plan_now = direct_ && request_jobs_.empty();
+  // Then loads and encode jobs.
   for (std::uint32_t i = 0; i < r.layout.size(); ++i) {
     RequestFact& f = r.layout[i];
     if (f.source == FactSource::kHostHit) {
       promote_from_host(r, f, now, async_loads_);
     } else if (f.source == FactSource::kEncoded) {
       ++r.pending_encodes;
-      if (plan_now && plan_encode_direct(r, f, budget)) continue;
-      plan_now = false;
       request_jobs_.push_back(EncodeJob{f.global, ri, r.id, i});
     }
   }
@@ -347,8 +329,10 @@ void Replica::resolve_facts_direct(std::uint32_t ri, std::uint32_t& budget) {
     r.pins.swap(spare_pins_.back());
     spare_pins_.pop_back();
   }
+  // Sized at once (the value-initialisation is one pass) and written through a pointer: an
+  // emplace_back per fact reloads and checks the vector's ends.
   r.layout.clear();
-  r.layout.reserve(r.facts.size());
+  r.layout.resize(r.facts.size());
   r.pins.reserve(r.facts.size());
   r.loads_ready = 0;
   // Every fact's records (pins, the tier's) are valid below the table's size: no check per fact.
@@ -360,9 +344,10 @@ void Replica::resolve_facts_direct(std::uint32_t ri, std::uint32_t& budget) {
   gpu_->start_victim_walk(walk, last_encodes_ + last_encodes_ / 4 + 2);
   std::uint64_t lookup_bytes = 0, hit_bytes = 0;
   std::uint32_t hits = 0, misses = 0;
+  RequestFact* f_out = r.layout.data();
   for (const FactId g : r.facts) {
     const std::uint32_t tokens = facts_.tokens(g).tokens;
-    RequestFact& f = r.layout.emplace_back();
+    RequestFact& f = *f_out++;
     f.global = static_cast<std::uint32_t>(g);
     f.local = static_cast<std::uint32_t>(g);
     f.tokens = tokens;
@@ -404,16 +389,22 @@ void Replica::resolve_facts_direct(std::uint32_t ri, std::uint32_t& budget) {
   gpu_->finish_victim_walk(walk);
   last_encodes_ = encodes;
   bool plan_now = request_jobs_.empty();
-  const auto n = static_cast<std::uint32_t>(encodes > 0 ? r.layout.size() : 0);
-  RequestFact* const layout = r.layout.data();  // no longer moves
+  const auto n = static_cast<std::uint32_t>(encodes > 0 ? r.facts.size() : 0);
+  RequestFact* const layout = r.layout.data();
+  // Room for an encode per miss, value-initialised at once and written through a pointer (as
+  // the layout), then cut to the encodes planned.
+  const std::size_t planned_before = plan_.encodes.size();
+  if (plan_now && n > 0) plan_.encodes.resize(planned_before + encodes);
+  FactEncode* enc_out = plan_.encodes.data() + planned_before;
   for (std::uint32_t i = 0; i < n; ++i) {
     RequestFact& f = layout[i];
     if (f.source != FactSource::kEncoded) continue;
     ++r.pending_encodes;
-    if (plan_now && plan_encode_direct(r, f, budget)) continue;
+    if (plan_now && plan_encode_direct(r, f, budget, enc_out)) continue;
     plan_now = false;
     request_jobs_.push_back(EncodeJob{f.global, ri, r.id, i});
   }
+  plan_.encodes.resize(static_cast<std::size_t>(enc_out - plan_.encodes.data()));
   r.computed_total = computed + r.generated;
   r.computed_done = 0;
   r.present_base = present;

@@ -213,9 +213,15 @@ class StoreTier {
   /// (drop writes them).
   void finish_victim_walk(VictimWalk& w) const;
   /// insert() on a direct tier, of a fact of `bytes` that is `pinned` (RunView::pinned) now.
-  /// Evicted ids are appended to `evicted`. Inline: it is one call per miss.
+  /// Evicted ids are appended to `evicted`.
+  bool insert_direct(FactId id, std::uint64_t bytes, bool pinned, std::vector<FactId>& evicted) {
+    return insert_direct(id, bytes, pinned, evicted, view_->unpin_count());
+  }
+  /// insert_direct with the view's RunView::unpin_count() given by the caller, who has it at
+  /// hand (a replica is the view). Inline: it is one call per miss.
   [[gnu::always_inline]] bool insert_direct(FactId id, std::uint64_t bytes, bool pinned,
-                                            std::vector<FactId>& evicted) {
+                                            std::vector<FactId>& evicted,
+                                            std::uint64_t unpin_count) {
     INFERSCALE_ASSERT(direct() && !resident(id), "direct insert of a resident fact");
     // make_room and force_insert, step for step, with LRU's own methods.
     if (bytes > capacity_bytes_) {
@@ -226,7 +232,8 @@ class StoreTier {
     std::uint32_t s = kNoSlot;
     evicting_ = used_bytes_ + bytes > capacity_bytes_;
     if (evicting_) {
-      const DirectPins pins{slots_.data(), view_->unpin_count()};
+      INFERSCALE_ASSERT(unpin_count == view_->unpin_count(), "a stale unpin count");
+      const DirectPins pins{slots_.data(), unpin_count};
       do {
         const std::uint32_t v = unpinned_resident_ == 0 ? IdList::kNil : lru_->pick(pins);
         if (v == IdList::kNil) {

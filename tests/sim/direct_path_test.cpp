@@ -109,7 +109,8 @@ TEST_CASE("a direct LRU tier decides what the same LRU behind virtual calls deci
       const bool placed = direct.insert_direct(f, bytes, pins.pinned(f), ev_direct);
       REQUIRE(generic.insert(entry(f, bytes), step, &ev_generic) == placed);
       ev_unchecked.clear();
-      REQUIRE(unchecked.insert_direct(f, bytes, pins.pinned(f), ev_unchecked) == placed);
+      REQUIRE(unchecked.insert_direct(f, bytes, pins.pinned(f), ev_unchecked, pins.unpins) ==
+              placed);
       REQUIRE(ev_direct.front() == 999);
       ev_direct.erase(ev_direct.begin());
       REQUIRE(ev_direct == ev_generic);
