@@ -156,10 +156,25 @@ bool Replica::admit(std::uint32_t ri, SimTime now, std::uint32_t& budget) {
   r.admitted = true;
   if (r.first_scheduled < 0) r.first_scheduled = now;
   running_.push_back(ri);
-  // The next request in line is likely admitted after this one: its fact records (read once at
-  // arrival, long evicted on a busy replica) load while this one is planned.
-  if (waiting_.size() > 1 && waiting_.front() == ri) {
-    for (const FactId g : pool_[waiting_[1]].facts) prefetch_fact(g);
+  // The next requests in line are likely admitted after this one, and on a busy replica all of
+  // their records have long left the cache: each admission starts loading, in three stages
+  // that each read what the stage before loaded an admission earlier, the facts' records of
+  // the next request, the fact list of the one after it, and the record of the third.
+  if (waiting_.front() == ri) {
+    const std::size_t queued = waiting_.size();
+    if (queued > 3) {
+      const char* rec = reinterpret_cast<const char*>(&pool_[waiting_[3]]);
+      for (std::size_t b = 0; b < sizeof(Request); b += 64) __builtin_prefetch(rec + b);
+    }
+    if (queued > 2) {
+      const auto& facts = pool_[waiting_[2]].facts;
+      const char* list = reinterpret_cast<const char*>(facts.data());
+      const std::size_t bytes = facts.size() * sizeof(facts[0]);
+      for (std::size_t b = 0; b < bytes; b += 64) __builtin_prefetch(list + b);
+    }
+    if (queued > 1) {
+      for (const FactId g : pool_[waiting_[1]].facts) prefetch_fact(g);
+    }
   }
   resolve_facts(ri, now, budget);
   while (!request_jobs_.empty() && plan_encode_job(request_jobs_.front(), now, budget)) {
