@@ -139,16 +139,6 @@ class Replica final : public RunView {
   }
   FactId add_local(FactId global);  // first sight of `global` here
   void add_global(FactId global);   // with global_ids_: records up to `global`
-  /// Starts loading what resolve_facts reads of a fact (a request's facts are far apart).
-  void prefetch_fact(FactId global) const {
-    facts_.prefetch_tokens(global);
-    if (!lite_entries_) facts_.prefetch(global);
-    if (global_ids_) {
-      if (global < pins_.size()) __builtin_prefetch(pins_.data() + global);
-    } else if (global < local_plus1_.size()) {
-      __builtin_prefetch(local_plus1_.data() + global);
-    }
-  }
   CacheEntry entry(FactId global, FactId local, SimTime) const {
     if (lite_entries_) {  // no policy reads more: the fact's other fields stay unread
       CacheEntry e;

@@ -250,8 +250,6 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
   std::uint32_t gpu_hits = 0, host_hits = 0, misses = 0;
   const FactSource miss_source =
       s.miss_path == MissPath::kEncode ? FactSource::kEncoded : FactSource::kText;
-  // The facts' records are far apart: start every miss before the loop waits on the first.
-  for (const FactId g : r.facts) prefetch_fact(g);
   for (const FactId g : r.facts) {
     RequestFact& f = r.layout.emplace_back();  // in place, as in plan_encode_job
     f.global = static_cast<std::uint32_t>(g);
@@ -339,8 +337,9 @@ void Replica::resolve_facts_direct(std::uint32_t ri, std::uint32_t& budget) {
   if (facts_.size() > pins_.size()) add_global(facts_.size() - 1);
   const bool encode = s.miss_path == MissPath::kEncode;
   const FactSource miss_source = encode ? FactSource::kEncoded : FactSource::kText;
-  for (const FactId g : r.facts) prefetch_fact(g);
-  StoreTier::VictimWalk walk;  // as in resolve_facts
+  // The victims of this request's misses, expected as many as the last request's, walked one
+  // step a fact below (the misses are placed on a full store, evicting from the LRU tail).
+  StoreTier::VictimWalk walk;
   gpu_->start_victim_walk(walk, last_encodes_ + last_encodes_ / 4 + 2);
   std::uint64_t lookup_bytes = 0, hit_bytes = 0;
   std::uint32_t hits = 0, misses = 0;
