@@ -38,10 +38,6 @@ class FactTable {
   }
   const FactInfo& operator[](FactId id) const { return facts_[id]; }
   const FactTokens& tokens(FactId id) const { return tokens_[id]; }
-  /// Starts loading a fact's record into the cache (a loop over a request's facts issues these
-  /// first, so that their misses overlap).
-  void prefetch(FactId id) const { __builtin_prefetch(facts_.data() + id); }
-  void prefetch_tokens(FactId id) const { __builtin_prefetch(tokens_.data() + id); }
   FactId external(FactId id) const { return external_[id]; }
   bool memory_write(FactId id) const { return memory_write_[id] != 0; }
   std::size_t size() const { return facts_.size(); }

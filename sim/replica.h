@@ -139,16 +139,6 @@ class Replica final : public RunView {
   }
   FactId add_local(FactId global);  // first sight of `global` here
   void add_global(FactId global);   // with global_ids_: records up to `global`
-  /// Starts loading what resolve_facts reads of a fact (a request's facts are far apart).
-  void prefetch_fact(FactId global) const {
-    facts_.prefetch_tokens(global);
-    if (!lite_entries_) facts_.prefetch(global);
-    if (global_ids_) {
-      if (global < pins_.size()) __builtin_prefetch(pins_.data() + global);
-    } else if (global < local_plus1_.size()) {
-      __builtin_prefetch(local_plus1_.data() + global);
-    }
-  }
   CacheEntry entry(FactId global, FactId local, SimTime) const {
     if (lite_entries_) {  // no policy reads more: the fact's other fields stay unread
       CacheEntry e;
@@ -175,6 +165,10 @@ class Replica final : public RunView {
   /// planned at once from `budget` instead, until one does not fit (as admit's loop over the
   /// queue would plan them right after).
   void resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget);
+  /// resolve_facts on a direct replica: one pass over the facts that looks them up and pins
+  /// the hits at once (lookups read no pins, so every hit is still pinned before any
+  /// placement), then the misses' encodes.
+  void resolve_facts_direct(std::uint32_t ri, std::uint32_t& budget);
   /// Places a fact on the GPU tier, pinned: for `owner`'s layout entry `f` when given and not
   /// yet pinned (it holds the fact at least until the step ends), else until the step ends.
   bool insert_gpu(FactId global, SimTime now, bool use_admission, Request* owner = nullptr,
@@ -214,10 +208,12 @@ class Replica final : public RunView {
   /// write); resolve_facts calls it for a request's own facts without queueing a job.
   bool plan_encode(FactId global, Request* r, RequestFact* f, SimTime now, std::uint32_t& budget);
   /// plan_encode of request `r`'s own miss `f` on a direct replica (no host tier, no
-  /// asynchronous loads, local ids the global ids): the same steps, inline.
-  bool plan_encode_direct(Request& r, RequestFact& f, std::uint32_t& budget) {
-    const FactId global = f.global;
-    if (gpu_->resident(local_id(global))) {  // placed meanwhile (a fact named twice)
+  /// asynchronous loads, local ids the global ids): the same steps, inline. Its encode is
+  /// written at `enc_out`, a value-initialised entry of plan_.encodes, which it then advances.
+  [[gnu::always_inline]] bool plan_encode_direct(Request& r, RequestFact& f, std::uint32_t& budget,
+                                                 FactEncode*& enc_out) {
+    const FactId global = f.global;          // the local id too, below the tier's reserved bound
+    if (gpu_->resident_unchecked(global)) {  // placed meanwhile (a fact named twice)
       pin(r, f);
       --r.pending_encodes;
       return true;
@@ -226,9 +222,16 @@ class Replica final : public RunView {
     const std::uint32_t tokens = info.tokens + info.encode_context_tokens;
     if (tokens > cfg_.scheduler.max_batch_tokens) encode_too_large(global, tokens);
     if (tokens > budget) return false;
-    const bool stored = insert_gpu_direct(global, &r, &f);
+    // insert_gpu_direct for the request's own unpinned miss, its id known to be reserved.
+    const bool stored =
+        gpu_->insert_direct(global, fact_store_bytes(info.tokens), true, plan_.evictions, unpins_);
+    if (stored) {
+      ++pins_[global];
+      f.pinned = true;
+      r.pins.push_back(static_cast<std::uint32_t>(global));
+    }
     budget -= tokens;
-    FactEncode& enc = plan_.encodes.emplace_back();  // in place (see plan_encode)
+    FactEncode& enc = *enc_out++;  // in place (see plan_encode)
     enc.fact = global;
     enc.user = r.user;
     enc.tokens = info.tokens;

@@ -23,6 +23,7 @@ FactId Replica::add_local(FactId global) {
 void Replica::add_global(FactId global) {
   const std::size_t n = std::max<std::size_t>(global + 1, pins_.size() * 2);
   pins_.resize(n, 0);
+  if (direct_) gpu_->reserve_ids(n);  // its unchecked calls take any local id
   if (host_) host_dropped_step_.resize(n, 0);
   if (async_loads_) async_ready_.resize(n, 0);
 }
@@ -44,7 +45,8 @@ void Replica::warm_insert(FactId global) {
   warm_.push_back(global);
   evicted_.clear();
   if (direct_) {  // insert() on a direct tier, nothing pinned yet
-    gpu_->insert_direct(local, fact_store_bytes(facts_.tokens(global).tokens), false, evicted_);
+    gpu_->insert_direct(local, fact_store_bytes(facts_.tokens(global).tokens), false, evicted_,
+                        unpins_);
     return;
   }
   const bool placed = gpu_->insert(entry(global, local, 0), 0, &evicted_);
@@ -111,6 +113,21 @@ void Replica::pin(Request& r, RequestFact& f) {
 }
 
 void Replica::unpin_all(Request& r) {
+  if (direct_) {  // the same steps, without the checks a direct replica's ids do not need
+    for (const std::uint32_t l : r.pins) {
+      __builtin_prefetch(pins_.data() + l, 1);
+      gpu_->prefetch_pin_direct(l);
+    }
+    for (const std::uint32_t l : r.pins) gpu_->prefetch_pin_slot_direct(l);
+    for (const std::uint32_t l : r.pins) {
+      INFERSCALE_ASSERT(pins_[l] > 0, "pin count underflow");
+      if (--pins_[l] != 0) continue;
+      ++unpins_;
+      gpu_->unpin_direct(l);
+    }
+    r.pins.clear();
+    return;
+  }
   // The facts' records are far apart: start every miss before the first count waits on one.
   // The pins' list, not the layout: a request released long after its admission finds its
   // layout out of the cache, eight times the lines. The layout's flags stay set on release (the
@@ -207,6 +224,10 @@ void Replica::promote_from_host(Request& r, RequestFact& f, SimTime now, bool as
 }
 
 void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget) {
+  if (direct_) {
+    resolve_facts_direct(ri, budget);
+    return;
+  }
   Request& r = pool_[ri];
   const auto& s = cfg_.serving;
   const bool first_admission = r.preemptions == 0;
@@ -226,16 +247,9 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
   r.layout.clear();
   r.layout.reserve(r.facts.size());
   r.loads_ready = 0;
-  std::uint32_t encodes = 0;  // misses to encode
   std::uint32_t gpu_hits = 0, host_hits = 0, misses = 0;
   const FactSource miss_source =
       s.miss_path == MissPath::kEncode ? FactSource::kEncoded : FactSource::kText;
-  // The facts' records are far apart: start every miss before the loop waits on the first.
-  for (const FactId g : r.facts) prefetch_fact(g);
-  // The victims of this request's misses, expected as many as the last request's, walked one
-  // step a fact below.
-  StoreTier::VictimWalk walk;
-  if (direct_) gpu_->start_victim_walk(walk, last_encodes_ + last_encodes_ / 4 + 2);
   for (const FactId g : r.facts) {
     RequestFact& f = r.layout.emplace_back();  // in place, as in plan_encode_job
     f.global = static_cast<std::uint32_t>(g);
@@ -246,10 +260,8 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
       f.source = FactSource::kText;
     } else {
       f.local = static_cast<std::uint32_t>(local_id(g));
-      if (direct_) gpu_->step_victim_walk(walk);
       __builtin_prefetch(&pin_count(f.local));  // pinned or placed below
-      if (direct_ ? gpu_->lookup_direct(f.local, fact_store_bytes(f.tokens))
-                  : gpu_->lookup(entry(g, f.local, now), now)) {
+      if (gpu_->lookup(entry(g, f.local, now), now)) {
         f.source = FactSource::kGpuHit;
         if (async_loads_) r.loads_ready = std::max(r.loads_ready, async_ready_[f.local]);
         ++gpu_hits;
@@ -273,34 +285,125 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
     r.host_hits += host_hits;
     r.misses += misses;
   }
-  if (miss_source == FactSource::kEncoded) encodes = misses;
-  // Each miss is placed on a full store below, evicting from the LRU tail: the walk started
-  // above has been loading its victims' records.
-  if (direct_) {
-    walk.steps = std::min(encodes + encodes / 4 + 1, StoreTier::VictimWalk::kMax);
-    gpu_->finish_victim_walk(walk);
-    last_encodes_ = encodes;
-  }
   // Then pins (the layout vector no longer moves): every GPU hit before any load, since a load
   // may evict to make room and must not take a fact this request is about to inject.
   for (RequestFact& f : r.layout) {
     if (f.source == FactSource::kGpuHit) pin(r, f);
   }
-  // Then loads and encode jobs. Without a host tier there are no loads, so planning an encode
-  // before queueing the next changes no order.
-  bool plan_now = direct_ && request_jobs_.empty();
+  // Then loads and encode jobs.
   for (std::uint32_t i = 0; i < r.layout.size(); ++i) {
     RequestFact& f = r.layout[i];
     if (f.source == FactSource::kHostHit) {
       promote_from_host(r, f, now, async_loads_);
     } else if (f.source == FactSource::kEncoded) {
       ++r.pending_encodes;
-      if (plan_now && plan_encode_direct(r, f, budget)) continue;
-      plan_now = false;
       request_jobs_.push_back(EncodeJob{f.global, ri, r.id, i});
     }
   }
   // After a preemption the tokens generated so far are recomputed too (vLLM's recompute).
+  r.computed_total = computed + r.generated;
+  r.computed_done = 0;
+  r.present_base = present;
+  r.shared_tokens = shared;
+  r.context = 0;
+  r.injected = false;
+  if (first_admission) r.prefill_tokens = computed;
+}
+
+void Replica::resolve_facts_direct(std::uint32_t ri, std::uint32_t& budget) {
+  Request& r = pool_[ri];
+  const auto& s = cfg_.serving;
+  const bool first_admission = r.preemptions == 0;
+  const std::uint32_t shared = s.header_cache ? s.header_tokens : 0;
+  std::uint32_t pos = s.header_tokens;
+  std::uint32_t computed = s.footer_tokens + r.query_tokens + (s.header_tokens - shared);
+  std::uint32_t present = shared;
+  INFERSCALE_ASSERT(r.pins.empty(), "a request admitted with pins held");
+  if (r.layout.capacity() == 0 && !spare_layouts_.empty()) {
+    r.layout.swap(spare_layouts_.back());
+    spare_layouts_.pop_back();
+  }
+  if (r.pins.capacity() == 0 && !spare_pins_.empty()) {
+    r.pins.swap(spare_pins_.back());
+    spare_pins_.pop_back();
+  }
+  // Sized at once (the value-initialisation is one pass) and written through a pointer: an
+  // emplace_back per fact reloads and checks the vector's ends.
+  r.layout.clear();
+  r.layout.resize(r.facts.size());
+  r.pins.reserve(r.facts.size());
+  r.loads_ready = 0;
+  // Every fact's records (pins, the tier's) are valid below the table's size: no check per fact.
+  if (facts_.size() > pins_.size()) add_global(facts_.size() - 1);
+  const bool encode = s.miss_path == MissPath::kEncode;
+  const FactSource miss_source = encode ? FactSource::kEncoded : FactSource::kText;
+  // The victims of this request's misses, expected as many as the last request's, walked one
+  // step a fact below (the misses are placed on a full store, evicting from the LRU tail).
+  StoreTier::VictimWalk walk;
+  gpu_->start_victim_walk(walk, last_encodes_ + last_encodes_ / 4 + 2);
+  std::uint64_t lookup_bytes = 0, hit_bytes = 0;
+  std::uint32_t hits = 0, misses = 0;
+  RequestFact* f_out = r.layout.data();
+  for (const FactId g : r.facts) {
+    const std::uint32_t tokens = facts_.tokens(g).tokens;
+    RequestFact& f = *f_out++;
+    f.global = static_cast<std::uint32_t>(g);
+    f.local = static_cast<std::uint32_t>(g);
+    f.tokens = tokens;
+    f.position = pos;
+    pos += tokens;
+    gpu_->step_victim_walk(walk);
+    const std::uint64_t bytes = fact_store_bytes(tokens);
+    lookup_bytes += bytes;
+    const std::uint32_t slot = gpu_->hit_slot(g);
+    if (slot != StoreTier::kNoSlot) {
+      f.source = FactSource::kGpuHit;
+      ++hits;
+      hit_bytes += bytes;
+      present += tokens;
+      // pin(r, f) of a hit: lookups read no pins, so pinning each hit as it is found pins them
+      // all before any placement, in the same order, as resolve_facts does.
+      if (pins_[g]++ == 0) gpu_->pin_slot(slot);
+      f.pinned = true;
+      r.pins.push_back(static_cast<std::uint32_t>(g));
+    } else {
+      ++misses;
+      f.source = miss_source;
+      if (encode) {
+        present += tokens;
+        __builtin_prefetch(pins_.data() + g);  // placed below
+      } else {
+        computed += tokens;
+      }
+    }
+  }
+  gpu_->count_lookups(r.facts.size(), lookup_bytes, hits, hit_bytes);
+  r.prompt_tokens = pos + s.footer_tokens + r.query_tokens;
+  if (first_admission) {
+    r.gpu_hits += hits;
+    r.misses += misses;
+  }
+  const std::uint32_t encodes = encode ? misses : 0;
+  walk.steps = std::min(encodes + encodes / 4 + 1, StoreTier::VictimWalk::kMax);
+  gpu_->finish_victim_walk(walk);
+  last_encodes_ = encodes;
+  bool plan_now = request_jobs_.empty();
+  const auto n = static_cast<std::uint32_t>(encodes > 0 ? r.facts.size() : 0);
+  RequestFact* const layout = r.layout.data();
+  // Room for an encode per miss, value-initialised at once and written through a pointer (as
+  // the layout), then cut to the encodes planned.
+  const std::size_t planned_before = plan_.encodes.size();
+  if (plan_now && n > 0) plan_.encodes.resize(planned_before + encodes);
+  FactEncode* enc_out = plan_.encodes.data() + planned_before;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    RequestFact& f = layout[i];
+    if (f.source != FactSource::kEncoded) continue;
+    ++r.pending_encodes;
+    if (plan_now && plan_encode_direct(r, f, budget, enc_out)) continue;
+    plan_now = false;
+    request_jobs_.push_back(EncodeJob{f.global, ri, r.id, i});
+  }
+  plan_.encodes.resize(static_cast<std::size_t>(enc_out - plan_.encodes.data()));
   r.computed_total = computed + r.generated;
   r.computed_done = 0;
   r.present_base = present;

@@ -218,57 +218,6 @@ std::uint32_t StoreTier::new_slot() {
   return s;
 }
 
-bool StoreTier::insert_direct(FactId id, std::uint64_t bytes, bool pinned,
-                              std::vector<FactId>& evicted) {
-  INFERSCALE_ASSERT(direct() && !resident(id), "direct insert of a resident fact");
-  // make_room and force_insert, step for step, with LRU's own methods.
-  if (bytes > capacity_bytes_) {
-    ++stats_.rejected;
-    return false;
-  }
-  evicting_ = used_bytes_ + bytes > capacity_bytes_;
-  if (evicting_) {
-    const DirectPins pins{slots_.data(), view_->unpin_count()};
-    do {
-      const std::uint32_t v = unpinned_resident_ == 0 ? IdList::kNil : lru_->pick(pins);
-      if (v == IdList::kNil) {
-        ++stats_.rejected;
-        return false;
-      }
-      Slot& victim = slots_[v];
-      INFERSCALE_ASSERT(victim.used && !victim.pinned, "LRU named a pinned victim");
-      const FactId fact = victim.fact;
-      // drop(fact, v) on a direct tier (slot ids, pins tracked, an unpinned victim), inline.
-      resident_bits_[fact >> 6] &= ~(std::uint64_t{1} << (fact & 63));
-      --resident_count_;
-      --unpinned_resident_;
-      used_bytes_ -= victim.bytes;
-      victim.used = 0;
-      free_slots_.push_back(v);
-      lru_->evict(v, pins);
-      ++stats_.evictions;
-      evicted.push_back(fact);
-    } while (used_bytes_ + bytes > capacity_bytes_);
-  }
-  grow(id);
-  resident_bits_[id >> 6] |= std::uint64_t{1} << (id & 63);
-  used_bytes_ += bytes;
-  ++resident_count_;
-  if (!pinned) ++unpinned_resident_;
-  ++stats_.inserts;
-  stats_.peak_bytes = std::max(stats_.peak_bytes, used_bytes_);
-  INFERSCALE_ASSERT(used_bytes_ <= capacity_bytes_, "tier capacity exceeded");
-  const std::uint32_t s = take_slot();
-  slot_of_[id] = s;
-  Slot& slot = slots_[s];
-  slot.fact = id;
-  slot.bytes = bytes;
-  slot.used = 1;
-  slot.pinned = pinned ? 1 : 0;
-  lru_->insert(s);
-  return true;
-}
-
 void StoreTier::finish_victim_walk(VictimWalk& w) const {
   while (w.n < w.steps && w.next != IdList::kNil) step_victim_walk(w);
   for (std::uint32_t i = 0; i < w.n; ++i) {

@@ -3,6 +3,7 @@
 // admission and an eviction policy, and the residency they decide. Ids are the replica's dense
 // fact ids.
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -13,6 +14,7 @@
 
 #include "policies/lru.h"
 #include "policies/policy.h"
+#include "traces/error.h"
 
 namespace inferscale {
 
@@ -75,6 +77,7 @@ struct TierStats {
 
 class StoreTier {
  public:
+  static constexpr std::uint32_t kNoSlot = 0xffffffffu;  // hit_slot's answer for a miss
   StoreTier(std::string name, std::uint64_t capacity_bytes,
             std::unique_ptr<EvictionPolicy> eviction, std::unique_ptr<AdmissionPolicy> admission,
             std::string eviction_name = {});
@@ -134,6 +137,50 @@ class StoreTier {
     lru_->hit(slot_of_[id]);
     return true;
   }
+  /// Makes ids below `n` valid for the unchecked calls of a direct tier (resident_unchecked,
+  /// hit_slot, unpin_direct): a replica reserves its ids once, not a bounds check per fact.
+  void reserve_ids(std::size_t n) {
+    if (n > 0) grow(n - 1);
+  }
+  /// resident() of an id below reserve_ids' bound.
+  bool resident_unchecked(FactId id) const {
+    return (resident_bits_[id >> 6] >> (id & 63) & 1) != 0;
+  }
+  /// lookup_direct of an id below reserve_ids' bound, but for the statistics (count_lookups
+  /// adds a request's at once): on a hit LRU's update, and the fact's slot; else kNoSlot.
+  std::uint32_t hit_slot(FactId id) {
+    if (!resident_unchecked(id)) {
+      __builtin_prefetch(slot_of_.data() + id, 1);  // as lookup_direct
+      return kNoSlot;
+    }
+    const std::uint32_t s = slot_of_[id];
+    lru_->hit(s);
+    return s;
+  }
+  /// The statistics of lookup_direct calls made through hit_slot.
+  void count_lookups(std::uint64_t lookups, std::uint64_t lookup_bytes, std::uint64_t hits,
+                     std::uint64_t hit_bytes) {
+    stats_.lookups += lookups;
+    stats_.lookup_bytes += lookup_bytes;
+    stats_.hits += hits;
+    stats_.hit_bytes += hit_bytes;
+  }
+  /// on_pinned of the fact in slot `s` (hit_slot's answer) on a direct tier.
+  void pin_slot(std::uint32_t s) {
+    --unpinned_resident_;
+    slots_[s].pinned = 1;
+  }
+  /// on_unpinned on a direct tier, of an id below reserve_ids' bound.
+  void unpin_direct(FactId id) {
+    if (!resident_unchecked(id)) return;
+    ++unpinned_resident_;
+    slots_[slot_of_[id]].pinned = 0;
+  }
+  /// prefetch_pin and prefetch_pin_slot on a direct tier, of an id below reserve_ids' bound.
+  void prefetch_pin_direct(FactId id) const { __builtin_prefetch(slot_of_.data() + id); }
+  void prefetch_pin_slot_direct(FactId id) const {
+    if (resident_unchecked(id)) __builtin_prefetch(slots_.data() + slot_of_[id], 1);
+  }
   /// A walk from the LRU tail of a direct tier that starts loading its next victims' records
   /// (slots, list nodes, then residency words), so that a run of insertions finds them in the
   /// cache instead of waiting on each in turn. Each step reads the node the step before it
@@ -167,7 +214,63 @@ class StoreTier {
   void finish_victim_walk(VictimWalk& w) const;
   /// insert() on a direct tier, of a fact of `bytes` that is `pinned` (RunView::pinned) now.
   /// Evicted ids are appended to `evicted`.
-  bool insert_direct(FactId id, std::uint64_t bytes, bool pinned, std::vector<FactId>& evicted);
+  bool insert_direct(FactId id, std::uint64_t bytes, bool pinned, std::vector<FactId>& evicted) {
+    return insert_direct(id, bytes, pinned, evicted, view_->unpin_count());
+  }
+  /// insert_direct with the view's RunView::unpin_count() given by the caller, who has it at
+  /// hand (a replica is the view). Inline: it is one call per miss.
+  [[gnu::always_inline]] bool insert_direct(FactId id, std::uint64_t bytes, bool pinned,
+                                            std::vector<FactId>& evicted,
+                                            std::uint64_t unpin_count) {
+    INFERSCALE_ASSERT(direct() && !resident(id), "direct insert of a resident fact");
+    // make_room and force_insert, step for step, with LRU's own methods.
+    if (bytes > capacity_bytes_) {
+      ++stats_.rejected;
+      return false;
+    }
+    // The slot freed last, which take_slot would hand back: kept aside, not pushed and popped.
+    std::uint32_t s = kNoSlot;
+    evicting_ = used_bytes_ + bytes > capacity_bytes_;
+    if (evicting_) {
+      INFERSCALE_ASSERT(unpin_count == view_->unpin_count(), "a stale unpin count");
+      const DirectPins pins{slots_.data(), unpin_count};
+      do {
+        const std::uint32_t v = unpinned_resident_ == 0 ? IdList::kNil : lru_->pick(pins);
+        if (v == IdList::kNil) {
+          if (s != kNoSlot) free_slots_.push_back(s);
+          ++stats_.rejected;
+          return false;
+        }
+        Slot& victim = slots_[v];
+        INFERSCALE_ASSERT(victim.used && !victim.pinned, "LRU named a pinned victim");
+        const FactId fact = victim.fact;
+        // drop(fact, v) on a direct tier (slot ids, pins tracked, an unpinned victim), inline.
+        resident_bits_[fact >> 6] &= ~(std::uint64_t{1} << (fact & 63));
+        --resident_count_;
+        --unpinned_resident_;
+        used_bytes_ -= victim.bytes;
+        victim.used = 0;
+        if (s != kNoSlot) free_slots_.push_back(s);
+        s = v;
+        lru_->evict(v, pins);
+        ++stats_.evictions;
+        evicted.push_back(fact);
+      } while (used_bytes_ + bytes > capacity_bytes_);
+    }
+    grow(id);
+    resident_bits_[id >> 6] |= std::uint64_t{1} << (id & 63);
+    used_bytes_ += bytes;
+    ++resident_count_;
+    if (!pinned) ++unpinned_resident_;
+    ++stats_.inserts;
+    stats_.peak_bytes = std::max(stats_.peak_bytes, used_bytes_);
+    INFERSCALE_ASSERT(used_bytes_ <= capacity_bytes_, "tier capacity exceeded");
+    if (s == kNoSlot) s = take_slot();
+    slot_of_[id] = s;
+    slots_[s] = Slot{id, bytes, 1, pinned ? 1u : 0u};  // one record, written whole
+    lru_->insert(s);
+    return true;
+  }
   /// Whether a policy of the tier reads a CacheEntry's fields beyond id, tokens and bytes; if
   /// not, entries may leave them unset (a slot-id eviction policy, admission of everything).
   bool reads_entry_details() const { return !slots_on_ || ask_admission_; }
@@ -204,7 +307,6 @@ class StoreTier {
   const EvictionPolicy& eviction_policy() const { return *eviction_; }
 
  private:
-  static constexpr std::uint32_t kNoSlot = 0xffffffffu;
   /// A resident fact as a slot-id policy knows it: all an eviction reads of it, in 16 bytes.
   /// With pins tracked its pin flag too, so that checking a victim reads nothing of the owner's.
   struct Slot {

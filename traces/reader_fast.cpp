@@ -27,6 +27,14 @@ struct Cursor {
     ++p;
     return true;
   }
+  /// The characters of `s` next (a fixed piece of a line as TraceWriter writes it).
+  bool literal(std::string_view s) {
+    if (static_cast<std::size_t>(end - p) < s.size() || std::memcmp(p, s.data(), s.size()) != 0) {
+      return false;
+    }
+    p += s.size();
+    return true;
+  }
   bool key(std::string_view& k) {
     if (!eat('"')) return false;
     const char* b = p;
@@ -63,25 +71,35 @@ struct Cursor {
   bool short_integer(std::int64_t& v) {
     if constexpr (std::endian::native != std::endian::little) return false;
     std::uint64_t w;
-    std::memcpy(&w, p, 8);  // p[0] in the low byte
+    int n;
+    if (!short_digits(w, n)) return false;
+    const char after = p[n];
+    if (after == '.' || after == 'e' || after == 'E') return false;
+    v = static_cast<std::int64_t>(digits_value(w, n));
+    p += n;
+    return true;
+  }
+  /// The 8 bytes at p (8 available) in `w`, p[0] in the low byte, and in `n` the count of
+  /// digits they start with; false unless 1 to 7.
+  bool short_digits(std::uint64_t& w, int& n) const {
+    std::memcpy(&w, p, 8);
     constexpr std::uint64_t kHigh = 0xF0F0F0F0F0F0F0F0ull, kZeros = 0x3030303030303030ull;
     // Nonzero bytes: not a digit ('0'..'9' are 0x30..0x39: high nibble 3, and 3 after + 6).
     // A carry out of a byte only reaches later ones, past the first non-digit.
     const std::uint64_t other =
         ((w & kHigh) ^ kZeros) | (((w + 0x0606060606060606ull) & kHigh) ^ kZeros);
     if (other == 0) return false;  // 8 digits or more: the general loop
-    const int n = __builtin_ctzll(other) / 8;
-    if (n == 0) return false;
-    const char after = p[n];
-    if (after == '.' || after == 'e' || after == 'E') return false;
+    n = __builtin_ctzll(other) / 8;
+    return n != 0;
+  }
+  /// The value of short_digits' `n` digits in `w`.
+  static std::uint64_t digits_value(std::uint64_t w, int n) {
     // The digits to the high bytes (leading zeros below), then pairs, quads, eight.
-    std::uint64_t d = (w - kZeros) << (8 * (8 - n));
+    std::uint64_t d = (w - 0x3030303030303030ull) << (8 * (8 - n));
     d = (d * 10 + (d >> 8)) & 0x00FF00FF00FF00FFull;
     d = (d * 100 + (d >> 16)) & 0x0000FFFF0000FFFFull;
     d = (d * 10000 + (d >> 32)) & 0x00000000FFFFFFFFull;
-    v = static_cast<std::int64_t>(d);
-    p += n;
-    return true;
+    return d;
   }
   /// A plain string: no escapes, no control characters.
   bool string(std::string_view& s) {
@@ -103,6 +121,33 @@ struct Cursor {
       each(v);
       if (eat(']')) return true;
       if (!eat(',')) return false;
+    }
+  }
+  /// int_array of ids (0..kMaxId) appended to `out`, in one loop: a request line is mostly
+  /// these.
+  bool id_array(std::vector<FactId>& out) {
+    if (!eat('[')) return false;
+    if (eat(']')) return true;
+    while (true) {
+      // 1 to 7 digits (in range) and the separator after them, read at once; anything else
+      // (more digits, a number that goes on, too few bytes left) as integer() reads it.
+      std::uint64_t w;
+      int n;
+      if (std::endian::native == std::endian::little && end - p >= 8 && short_digits(w, n) &&
+          (p[n] == ',' || p[n] == ']')) {
+        out.push_back(static_cast<FactId>(digits_value(w, n)));
+        const char sep = p[n];
+        p += n + 1;
+        if (sep == ']') return true;
+        continue;
+      }
+      std::int64_t v = 0;
+      if (!integer(v, 0, kMaxId)) return false;
+      out.push_back(static_cast<FactId>(v));
+      if (p == end) return false;
+      const char sep = *p++;
+      if (sep == ']') return true;
+      if (sep != ',') return false;
     }
   }
   /// After a value: ',' (more) or '}' (done, at end of line).
@@ -134,8 +179,24 @@ bool TraceReader::fast_fact(TraceRecord& out) {
   std::int64_t id = 0, user = 0, tokens = 0, time = last_time_, session = -1;
   std::string_view text, source;
   fast_ints_.clear();
-  if (!c.eat('{')) return false;
-  for (bool done = false; !done;) {
+  bool done = false;
+  // TraceWriter's order first, fixed keys compared whole; the loop below takes what follows
+  // (or, when the line starts otherwise, the whole line).
+  const bool is_fact = c.literal(R"({"type":"fact","id":)");
+  if ((is_fact || c.literal(R"({"type":"memory_write","id":)")) && c.integer(id, 0, kMaxId) &&
+      c.literal(R"(,"user":)") && c.integer(user, 0, kMaxId) && c.literal(R"(,"tokens":)") &&
+      c.integer(tokens, 1, kMaxTokens) && c.literal(R"(,"time":)") && c.integer(time, 0, kMaxId)) {
+    memory_write = !is_fact;
+    has_type = has_id = has_user = has_tokens = has_time = true;
+    if (!c.next(done)) return false;
+  } else {
+    c.p = line_.data();
+    memory_write = false;
+    id = user = tokens = 0;
+    time = last_time_;
+    if (!c.eat('{')) return false;
+  }
+  while (!done) {
     std::string_view k;
     if (!c.key(k)) return false;
     bool ok = false;
@@ -189,8 +250,22 @@ bool TraceReader::fast_request(TraceRecord& out) {
   std::int64_t id = 0, user = 0, time = 0, query = 0, output = 0;
   std::string_view text;
   fast_ints_.clear();
-  if (!c.eat('{')) return false;
-  for (bool done = false; !done;) {
+  bool done = false;
+  // TraceWriter's order first, as in fast_fact.
+  r.facts.clear();
+  if (c.literal(R"({"type":"request","id":)") && c.integer(id, 0, kMaxId) &&
+      c.literal(R"(,"user":)") && c.integer(user, 0, kMaxId) && c.literal(R"(,"time":)") &&
+      c.integer(time, 0, kMaxId) && c.literal(R"(,"query_tokens":)") &&
+      c.integer(query, 1, kMaxTokens) && c.literal(R"(,"output_tokens":)") &&
+      c.integer(output, 1, kMaxTokens) && c.literal(R"(,"facts":)") && c.id_array(r.facts)) {
+    has_type = has_id = has_user = has_time = has_query = has_output = has_facts = true;
+    if (!c.next(done)) return false;
+  } else {
+    c.p = line_.data();
+    id = user = time = query = output = 0;
+    if (!c.eat('{')) return false;
+  }
+  while (!done) {
     std::string_view k;
     if (!c.key(k)) return false;
     bool ok = false;
@@ -210,8 +285,7 @@ bool TraceReader::fast_request(TraceRecord& out) {
     } else if (first(k, "facts", has_facts)) {
       // Straight into the record: a line the fast path gives up on is parsed again in full.
       r.facts.clear();
-      ok = c.int_array(0, kMaxId,
-                       [&](std::int64_t v) { r.facts.push_back(static_cast<FactId>(v)); });
+      ok = c.id_array(r.facts);
     } else if (first(k, "text", has_text)) {
       ok = c.string(text);
     }

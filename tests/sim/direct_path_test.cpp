@@ -62,10 +62,17 @@ TEST_CASE("a direct LRU tier decides what the same LRU behind virtual calls deci
                    PolicyRegistry::make_admission("always", args, "test"), "lru");
   StoreTier generic("gpu", 400, PolicyRegistry::make_eviction("lru_virtual_test", args, "test"),
                     PolicyRegistry::make_admission("always", args, "test"), "lru_virtual_test");
+  // The unchecked calls a direct replica makes (hit_slot, count_lookups, pin_slot,
+  // unpin_direct), on a third tier: the same answers again.
+  StoreTier unchecked("gpu", 400, PolicyRegistry::make_eviction("lru", args, "test"),
+                      PolicyRegistry::make_admission("always", args, "test"), "lru");
   CountedPins pins;
   REQUIRE_FALSE(direct.direct());  // not before it is told of pins
   direct.set_view(&pins, true);
   generic.set_view(&pins, true);
+  unchecked.set_view(&pins, true);
+  unchecked.reserve_ids(120);
+  REQUIRE(unchecked.direct());
   REQUIRE(direct.direct());
   REQUIRE_FALSE(generic.direct());
   REQUIRE(generic.slot_ids());
@@ -74,8 +81,8 @@ TEST_CASE("a direct LRU tier decides what the same LRU behind virtual calls deci
     state = state * 6364136223846793005ull + 1442695040888963407ull;
     return state >> 33;
   };
-  std::vector<FactId> ev_direct, ev_generic;
-  std::uint64_t evictions = 0, rejected = 0, removals = 0, hits = 0;
+  std::vector<FactId> ev_direct, ev_generic, ev_unchecked;
+  std::uint64_t evictions = 0, rejected = 0, removals = 0, hits = 0, pinned_by_slot = 0;
   for (int step = 0; step < 40000; ++step) {
     const auto op = next() % 20;
     const FactId f = next() % 120;
@@ -83,34 +90,51 @@ TEST_CASE("a direct LRU tier decides what the same LRU behind virtual calls deci
     if (op < 10) {
       const bool hit = direct.lookup_direct(f, bytes);
       REQUIRE(generic.lookup(entry(f, bytes), step) == hit);
+      const std::uint32_t slot = unchecked.hit_slot(f);
+      REQUIRE((slot != StoreTier::kNoSlot) == hit);
+      unchecked.count_lookups(1, bytes, hit ? 1 : 0, hit ? bytes : 0);
       if (hit) {
         ++hits;
+        // A replica pins a hit through its slot as it finds it.
+        if (next() % 2 == 0 && pins.pinned_ids.insert(f).second) {
+          direct.on_pinned(f);
+          generic.on_pinned(f);
+          unchecked.pin_slot(slot);
+          ++pinned_by_slot;
+        }
         continue;
       }
       ev_direct.assign(1, 999);  // appended to, not cleared
       ev_generic.clear();
       const bool placed = direct.insert_direct(f, bytes, pins.pinned(f), ev_direct);
       REQUIRE(generic.insert(entry(f, bytes), step, &ev_generic) == placed);
+      ev_unchecked.clear();
+      REQUIRE(unchecked.insert_direct(f, bytes, pins.pinned(f), ev_unchecked, pins.unpins) ==
+              placed);
       REQUIRE(ev_direct.front() == 999);
       ev_direct.erase(ev_direct.begin());
       REQUIRE(ev_direct == ev_generic);
+      REQUIRE(ev_unchecked == ev_generic);
       evictions += ev_direct.size();
       if (!placed) ++rejected;
     } else if (op < 16) {
       if (direct.resident(f) && pins.pinned_ids.insert(f).second) {
         direct.on_pinned(f);
         generic.on_pinned(f);
+        unchecked.on_pinned(f);
       }
     } else if (op < 17) {
       if (pins.pinned_ids.erase(f) != 0) {
         ++pins.unpins;
         direct.on_unpinned(f);
         generic.on_unpinned(f);
+        unchecked.unpin_direct(f);
       }
     } else if (op < 19) {
       if (direct.resident(f) && pins.pinned_ids.count(f) == 0) {
         direct.remove(f);
         generic.remove(f);
+        unchecked.remove(f);
         ++removals;
       }
     } else {
@@ -118,9 +142,12 @@ TEST_CASE("a direct LRU tier decides what the same LRU behind virtual calls deci
       ctx.run = &pins;
       ctx.bytes_needed = 1;
       REQUIRE(direct.victim(ctx) == generic.victim(ctx));
+      REQUIRE(unchecked.victim(ctx) == generic.victim(ctx));
     }
     REQUIRE(direct.used_bytes() == generic.used_bytes());
     REQUIRE(direct.resident_count() == generic.resident_count());
+    REQUIRE(unchecked.used_bytes() == generic.used_bytes());
+    REQUIRE(unchecked.resident_count() == generic.resident_count());
   }
   const TierStats& a = direct.stats();
   const TierStats& b = generic.stats();
@@ -132,6 +159,16 @@ TEST_CASE("a direct LRU tier decides what the same LRU behind virtual calls deci
   CHECK(a.rejected == b.rejected);
   CHECK(a.evictions == b.evictions);
   CHECK(a.peak_bytes == b.peak_bytes);
+  const TierStats& c = unchecked.stats();
+  CHECK(c.lookups == b.lookups);
+  CHECK(c.lookup_bytes == b.lookup_bytes);
+  CHECK(c.hits == b.hits);
+  CHECK(c.hit_bytes == b.hit_bytes);
+  CHECK(c.inserts == b.inserts);
+  CHECK(c.rejected == b.rejected);
+  CHECK(c.evictions == b.evictions);
+  CHECK(c.peak_bytes == b.peak_bytes);
+  CHECK(pinned_by_slot > 100);
   INFO(evictions << " evictions, " << rejected << " rejected, " << removals << " removals");
   CHECK(hits > 1000);
   CHECK(evictions > 5000);

@@ -331,3 +331,64 @@ TEST_CASE("numbers of every length read the same on the fast path and the genera
     CHECK_THROWS_AS(r.next(rec), InputError);
   }
 }
+
+TEST_CASE("lines in the writer's key order, in other orders and with more keys read alike") {
+  // The fast path reads the writer's leading keys as fixed text, then any keys after them in a
+  // loop; a line that starts otherwise, or leaves the writer's order partway, is read by that
+  // loop from its start. The same lines with a space after '{' take the general parser.
+  const std::string body =
+      "{\"type\":\"fact\",\"id\":1,\"user\":1,\"tokens\":3,\"time\":0,\"session\":2}\n"
+      "{\"id\":2,\"type\":\"fact\",\"user\":1,\"tokens\":4}\n"
+      "{\"type\":\"fact\",\"id\":3,\"user\":1,\"time\":0,\"tokens\":5}\n"
+      "{\"type\":\"fact\",\"id\":4,\"user\":2,\"tokens\":6}\n"
+      "{\"type\":\"fact\",\"id\":5,\"user\":1,\"tokens\":7,\"time\":0,\"source\":\"D1:3\","
+      "\"context_tokens\":[1,2],\"text\":\"x\"}\n"
+      "{\"type\":\"memory_write\",\"id\":6,\"user\":1,\"tokens\":8,\"time\":5}\n"
+      "{\"type\":\"request\",\"id\":0,\"user\":1,\"time\":6,\"query_tokens\":3,"
+      "\"output_tokens\":2,\"facts\":[1,2,3],\"text\":\"why?\"}\n"
+      "{\"type\":\"request\",\"id\":1,\"user\":1,\"time\":6,\"facts\":[5,1],\"query_tokens\":4,"
+      "\"output_tokens\":2}\n"
+      "{\"user\":1,\"type\":\"request\",\"id\":2,\"time\":7,\"query_tokens\":5,"
+      "\"output_tokens\":3,\"facts\":[6,5,3,2,1]}\n"
+      "{\"type\":\"request\",\"id\":3,\"user\":2,\"time\":8,\"query_tokens\":6,"
+      "\"output_tokens\":4,\"facts\":[]}\n"
+      "{\"type\":\"request\",\"id\":4,\"user\":2,\"time\":9,\"query_tokens\":6,"
+      "\"output_tokens\":4,\"facts\":[4,4]}\n";
+  std::string spaced;
+  for (std::size_t b = 0, e; (e = body.find('\n', b)) != std::string::npos; b = e + 1) {
+    spaced += "{ " + body.substr(b + 1, e - b);
+  }
+  TraceReader a(write_file("orders_fast.jsonl", body));
+  TraceReader b(write_file("orders_general.jsonl", spaced));
+  TraceRecord ra, rb;
+  std::size_t facts = 0, writes = 0, requests = 0;
+  while (a.next(ra)) {
+    REQUIRE(b.next(rb));
+    REQUIRE(ra.kind == rb.kind);
+    if (ra.kind == RecordKind::kRequest) {
+      ++requests;
+      CHECK(ra.request.id == rb.request.id);
+      CHECK(ra.request.user == rb.request.user);
+      CHECK(ra.request.time == rb.request.time);
+      CHECK(ra.request.query_tokens == rb.request.query_tokens);
+      CHECK(ra.request.output_tokens == rb.request.output_tokens);
+      CHECK(ra.request.facts == rb.request.facts);
+      CHECK(ra.request.text == rb.request.text);
+      CHECK(a.request_fact_indices() == b.request_fact_indices());
+    } else {
+      (ra.kind == RecordKind::kMemoryWrite ? writes : facts) += 1;
+      CHECK(ra.fact.id == rb.fact.id);
+      CHECK(ra.fact.user == rb.fact.user);
+      CHECK(ra.fact.tokens == rb.fact.tokens);
+      CHECK(ra.fact.time == rb.fact.time);
+      CHECK(ra.fact.text == rb.fact.text);
+      CHECK(ra.fact.source == rb.fact.source);
+      CHECK(ra.fact.session == rb.fact.session);
+      CHECK(ra.fact.context_tokens == rb.fact.context_tokens);
+    }
+  }
+  CHECK_FALSE(b.next(rb));
+  CHECK(facts == 5);
+  CHECK(writes == 1);
+  CHECK(requests == 5);
+}
