@@ -9,6 +9,32 @@
 
 namespace inferscale {
 
+namespace {
+
+/// A request's buffer from the spares when it has none (its capacity is kept for the next).
+template <typename V>
+void reuse_spare(V& v, std::vector<V>& spares) {
+  if (v.capacity() == 0 && !spares.empty()) {
+    v.swap(spares.back());
+    spares.pop_back();
+  }
+}
+
+/// Where resolving a request's facts starts: the header's tokens before the first fact, the
+/// tokens computed besides the facts (footer, query, the header unless cached) and present
+/// (the cached header).
+struct ResolveStart {
+  std::uint32_t shared, pos, computed, present;
+};
+
+ResolveStart resolve_start(const ServingConfig& s, const Request& r) {
+  const std::uint32_t shared = s.header_cache ? s.header_tokens : 0;
+  return {shared, s.header_tokens, s.footer_tokens + r.query_tokens + (s.header_tokens - shared),
+          shared};
+}
+
+}  // namespace
+
 FactId Replica::add_local(FactId global) {
   if (global >= local_plus1_.size()) {
     local_plus1_.resize(std::max<std::size_t>(global + 1, local_plus1_.size() * 2), 0);
@@ -231,19 +257,12 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
   Request& r = pool_[ri];
   const auto& s = cfg_.serving;
   const bool first_admission = r.preemptions == 0;
-  const std::uint32_t shared = s.header_cache ? s.header_tokens : 0;
-  std::uint32_t pos = s.header_tokens;
-  std::uint32_t computed = s.footer_tokens + r.query_tokens + (s.header_tokens - shared);
-  std::uint32_t present = shared;
+  const ResolveStart start = resolve_start(s, r);
+  const std::uint32_t shared = start.shared;
+  std::uint32_t pos = start.pos, computed = start.computed, present = start.present;
   INFERSCALE_ASSERT(r.pins.empty(), "a request admitted with pins held");
-  if (r.layout.capacity() == 0 && !spare_layouts_.empty()) {
-    r.layout.swap(spare_layouts_.back());
-    spare_layouts_.pop_back();
-  }
-  if (r.pins.capacity() == 0 && !spare_pins_.empty()) {
-    r.pins.swap(spare_pins_.back());
-    spare_pins_.pop_back();
-  }
+  reuse_spare(r.layout, spare_layouts_);
+  reuse_spare(r.pins, spare_pins_);
   r.layout.clear();
   r.layout.reserve(r.facts.size());
   r.loads_ready = 0;
@@ -314,19 +333,12 @@ void Replica::resolve_facts_direct(std::uint32_t ri, std::uint32_t& budget) {
   Request& r = pool_[ri];
   const auto& s = cfg_.serving;
   const bool first_admission = r.preemptions == 0;
-  const std::uint32_t shared = s.header_cache ? s.header_tokens : 0;
-  std::uint32_t pos = s.header_tokens;
-  std::uint32_t computed = s.footer_tokens + r.query_tokens + (s.header_tokens - shared);
-  std::uint32_t present = shared;
+  const ResolveStart start = resolve_start(s, r);
+  const std::uint32_t shared = start.shared;
+  std::uint32_t pos = start.pos, computed = start.computed, present = start.present;
   INFERSCALE_ASSERT(r.pins.empty(), "a request admitted with pins held");
-  if (r.layout.capacity() == 0 && !spare_layouts_.empty()) {
-    r.layout.swap(spare_layouts_.back());
-    spare_layouts_.pop_back();
-  }
-  if (r.pins.capacity() == 0 && !spare_pins_.empty()) {
-    r.pins.swap(spare_pins_.back());
-    spare_pins_.pop_back();
-  }
+  reuse_spare(r.layout, spare_layouts_);
+  reuse_spare(r.pins, spare_pins_);
   // Sized at once (the value-initialisation is one pass) and written through a pointer: an
   // emplace_back per fact reloads and checks the vector's ends.
   r.layout.clear();

@@ -42,6 +42,31 @@ const char* kGood =
 {"type":"request","id":1,"user":1,"time":200,"query_tokens":24,"output_tokens":50,"facts":[11,10]}
 )";
 
+/// Checks that two readers' current records are the same record, field by field.
+void check_same_record(const TraceReader& a, const TraceRecord& ra, const TraceReader& b,
+                       const TraceRecord& rb) {
+  REQUIRE(ra.kind == rb.kind);
+  if (ra.kind == RecordKind::kRequest) {
+    CHECK(ra.request.id == rb.request.id);
+    CHECK(ra.request.user == rb.request.user);
+    CHECK(ra.request.time == rb.request.time);
+    CHECK(ra.request.query_tokens == rb.request.query_tokens);
+    CHECK(ra.request.output_tokens == rb.request.output_tokens);
+    CHECK(ra.request.facts == rb.request.facts);
+    CHECK(ra.request.text == rb.request.text);
+    CHECK(a.request_fact_indices() == b.request_fact_indices());
+  } else {
+    CHECK(ra.fact.id == rb.fact.id);
+    CHECK(ra.fact.user == rb.fact.user);
+    CHECK(ra.fact.tokens == rb.fact.tokens);
+    CHECK(ra.fact.time == rb.fact.time);
+    CHECK(ra.fact.text == rb.fact.text);
+    CHECK(ra.fact.source == rb.fact.source);
+    CHECK(ra.fact.session == rb.fact.session);
+    CHECK(ra.fact.context_tokens == rb.fact.context_tokens);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("reader reads a valid trace") {
@@ -206,23 +231,7 @@ TEST_CASE("the compact fast path and the general parser read the same records") 
   while (a.next(ra)) {
     REQUIRE(b.next(rb));
     ++n;
-    REQUIRE(ra.kind == rb.kind);
-    if (ra.kind == RecordKind::kRequest) {
-      CHECK(ra.request.id == rb.request.id);
-      CHECK(ra.request.time == rb.request.time);
-      CHECK(ra.request.facts == rb.request.facts);
-      CHECK(ra.request.text == rb.request.text);
-      CHECK(a.request_fact_indices() == b.request_fact_indices());
-    } else {
-      CHECK(ra.fact.id == rb.fact.id);
-      CHECK(ra.fact.user == rb.fact.user);
-      CHECK(ra.fact.tokens == rb.fact.tokens);
-      CHECK(ra.fact.time == rb.fact.time);
-      CHECK(ra.fact.text == rb.fact.text);
-      CHECK(ra.fact.source == rb.fact.source);
-      CHECK(ra.fact.session == rb.fact.session);
-      CHECK(ra.fact.context_tokens == rb.fact.context_tokens);
-    }
+    check_same_record(a, ra, b, rb);
   }
   CHECK_FALSE(b.next(rb));
   CHECK(n == 71);
@@ -364,27 +373,11 @@ TEST_CASE("lines in the writer's key order, in other orders and with more keys r
   std::size_t facts = 0, writes = 0, requests = 0;
   while (a.next(ra)) {
     REQUIRE(b.next(rb));
-    REQUIRE(ra.kind == rb.kind);
+    check_same_record(a, ra, b, rb);
     if (ra.kind == RecordKind::kRequest) {
       ++requests;
-      CHECK(ra.request.id == rb.request.id);
-      CHECK(ra.request.user == rb.request.user);
-      CHECK(ra.request.time == rb.request.time);
-      CHECK(ra.request.query_tokens == rb.request.query_tokens);
-      CHECK(ra.request.output_tokens == rb.request.output_tokens);
-      CHECK(ra.request.facts == rb.request.facts);
-      CHECK(ra.request.text == rb.request.text);
-      CHECK(a.request_fact_indices() == b.request_fact_indices());
     } else {
       (ra.kind == RecordKind::kMemoryWrite ? writes : facts) += 1;
-      CHECK(ra.fact.id == rb.fact.id);
-      CHECK(ra.fact.user == rb.fact.user);
-      CHECK(ra.fact.tokens == rb.fact.tokens);
-      CHECK(ra.fact.time == rb.fact.time);
-      CHECK(ra.fact.text == rb.fact.text);
-      CHECK(ra.fact.source == rb.fact.source);
-      CHECK(ra.fact.session == rb.fact.session);
-      CHECK(ra.fact.context_tokens == rb.fact.context_tokens);
     }
   }
   CHECK_FALSE(b.next(rb));
