@@ -20,17 +20,26 @@ void reuse_spare(V& v, std::vector<V>& spares) {
   }
 }
 
-/// Where resolving a request's facts starts: the header's tokens before the first fact, the
-/// tokens computed besides the facts (footer, query, the header unless cached) and present
-/// (the cached header).
+/// Where resolving a request's facts starts: whether it is the request's first admission (not
+/// after a preemption), the cached header's tokens, the position of the first fact, the tokens
+/// computed besides the facts (footer, query, the header unless cached) and present (the cached
+/// header).
 struct ResolveStart {
+  bool first_admission;
   std::uint32_t shared, pos, computed, present;
 };
 
-ResolveStart resolve_start(const ServingConfig& s, const Request& r) {
+/// The start of resolving `r`, which holds no pins; its layout and pins buffers taken from the
+/// spares when it has none.
+ResolveStart begin_resolve(const ServingConfig& s, Request& r,
+                           std::vector<std::vector<RequestFact>>& spare_layouts,
+                           std::vector<std::vector<std::uint32_t>>& spare_pins) {
+  INFERSCALE_ASSERT(r.pins.empty(), "a request admitted with pins held");
+  reuse_spare(r.layout, spare_layouts);
+  reuse_spare(r.pins, spare_pins);
   const std::uint32_t shared = s.header_cache ? s.header_tokens : 0;
-  return {shared, s.header_tokens, s.footer_tokens + r.query_tokens + (s.header_tokens - shared),
-          shared};
+  return {r.preemptions == 0, shared, s.header_tokens,
+          s.footer_tokens + r.query_tokens + (s.header_tokens - shared), shared};
 }
 
 }  // namespace
@@ -256,13 +265,8 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
   }
   Request& r = pool_[ri];
   const auto& s = cfg_.serving;
-  const bool first_admission = r.preemptions == 0;
-  const ResolveStart start = resolve_start(s, r);
-  const std::uint32_t shared = start.shared;
-  std::uint32_t pos = start.pos, computed = start.computed, present = start.present;
-  INFERSCALE_ASSERT(r.pins.empty(), "a request admitted with pins held");
-  reuse_spare(r.layout, spare_layouts_);
-  reuse_spare(r.pins, spare_pins_);
+  auto [first_admission, shared, pos, computed, present] =
+      begin_resolve(s, r, spare_layouts_, spare_pins_);
   r.layout.clear();
   r.layout.reserve(r.facts.size());
   r.loads_ready = 0;
@@ -332,13 +336,8 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
 void Replica::resolve_facts_direct(std::uint32_t ri, std::uint32_t& budget) {
   Request& r = pool_[ri];
   const auto& s = cfg_.serving;
-  const bool first_admission = r.preemptions == 0;
-  const ResolveStart start = resolve_start(s, r);
-  const std::uint32_t shared = start.shared;
-  std::uint32_t pos = start.pos, computed = start.computed, present = start.present;
-  INFERSCALE_ASSERT(r.pins.empty(), "a request admitted with pins held");
-  reuse_spare(r.layout, spare_layouts_);
-  reuse_spare(r.pins, spare_pins_);
+  auto [first_admission, shared, pos, computed, present] =
+      begin_resolve(s, r, spare_layouts_, spare_pins_);
   // Sized at once (the value-initialisation is one pass) and written through a pointer: an
   // emplace_back per fact reloads and checks the vector's ends.
   r.layout.clear();
