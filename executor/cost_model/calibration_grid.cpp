@@ -148,6 +148,23 @@ CalibrationGrid full_grid() {
   return g;
 }
 
+/// The full grid, then continuous-batching steps shaped like the headline experiment's first
+/// waves: 16 or 32 query-only prefills injecting k = 50 facts beside 64 or 128 decodes over
+/// 1,536 context tokens (the full grid's mixed steps have at most 4 prefills, and on the H200
+/// such steps took 27-50 % longer than a profile fitted without them priced;
+/// bench/results/headline_hil.md). Its first points are the full grid's, in the same order.
+CalibrationGrid full_mixed_grid() {
+  CalibrationGrid g = full_grid();
+  g.name = "full_mixed";
+  add_family(g.points, g.shape,
+             {{&P::decode_batch, {64, 128}},
+              {&P::decode_chunks, {6}},
+              {&P::prefill_batch, {16, 32}},
+              {&P::prefill_tokens, {32}},
+              {&P::k, {50}}});
+  return g;
+}
+
 /// "lo-hi" (or "v") of a field over the points where `when` holds.
 template <class When>
 std::string span(const CalibrationGrid& g, std::uint32_t CalibrationPoint::*field, When when) {
@@ -220,7 +237,7 @@ std::string CalibrationPoint::label(const CalibrationShape& s) const {
 }
 
 std::vector<std::string> calibration_grid_names() {
-  return {"small", "full"};
+  return {"small", "full", "full_mixed"};
 }
 
 CalibrationGrid make_calibration_grid(const std::string& name) {
@@ -229,8 +246,11 @@ CalibrationGrid make_calibration_grid(const std::string& name) {
     g = small_grid();
   } else if (name == "full") {
     g = full_grid();
+  } else if (name == "full_mixed") {
+    g = full_mixed_grid();
   } else {
-    throw std::invalid_argument("unknown calibration grid '" + name + "' (small, full)");
+    throw std::invalid_argument("unknown calibration grid '" + name +
+                                "' (small, full, full_mixed)");
   }
   g.description = describe(g);
   return g;

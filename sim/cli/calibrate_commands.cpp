@@ -289,7 +289,7 @@ void add_calibrate_commands(CLI::App& app, Action& action) {
   cmd->add_option("--out", args->out,
                   "the profile to write, e.g. configs/profiles/h200-llama-3.1-8b.yaml")
       ->required();
-  cmd->add_option("--grid", args->grid, "small | full")->capture_default_str();
+  cmd->add_option("--grid", args->grid, "small | full | full_mixed")->capture_default_str();
   cmd->add_option("--repeats", args->repeats, "timed steps per point (median)")
       ->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "untimed steps per point first")->capture_default_str();
