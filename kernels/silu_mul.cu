@@ -33,7 +33,7 @@ __device__ __forceinline__ void silu_mul_vec(const SiluMulParams& p, std::int64_
 
 template <typename T, int V>
 __global__ void silu_mul_kernel(SiluMulParams p) {
-  device::wait_for_prior_grids();  // the gate/up product
+  device::wait_for_prior_grids();   // the gate/up product
   device::allow_dependent_grids();  // the down product may start loading its weights
   const std::int64_t per_row = p.cols / V;
   const std::int64_t total = p.rows * per_row;

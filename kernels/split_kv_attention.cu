@@ -340,8 +340,8 @@ __global__ void __launch_bounds__(kThreads)
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads)
     split_kv_combine_kernel(const SplitKvAttentionParams p) {
-  constexpr int E = D / 32;        // values per lane: 2 or 4
-  device::wait_for_prior_grids();  // the partials
+  constexpr int E = D / 32;         // values per lane: 2 or 4
+  device::wait_for_prior_grids();   // the partials
   device::allow_dependent_grids();  // the O product may start loading its weights
   const std::int64_t th = std::int64_t(p.tokens) * p.heads;
   const std::int64_t row = std::int64_t(blockIdx.x) * kSplitKvWarps + (threadIdx.x >> 5);

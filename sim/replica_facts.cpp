@@ -20,18 +20,18 @@ void reuse_spare(V& v, std::vector<V>& spares) {
   }
 }
 
-/// Where resolving a request's facts starts: whether it is the request's first admission (not
-/// after a preemption), the cached header's tokens, the position of the first fact, the tokens
-/// computed besides the facts (footer, query, the header unless cached) and present (the cached
-/// header).
-struct ResolveStart {
+/// A request's prompt while its facts are resolved: whether this is its first admission (not
+/// after a preemption), the cached header's tokens, the position of the next fact, the tokens
+/// to compute (footer, query, the header unless cached, facts inlined as text) and present
+/// (the cached header, facts injected).
+struct ResolveTally {
   bool first_admission;
   std::uint32_t shared, pos, computed, present;
 };
 
 /// The start of resolving `r`, which holds no pins; its layout and pins buffers taken from the
 /// spares when it has none.
-ResolveStart begin_resolve(const ServingConfig& s, Request& r,
+ResolveTally begin_resolve(const ServingConfig& s, Request& r,
                            std::vector<std::vector<RequestFact>>& spare_layouts,
                            std::vector<std::vector<std::uint32_t>>& spare_pins) {
   INFERSCALE_ASSERT(r.pins.empty(), "a request admitted with pins held");
@@ -40,6 +40,18 @@ ResolveStart begin_resolve(const ServingConfig& s, Request& r,
   const std::uint32_t shared = s.header_cache ? s.header_tokens : 0;
   return {r.preemptions == 0, shared, s.header_tokens,
           s.footer_tokens + r.query_tokens + (s.header_tokens - shared), shared};
+}
+
+/// The end of resolving `r`: its prefill from the tally. After a preemption the tokens
+/// generated so far are recomputed too (vLLM's recompute).
+void finish_resolve(Request& r, const ResolveTally& t) {
+  r.computed_total = t.computed + r.generated;
+  r.computed_done = 0;
+  r.present_base = t.present;
+  r.shared_tokens = t.shared;
+  r.context = 0;
+  r.injected = false;
+  if (t.first_admission) r.prefill_tokens = t.computed;
 }
 
 }  // namespace
@@ -323,14 +335,7 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
       request_jobs_.push_back(EncodeJob{f.global, ri, r.id, i});
     }
   }
-  // After a preemption the tokens generated so far are recomputed too (vLLM's recompute).
-  r.computed_total = computed + r.generated;
-  r.computed_done = 0;
-  r.present_base = present;
-  r.shared_tokens = shared;
-  r.context = 0;
-  r.injected = false;
-  if (first_admission) r.prefill_tokens = computed;
+  finish_resolve(r, {first_admission, shared, pos, computed, present});
 }
 
 void Replica::resolve_facts_direct(std::uint32_t ri, std::uint32_t& budget) {
@@ -415,13 +420,7 @@ void Replica::resolve_facts_direct(std::uint32_t ri, std::uint32_t& budget) {
     request_jobs_.push_back(EncodeJob{f.global, ri, r.id, i});
   }
   plan_.encodes.resize(static_cast<std::size_t>(enc_out - plan_.encodes.data()));
-  r.computed_total = computed + r.generated;
-  r.computed_done = 0;
-  r.present_base = present;
-  r.shared_tokens = shared;
-  r.context = 0;
-  r.injected = false;
-  if (first_admission) r.prefill_tokens = computed;
+  finish_resolve(r, {first_admission, shared, pos, computed, present});
 }
 
 bool Replica::plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& budget) {

@@ -124,18 +124,10 @@ class StoreTier {
   bool direct() const { return lru_ != nullptr && tracks_pins_ && !ask_admission_; }
   /// lookup() on a direct tier, of a fact of `bytes`.
   bool lookup_direct(FactId id, std::uint64_t bytes) {
-    ++stats_.lookups;
-    stats_.lookup_bytes += bytes;
-    if (!resident(id)) {
-      // A miss is usually inserted soon: the line insert_direct writes starts loading now (a
-      // store to a line not in the cache holds up every later store until it arrives).
-      if (id < slot_of_.size()) __builtin_prefetch(slot_of_.data() + id, 1);
-      return false;
-    }
-    ++stats_.hits;
-    stats_.hit_bytes += bytes;
-    lru_->hit(slot_of_[id]);
-    return true;
+    const bool hit = resident(id);
+    if (hit) hit_slot(id);
+    count_lookups(1, bytes, hit ? 1 : 0, hit ? bytes : 0);
+    return hit;
   }
   /// Makes ids below `n` valid for the unchecked calls of a direct tier (resident_unchecked,
   /// hit_slot, unpin_direct): a replica reserves its ids once, not a bounds check per fact.
@@ -146,11 +138,13 @@ class StoreTier {
   bool resident_unchecked(FactId id) const {
     return (resident_bits_[id >> 6] >> (id & 63) & 1) != 0;
   }
-  /// lookup_direct of an id below reserve_ids' bound, but for the statistics (count_lookups
+  /// A direct lookup of an id below reserve_ids' bound, without its statistics (count_lookups
   /// adds a request's at once): on a hit LRU's update, and the fact's slot; else kNoSlot.
   std::uint32_t hit_slot(FactId id) {
     if (!resident_unchecked(id)) {
-      __builtin_prefetch(slot_of_.data() + id, 1);  // as lookup_direct
+      // A miss is usually inserted soon: the line insert_direct writes starts loading now (a
+      // store to a line not in the cache holds up every later store until it arrives).
+      __builtin_prefetch(slot_of_.data() + id, 1);
       return kNoSlot;
     }
     const std::uint32_t s = slot_of_[id];

@@ -150,9 +150,8 @@ CalibrationGrid full_grid() {
 
 /// The full grid, then continuous-batching steps shaped like the headline experiment's first
 /// waves: 16 or 32 query-only prefills injecting k = 50 facts beside 64 or 128 decodes over
-/// 1,536 context tokens (the full grid's mixed steps have at most 4 prefills, and on the H200
-/// such steps took 27-50 % longer than a profile fitted without them priced;
-/// bench/results/headline_hil.md). Its first points are the full grid's, in the same order.
+/// 1,536 context tokens (the full grid's mixed steps have at most 4 prefills). Its first points
+/// are the full grid's, in the same order.
 CalibrationGrid full_mixed_grid() {
   CalibrationGrid g = full_grid();
   g.name = "full_mixed";

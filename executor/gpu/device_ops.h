@@ -59,8 +59,8 @@ struct AttentionCounts {
 /// products of Llama-3.1-8B at 64 MB). Under programmatic dependent launch the kernel issues its
 /// first weight loads before it waits for the kernel before it.
 struct SkinnyGemmPolicy {
-  bool enabled = false;        // the A/B switch
-  std::int32_t max_rows = 32;  // at most kSkinnyGemmMaxRows (kernels/skinny_gemm.cuh)
+  bool enabled = false;               // the A/B switch
+  std::int32_t max_rows = 32;         // at most kSkinnyGemmMaxRows (kernels/skinny_gemm.cuh)
   std::int64_t max_weight_bytes = 0;  // 0: any
 };
 
@@ -271,9 +271,10 @@ void release_cached_cuda_memory();
 void prefer_cublaslt(bool on);
 
 /// Whether the kernels that follow one another within a layer (kv_append, split-KV attention and
-/// its combine, silu_mul, inject) launch with programmatic dependent launch (process-wide;
-/// kernels/launch.cuh): on sm_90 and later each may start launching before the one before it
-/// finishes, and waits for it inside. Results are the same either way. No-op without CUDA.
+/// its combine, silu_mul, inject, the skinny product) launch with programmatic dependent launch
+/// (process-wide; kernels/launch.cuh): on sm_90 and later each may start launching before the one
+/// before it finishes, and waits for it inside. Results are the same either way. No-op without
+/// CUDA.
 void use_programmatic_launch(bool on);
 
 /// Kernel dtype of a tensor's scalar type (float, bfloat16, half).

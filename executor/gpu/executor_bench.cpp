@@ -130,10 +130,10 @@ bool blas_setting() {
   return env_switch("INFERSCALE_BLAS", "cublaslt", "cublas", false);
 }
 
-/// Programmatic dependent launch of the layer's custom kernels unless INFERSCALE_PDL=off (the
-/// executor's default, on).
-bool programmatic_launch_setting() {
-  return env_switch("INFERSCALE_PDL", "on", "off", GpuExecutorOptions{}.programmatic_launch);
+/// Programmatic dependent launch of the layer's custom kernels: `fallback` (the executor's
+/// default, on) unless INFERSCALE_PDL says otherwise.
+bool programmatic_launch_setting(bool fallback) {
+  return env_switch("INFERSCALE_PDL", "on", "off", fallback);
 }
 
 }  // namespace
@@ -154,7 +154,7 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
   eo.split_kv = split_kv_setting(o.split_kv);
   eo.cuda_graphs = cuda_graph_setting();
   eo.prefer_cublaslt = blas_setting();
-  eo.programmatic_launch = programmatic_launch_setting();
+  eo.programmatic_launch = programmatic_launch_setting(eo.programmatic_launch);
   eo.skinny_gemm = skinny_gemm_setting();
   eo.gemm_tune = gemm_tune_setting();
   eo.l2_prefetch = l2_prefetch_setting();
@@ -362,8 +362,9 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
        {{"enabled", eo.programmatic_launch},
         {"switch", "INFERSCALE_PDL=on|off"},
         {"note",
-         "kv_append, split-KV attention and its combine, silu_mul and inject launched with "
-         "programmatic stream serialization: each may start before the kernel before it ends"}}},
+         "kv_append, split-KV attention and its combine, silu_mul, inject and the skinny product "
+         "launched with programmatic stream serialization: each may start before the kernel "
+         "before it ends"}}},
       {"gemm_counts", {{"libtorch", gc.blas}, {"skinny", gc.skinny}, {"tuned", gc.tuned}}},
       {"l2_prefetch",
        {{"enabled", eo.l2_prefetch.enabled},

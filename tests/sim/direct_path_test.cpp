@@ -149,25 +149,18 @@ TEST_CASE("a direct LRU tier decides what the same LRU behind virtual calls deci
     REQUIRE(unchecked.used_bytes() == generic.used_bytes());
     REQUIRE(unchecked.resident_count() == generic.resident_count());
   }
-  const TierStats& a = direct.stats();
   const TierStats& b = generic.stats();
-  CHECK(a.lookups == b.lookups);
-  CHECK(a.lookup_bytes == b.lookup_bytes);
-  CHECK(a.hits == b.hits);
-  CHECK(a.hit_bytes == b.hit_bytes);
-  CHECK(a.inserts == b.inserts);
-  CHECK(a.rejected == b.rejected);
-  CHECK(a.evictions == b.evictions);
-  CHECK(a.peak_bytes == b.peak_bytes);
-  const TierStats& c = unchecked.stats();
-  CHECK(c.lookups == b.lookups);
-  CHECK(c.lookup_bytes == b.lookup_bytes);
-  CHECK(c.hits == b.hits);
-  CHECK(c.hit_bytes == b.hit_bytes);
-  CHECK(c.inserts == b.inserts);
-  CHECK(c.rejected == b.rejected);
-  CHECK(c.evictions == b.evictions);
-  CHECK(c.peak_bytes == b.peak_bytes);
+  for (const StoreTier* tier : {&direct, &unchecked}) {
+    const TierStats& a = tier->stats();
+    CHECK(a.lookups == b.lookups);
+    CHECK(a.lookup_bytes == b.lookup_bytes);
+    CHECK(a.hits == b.hits);
+    CHECK(a.hit_bytes == b.hit_bytes);
+    CHECK(a.inserts == b.inserts);
+    CHECK(a.rejected == b.rejected);
+    CHECK(a.evictions == b.evictions);
+    CHECK(a.peak_bytes == b.peak_bytes);
+  }
   CHECK(pinned_by_slot > 100);
   INFO(evictions << " evictions, " << rejected << " rejected, " << removals << " removals");
   CHECK(hits > 1000);
