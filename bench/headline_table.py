@@ -4,11 +4,11 @@ from `scripts/device/h200.sh` phase `hil`) next to the same runs in calibrated s
 the datasheet cost model, which this script runs here.
 
     python3 bench/headline_table.py [--inferscale build/inferscale] [--data ../shared/data/locomo10]
-        [--figure bench/results/headline_hil.png] [--steps]
+        [--figure bench/results/headline_hil.png] [--steps] [--tag TAG]
 
---steps also compares the runs step by step (same decisions, so the same steps): total time of
-each kind of step in hardware in the loop and in calibrated simulation, and the hardware's time
-per host load.
+--steps also compares the runs step by step where both took the same steps (copies inside the
+step: the same decisions): total time of each kind of step in hardware in the loop and in
+calibrated simulation, and the hardware's time per host load. --tag reads U_MODE_TAG.json.
 """
 import argparse
 import json
