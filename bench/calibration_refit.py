@@ -3,7 +3,10 @@
 features alone can reach). The same fit as `inferscale calibrate`: non-negative least squares on
 relative errors over the training points; error on the held-out ones.
 
-    python3 bench/calibration_refit.py [bench/results/calibration_h200.csv]
+    python3 bench/calibration_refit.py [bench/results/calibration_h200.csv] [--families]
+
+--families prints instead the committed fit's error by family of points (prefill, decode +
+prefill, ...: the label's kinds of work), from the CSV's measured and predicted times.
 """
 import csv
 import os
@@ -37,9 +40,21 @@ def nnls(a, b, iterations=500):
     return x
 
 
+def families(rows, first):
+    """MAPE and worst error of the CSV's own predictions by family of points, worst MAPE first."""
+    by = {}
+    for r in rows:
+        kinds = [part.split()[0] for part in r[first["label"]].split(" + ")]
+        by.setdefault(" + ".join(kinds), []).append(abs(float(r[first["error_pct"]])))
+    print("| family | points | MAPE | worst |")
+    print("|---|---:|---:|---:|")
+    for name, err in sorted(by.items(), key=lambda kv: -sum(kv[1]) / len(kv[1])):
+        print(f"| {name} | {len(err)} | {sum(err) / len(err):.1f} % | {max(err):.1f} % |")
+
+
 def main():
-    path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "bench", "results",
-                                                             "calibration_h200.csv")
+    args = [a for a in sys.argv[1:] if a != "--families"]
+    path = args[0] if args else os.path.join(ROOT, "bench", "results", "calibration_h200.csv")
     rows = list(csv.reader(open(path)))
     header, rows = rows[0], rows[1:]
     first = {}
@@ -49,7 +64,9 @@ def main():
     def col(name):
         return np.array([float(r[first[name]]) for r in rows])
 
-    labels = [r[first["label"]] for r in rows]
+    if "--families" in sys.argv[1:]:
+        families(rows, first)
+        return
     train = np.array([r[first["split"]] == "train" for r in rows])
     y = col("measured_ns")
     prefill, decode, encode = col("prefill_tokens"), col("decode_tokens"), col("encode_tokens")

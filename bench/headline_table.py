@@ -8,9 +8,12 @@ the datasheet cost model, which this script runs here.
 
 --steps also compares the runs step by step where both took the same steps (copies inside the
 step: the same decisions): total time of each kind of step in hardware in the loop and in
-calibrated simulation, and the hardware's time per host load. --tag reads U_MODE_TAG.json.
+calibrated simulation, and the hardware's time per host load. --tag reads U_MODE_TAG.json and
+its repeats U_MODE_TAG_*.json (HIL_REPEATS: _r2, ...): with several runs the hardware row is their
+mean (each figure averaged), and the calibrated figures are also compared with each run.
 """
 import argparse
+import glob
 import json
 import os
 import subprocess
@@ -24,6 +27,20 @@ MODES = ("text", "kv_inject")
 
 def figures(s):
     return s["throughput"]["requests_per_s"], s["ttft_ms"]["p50"], s["ttft_ms"]["p99"]
+
+
+def hardware_runs(tag, users, mode):
+    """The summaries of the hardware runs of a tag at `users`: the run, then its repeats."""
+    suffix = f"_{tag}" if tag else ""
+    first = os.path.join(HIL, f"{users}_{mode}{suffix}.json")
+    rest = sorted(p for p in glob.glob(os.path.join(HIL, f"{users}_{mode}{suffix}_*.json"))
+                  if not p.endswith("_timeline.json")) if tag else []
+    return [json.load(open(p)) for p in [first] + rest if os.path.exists(p)]
+
+
+def mean_figures(runs):
+    """Each figure (req/s, TTFT p50, TTFT p99) averaged over the runs."""
+    return tuple(sum(f[i] for f in map(figures, runs)) / len(runs) for i in range(3))
 
 
 def simulate(binary, data, users, extra, out):
@@ -52,20 +69,32 @@ def main():
     ratios, step_rows = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for u in USERS:
-            hil = {m: json.load(open(os.path.join(HIL, f"{u}_{m}{suffix}.json"))) for m in MODES}
+            hil = {m: hardware_runs(a.tag, u, m) for m in MODES}
             cal = simulate(a.inferscale, a.data, u, calibrated, os.path.join(tmp, "cal"))
             sheet = simulate(a.inferscale, a.data, u, [], os.path.join(tmp, "sheet"))
             for m in MODES:
-                for name, s in (("hardware in the loop", hil[m]), ("calibrated simulation", cal[m]),
-                                ("cost model (datasheet)", sheet[m])):
-                    rps, p50, p99 = figures(s)
+                runs = hil[m]
+                hw = mean_figures(runs)
+                rows = [(f"hardware in the loop (mean of {len(runs)})" if len(runs) > 1
+                         else "hardware in the loop", hw, runs[0])]
+                if len(runs) > 1:
+                    rows += [(f"hardware in the loop, run {i + 1}", figures(r), r)
+                             for i, r in enumerate(runs)]
+                rows += [("calibrated simulation", figures(cal[m]), cal[m]),
+                         ("cost model (datasheet)", figures(sheet[m]), sheet[m])]
+                for name, (rps, p50, p99), s in rows:
                     hit = f"{100 * s['hit_ratio']['gpu_object']:.1f} %" if m == "kv_inject" else ""
                     loads = s["work"]["host_loads"] if m == "kv_inject" else ""
                     print(f"| {u} | {m} | {name} | {rps:.2f} | {p50:.1f} | {p99:.1f} | {hit} | {loads} |")
-                h, c = figures(hil[m]), figures(cal[m])
-                print(f"| {u} | {m} | calibrated / hardware | {c[0] / h[0]:.2f}x | {c[1] / h[1]:.2f}x "
-                      f"| {c[2] / h[2]:.2f}x | | |")
-            ratios.append((u, figures(hil["kv_inject"]), figures(hil["text"]),
+                c = figures(cal[m])
+                print(f"| {u} | {m} | calibrated / hardware{' (mean)' if len(runs) > 1 else ''} | "
+                      + " | ".join(f"{x / y:.2f}x" for x, y in zip(c, hw)) + " | | |")
+                if len(runs) > 1:
+                    worst = [max((x / figures(r)[i] for r in runs), key=lambda v: abs(v - 1))
+                             for i, x in enumerate(c)]
+                    print(f"| {u} | {m} | calibrated / hardware (farthest run) | "
+                          + " | ".join(f"{v:.2f}x" for v in worst) + " | | |")
+            ratios.append((u, mean_figures(hil["kv_inject"]), mean_figures(hil["text"]),
                            figures(cal["kv_inject"]), figures(cal["text"])))
             if a.steps:
                 for m in MODES:
