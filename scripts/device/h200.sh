@@ -94,7 +94,7 @@ symbolize() {
   nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
   nvcc --version | tail -2
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
-  echo "cpus $(nproc)"
+  echo "cpus $(nproc): $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
 } >"$WORK/env.log" 2>&1
 note "phases: $PHASES (budget ${BUDGET_S}s)"
 
