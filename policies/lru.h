@@ -4,7 +4,7 @@
 
 #include <optional>
 
-#include "policies/id_list.h"
+#include "policies/lru_order.h"
 #include "policies/pinned_tail.h"
 #include "policies/policy.h"
 
@@ -12,7 +12,8 @@ namespace inferscale {
 
 /// @brief LRU over slot ids. The virtual interface forwards to the direct one (insert, hit,
 /// remove, pick, evict), which a store tier may call instead with its own view of pins: both
-/// run the same code, so they decide alike.
+/// run the same code, so they decide alike. The order is an LruOrder (a queue, not a linked
+/// list): a hit appends, and the next victims are read in order.
 class Lru final : public EvictionPolicy {
  public:
   void insert(std::uint32_t id) { list_.push_front(id); }
@@ -24,29 +25,25 @@ class Lru final : public EvictionPolicy {
     pinned_tail_.unlink(list_, id);
     list_.erase(id);
   }
-  /// The victim for `ctx` (pinned, unpin_count), or IdList::kNil.
+  /// The victim for `ctx` (pinned, unpin_count), or LruOrder::kNil.
   template <class Ctx>
   std::uint32_t pick(const Ctx& ctx) const {
     return pinned_tail_.first_unpinned(list_, ctx);
   }
   /// Evicts `id`, the answer of pick(ctx). The next victim is most likely the new tail: its
-  /// records (through ctx.prefetch) and its neighbour's node, which its own eviction writes,
-  /// start loading while the run places the fact this eviction made room for.
+  /// records (through ctx.prefetch) start loading while the run places the fact this eviction
+  /// made room for.
   template <class Ctx>
   void evict(std::uint32_t id, const Ctx& ctx) {
     remove(id);
     const std::uint32_t tail = list_.back();
-    if (tail == IdList::kNil) return;
-    ctx.prefetch(tail);
-    list_.prefetch(list_.next_toward_front(tail));
+    if (tail != LruOrder::kNil) ctx.prefetch(tail);
   }
 
-  /// The id at the back (the next victim but for pins), and the next one toward the front of
-  /// `id`: for a store's walk that starts loading its next victims' records (a hint).
-  std::uint32_t back() const { return list_.back(); }
-  std::uint32_t toward_front(std::uint32_t id) const { return list_.next_toward_front(id); }
-  /// Starts loading `id`'s node (a hint; `id` may be IdList::kNil).
-  void prefetch_node(std::uint32_t id) const { list_.prefetch(id); }
+  /// A walk over the ids from the back (the next victims but for pins), for a store that
+  /// starts loading their records (a hint): LruOrder::walk_start and walk_next.
+  std::size_t walk_start() const { return list_.walk_start(); }
+  std::uint32_t walk_next(std::size_t& cursor) const { return list_.walk_next(cursor); }
 
   void on_insert(const CacheEntry& e, SimTime) override {
     insert(static_cast<std::uint32_t>(e.id));
@@ -60,12 +57,12 @@ class Lru final : public EvictionPolicy {
   bool slot_ids() const override { return true; }
   std::optional<FactId> victim(const EvictionContext& ctx) const override {
     const auto i = pick(ctx);
-    if (i == IdList::kNil) return std::nullopt;
+    if (i == LruOrder::kNil) return std::nullopt;
     return i;
   }
 
  private:
-  IdList list_;
+  LruOrder list_;
   PinnedTail pinned_tail_;
 };
 

@@ -219,7 +219,7 @@ std::uint32_t StoreTier::new_slot() {
 }
 
 void StoreTier::finish_victim_walk(VictimWalk& w) const {
-  while (w.n < w.steps && w.next != IdList::kNil) step_victim_walk(w);
+  while (w.active && w.n < w.steps) step_victim_walk(w);
   for (std::uint32_t i = 0; i < w.n; ++i) {
     const FactId fact = slots_[w.ids[i]].fact;
     if ((fact >> 6) < resident_bits_.size()) {

@@ -176,13 +176,14 @@ class StoreTier {
     if (resident_unchecked(id)) __builtin_prefetch(slots_.data() + slot_of_[id], 1);
   }
   /// A walk from the LRU tail of a direct tier that starts loading its next victims' records
-  /// (slots, list nodes, then residency words), so that a run of insertions finds them in the
-  /// cache instead of waiting on each in turn. Each step reads the node the step before it
-  /// started loading: a loop with work of its own takes one step an iteration, and the chain of
-  /// node reads overlaps that work. A hint: it changes nothing.
+  /// (slots, then residency words), so that a run of insertions finds them in the cache instead
+  /// of waiting on each in turn. The victims come from LRU's queue in order (Lru::walk_next),
+  /// whose loads do not wait on each other; a loop with work of its own takes one step an
+  /// iteration. A hint: it changes nothing.
   struct VictimWalk {
     static constexpr std::uint32_t kMax = 64;
-    std::uint32_t next = IdList::kNil;
+    std::size_t cursor = 0;   // into LRU's queue
+    bool active = false;      // started, and the front not reached
     std::uint32_t steps = 0;  // to take at most
     std::uint32_t n = 0;      // walked
     std::uint32_t ids[kMax];
@@ -191,17 +192,19 @@ class StoreTier {
   /// nothing (the tier is not full).
   void start_victim_walk(VictimWalk& w, std::uint32_t steps) const {
     w.n = 0;
-    w.steps = evicting_ ? std::min(steps, VictimWalk::kMax) : 0;
-    w.next = w.steps > 0 && unpinned_resident_ != 0 ? lru_->back() : IdList::kNil;
-    lru_->prefetch_node(w.next);
+    w.steps = std::min(steps, VictimWalk::kMax);
+    w.active = evicting_ && unpinned_resident_ != 0 && w.steps > 0;
+    w.cursor = w.active ? lru_->walk_start() : 0;
   }
   void step_victim_walk(VictimWalk& w) const {
-    if (w.n == w.steps || w.next == IdList::kNil) return;
-    const std::uint32_t i = w.next;
+    if (!w.active || w.n == w.steps) return;
+    const std::uint32_t i = lru_->walk_next(w.cursor);
+    if (i == LruOrder::kNil) {
+      w.active = false;  // the front: nothing more to walk
+      return;
+    }
     w.ids[w.n++] = i;
     __builtin_prefetch(slots_.data() + i, 1);
-    w.next = lru_->toward_front(i);
-    lru_->prefetch_node(w.next);
   }
   /// Takes the walk's remaining steps, then starts loading the walked victims' residency words
   /// (drop writes them).
@@ -229,8 +232,8 @@ class StoreTier {
       INFERSCALE_ASSERT(unpin_count == view_->unpin_count(), "a stale unpin count");
       const DirectPins pins{slots_.data(), unpin_count};
       do {
-        const std::uint32_t v = unpinned_resident_ == 0 ? IdList::kNil : lru_->pick(pins);
-        if (v == IdList::kNil) {
+        const std::uint32_t v = unpinned_resident_ == 0 ? LruOrder::kNil : lru_->pick(pins);
+        if (v == LruOrder::kNil) {
           if (s != kNoSlot) free_slots_.push_back(s);
           ++stats_.rejected;
           return false;
