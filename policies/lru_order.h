@@ -83,7 +83,7 @@ class LruOrder {
   }
   /// Keeps the live entries, in order, from index 0. A live entry moves to a lower index, which
   /// no later entry of the pass can equal, so a stale entry is never taken for a live one.
-  void compact() {
+  [[gnu::noinline]] void compact() {
     std::size_t w = 0;
     for (std::size_t j = head_; j < queue_.size(); ++j) {
       if (j + kAhead < queue_.size()) __builtin_prefetch(pos_.data() + queue_[j + kAhead]);
