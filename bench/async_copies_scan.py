@@ -9,24 +9,15 @@ U_kv_inject_TAG_*.json). The other fields of the profile stay as committed.
         [--stall-ms 0,2,4] [--issue-ns 1800] [--inferscale build/inferscale]
 """
 import argparse
-import glob
 import json
 import os
 import re
 import subprocess
 import tempfile
 
-from headline_table import HIL, ROOT, USERS, figures
+from headline_table import ROOT, USERS, figures, hardware_runs
 
 PROFILE = os.path.join(ROOT, "configs", "profiles", "h200-llama-3.1-8b.yaml")
-
-
-def hardware_runs(tag, users):
-    """Every kv_inject summary of the tag at `users`: the run, then its repeats."""
-    first = os.path.join(HIL, f"{users}_kv_inject_{tag}.json")
-    rest = sorted(p for p in glob.glob(os.path.join(HIL, f"{users}_kv_inject_{tag}_*.json"))
-                  if not p.endswith("_timeline.json"))
-    return [json.load(open(p)) for p in [first] + rest if os.path.exists(p)]
 
 
 def profile_with(path, lane_speed, stall_ns, issue_ns):
@@ -56,7 +47,7 @@ def main():
     ap.add_argument("--inferscale", default=os.path.join(ROOT, "build", "inferscale"))
     ap.add_argument("--data", default=os.path.join(ROOT, "..", "shared", "data", "locomo10"))
     a = ap.parse_args()
-    hardware = {u: hardware_runs(a.tag, u) for u in USERS}
+    hardware = {u: hardware_runs(a.tag, u, "kv_inject") for u in USERS}
     print("errors of calibrated kv_inject against each hardware run (req/s, TTFT p50, TTFT p99), %")
     print()
     print("| lane_speed | stall ms | " + " | ".join(f"{u} users" for u in USERS) + " | worst |")
