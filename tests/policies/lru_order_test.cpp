@@ -71,8 +71,7 @@ TEST_CASE("LruOrder answers as a linked list over random operations") {
   }
 }
 
-TEST_CASE(
-    "LruOrder: moving the front id to the front changes nothing; an empty order has no back") {
+TEST_CASE("LruOrder keeps the front in place and has no back when empty") {
   LruOrder order;
   CHECK(order.empty());
   CHECK(order.back() == LruOrder::kNil);
