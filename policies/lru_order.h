@@ -60,7 +60,10 @@ class LruOrder {
   /// starts loading its next victims' records: walk_next answers the next listed id and moves
   /// the cursor past it, or kNil at the front. Reads only the queue and the ids' positions,
   /// whose addresses the queue gives ahead of time (no chain of dependent loads).
-  std::size_t walk_start() const { return head_; }
+  std::size_t walk_start() const {
+    back();  // past the stale entries at the head, once for every walk after it
+    return head_;
+  }
   std::uint32_t walk_next(std::size_t& cursor) const {
     while (cursor < queue_.size()) {
       const std::size_t j = cursor++;
