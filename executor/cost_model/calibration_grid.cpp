@@ -164,6 +164,17 @@ CalibrationGrid full_mixed_grid() {
   return g;
 }
 
+/// Asynchronous loads of 64-1,024 facts of 24 tokens and 16-256 of 256 tokens, each step with a
+/// one-request prefill that injects the last one: what the copy lanes deliver, for
+/// `inferscale calibrate --copy-lanes` (calibration_copy_lanes.h), not for the step fit.
+CalibrationGrid copy_lanes_grid() {
+  CalibrationGrid g;
+  g.name = "copy_lanes";
+  add_family(g.points, g.shape, {{&P::async_loads, {64, 256, 1024}}, {&P::move_tokens, {24}}});
+  add_family(g.points, g.shape, {{&P::async_loads, {16, 64, 256}}, {&P::move_tokens, {256}}});
+  return g;
+}
+
 /// "lo-hi" (or "v") of a field over the points where `when` holds.
 template <class When>
 std::string span(const CalibrationGrid& g, std::uint32_t CalibrationPoint::*field, When when) {
@@ -184,6 +195,7 @@ std::string describe(const CalibrationGrid& g) {
   auto dec = [](const P& p) { return p.decode_batch > 0; };
   auto enc = [](const P& p) { return p.encodes > 0; };
   auto move = [](const P& p) { return p.loads + p.offloads > 0; };
+  auto async = [](const P& p) { return p.async_loads > 0; };
   std::uint32_t ctx_lo = ~0u, ctx_hi = 0;
   for (const auto& p : g.points) {
     if (!dec(p)) continue;
@@ -201,8 +213,10 @@ std::string describe(const CalibrationGrid& g) {
          " x " + span(g, &P::encode_tokens, enc) + " tokens after " +
          span(g, &P::encode_context, enc) + " context tokens; host loads and offloads of " +
          span(g, &P::loads, move) + " / " + span(g, &P::offloads, move) + " facts of " +
-         span(g, &P::move_tokens, move) + " tokens; header " + std::to_string(s.header_tokens) +
-         " tokens cached; at most " + std::to_string(kMaxStepTokens) + " forward tokens and " +
+         span(g, &P::move_tokens, move) + " tokens; asynchronous loads of " +
+         span(g, &P::async_loads, async) + " facts of " + span(g, &P::move_tokens, async) +
+         " tokens; header " + std::to_string(s.header_tokens) + " tokens cached; at most " +
+         std::to_string(kMaxStepTokens) + " forward tokens and " +
          std::to_string(kMaxDecodeKvTokens) + " decoder KV tokens a step";
 }
 
@@ -232,11 +246,14 @@ std::string CalibrationPoint::label(const CalibrationShape& s) const {
   }
   if (loads > 0) part("load " + std::to_string(loads) + "x" + std::to_string(move_tokens));
   if (offloads > 0) part("offload " + std::to_string(offloads) + "x" + std::to_string(move_tokens));
+  if (async_loads > 0) {
+    part("async load " + std::to_string(async_loads) + "x" + std::to_string(move_tokens));
+  }
   return out.empty() ? "empty" : out;
 }
 
 std::vector<std::string> calibration_grid_names() {
-  return {"small", "full", "full_mixed"};
+  return {"small", "full", "full_mixed", "copy_lanes"};
 }
 
 CalibrationGrid make_calibration_grid(const std::string& name) {
@@ -247,9 +264,11 @@ CalibrationGrid make_calibration_grid(const std::string& name) {
     g = full_grid();
   } else if (name == "full_mixed") {
     g = full_mixed_grid();
+  } else if (name == "copy_lanes") {
+    g = copy_lanes_grid();
   } else {
     throw std::invalid_argument("unknown calibration grid '" + name +
-                                "' (small, full, full_mixed)");
+                                "' (small, full, full_mixed, copy_lanes)");
   }
   g.description = describe(g);
   return g;
@@ -360,12 +379,14 @@ std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& p
   }
   // Facts to move: loads come from the host tier (encoded, offloaded, evicted first);
   // offloads copy facts resident in the pool.
+  // Asynchronous loads are loads (load_facts) issued on the copy lanes.
+  const std::uint32_t loads = pt.loads + pt.async_loads;
   std::vector<FactId> load_facts, offload_facts;
-  if (pt.loads + pt.offloads > 0) {
+  if (loads + pt.offloads > 0) {
     CalibrationStep encode;
-    for (std::uint32_t i = 0; i < pt.loads + pt.offloads; ++i) {
+    for (std::uint32_t i = 0; i < loads + pt.offloads; ++i) {
       const FactId f = fresh_fact();
-      (i < pt.loads ? load_facts : offload_facts).push_back(f);
+      (i < loads ? load_facts : offload_facts).push_back(f);
       encode.plan.encodes.push_back(FactEncode{f, 0, pt.move_tokens, 0, true});
     }
     out.push_back(std::move(encode));
@@ -413,7 +434,17 @@ std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& p
           FactEncode{encoded.back(), 0, pt.encode_tokens, pt.encode_context, true});
     }
     for (FactId f : load_facts) {
-      m.plan.loads.push_back(FactLoad{f, pt.move_tokens, move_bytes});
+      (pt.async_loads > 0 ? m.plan.async_loads : m.plan.loads)
+          .push_back(FactLoad{f, pt.move_tokens, move_bytes});
+    }
+    if (pt.async_loads > 0) {  // a prefill that injects the last copy: the step waits for all
+      Prompt p;
+      p.request = next_request_++;
+      p.facts.emplace_back(load_facts.back(), pt.move_tokens);
+      p.computed = shape_.query_tokens;
+      p.prompt_tokens = shape_.header_tokens + pt.move_tokens + p.computed;
+      add_prefill(m.plan, p, true, p.computed, true);
+      m.plan.released.push_back(p.request);
     }
     for (FactId f : offload_facts) {
       m.plan.offloads.push_back(FactLoad{f, pt.move_tokens, move_bytes});
@@ -468,9 +499,11 @@ CalibrationNeeds calibration_needs(const CalibrationGrid& grid, const ModelConfi
           pool.erase(it);
         }
       }
-      for (const FactLoad& l : p.loads) {
-        pool_blocks += blocks_of(l.tokens) * (pool.count(l.fact) ? 0 : 1);
-        pool[l.fact] = blocks_of(l.tokens);
+      for (const auto* loads : {&p.loads, &p.async_loads}) {
+        for (const FactLoad& l : *loads) {
+          pool_blocks += blocks_of(l.tokens) * (pool.count(l.fact) ? 0 : 1);
+          pool[l.fact] = blocks_of(l.tokens);
+        }
       }
       n.host_facts = std::max<std::uint64_t>(n.host_facts, host.size());
       for (FactId f : p.host_evictions) host.erase(f);

@@ -44,13 +44,17 @@ struct CalibrationPoint {
   std::uint32_t loads = 0;
   std::uint32_t offloads = 0;
   std::uint32_t move_tokens = 0;
+  // Asynchronous host -> GPU loads of facts of move_tokens each (the copy lanes), and in the
+  // same step a one-request prefill of query_tokens that injects the last of them, so that the
+  // step ends when every copy is done (grid copy_lanes).
+  std::uint32_t async_loads = 0;
 
-  /// "decode 64@2128 + prefill 4x512 k50 + encode 16x24 w128 + load 8x24".
+  /// "decode 64@2128 + prefill 4x512 k50 + encode 16x24 w128 + load 8x24", "async load 256x24".
   std::string label(const CalibrationShape& shape) const;
 };
 
 struct CalibrationGrid {
-  std::string name;  // small | full
+  std::string name;  // small | full | full_mixed | copy_lanes
   CalibrationShape shape;
   std::vector<CalibrationPoint> points;
   /// The axes in words (recorded in the profile).
@@ -60,7 +64,8 @@ struct CalibrationGrid {
 /// Grid names make_calibration_grid accepts.
 std::vector<std::string> calibration_grid_names();
 /// The named grid (small: a few dozen points for tests and quick checks; full: the one a
-/// profile is fitted on). Throws std::invalid_argument for an unknown name.
+/// profile is fitted on; copy_lanes: asynchronous loads only, for the profile's copy-lane speed,
+/// not for the least-squares fit). Throws std::invalid_argument for an unknown name.
 CalibrationGrid make_calibration_grid(const std::string& name);
 
 /// Held-out split: every 5th point (index % 5 == 4) is held out of the fit.

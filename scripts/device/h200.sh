@@ -11,8 +11,9 @@
 #   tests      kernel tests (also under compute-sanitizer memcheck; MEMCHECK="" skips it),
 #              executor tests (bf16 on the GPU)
 #   calibrate  `inferscale calibrate --executor gpu --grid full` (CAL_GRID=full_mixed: with
-#              headline-shaped mixed steps) -> h200-llama-3.1-8b.yaml and the measured points
-#              (held-out error in the profile)
+#              headline-shaped mixed steps; COPY_LANES=1: also --copy-lanes, the copy lanes'
+#              speed measured) -> h200-llama-3.1-8b.yaml and the measured points (held-out
+#              error in the profile)
 #   hil        configs/headline.yaml hardware-in-the-loop at USERS (default 50 100 150 200),
 #              with HIL_SET (extra --set arguments) if given, HIL_REPEATS times (default 1;
 #              more: results headline_hil_U_rN)
@@ -128,8 +129,8 @@ fi
 if want calibrate; then
   step calibrate 200 "$WORK/calibrate.log" "$BIN" calibrate --executor gpu --model llama-3.1-8b \
     --gpu h200 --grid "${CAL_GRID:-full}" --out "$WORK/h200-llama-3.1-8b.yaml" \
-    --points "$WORK/calibration_h200.csv"
-  tail -15 "$WORK/calibrate.log" | sed 's/^/    /' >>"$SUMMARY"
+    --points "$WORK/calibration_h200.csv" ${COPY_LANES:+--copy-lanes}
+  tail -24 "$WORK/calibrate.log" | sed 's/^/    /' >>"$SUMMARY"
 fi
 
 if want hil; then

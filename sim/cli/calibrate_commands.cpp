@@ -1,5 +1,6 @@
 // `inferscale calibrate`: profiles an executor over the calibration grid, fits the calibrated
 // cost model, and writes the profile (configs/profiles/<gpu>-<model>.yaml). Registers itself.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -9,6 +10,7 @@
 #include <memory>
 #include <sstream>
 
+#include "executor/cost_model/calibration_copy_lanes.h"
 #include "executor/cost_model/calibration_profiler.h"
 #include "sim/cli/calibrate.h"
 #include "sim/cli/commands.h"
@@ -35,9 +37,10 @@ struct CalibrateArgs {
   std::uint32_t warmup = 2;
   std::string device = "cuda";
   std::uint64_t seed = 0;
-  std::string points;   // optional CSV of every point
-  std::string refit;    // a points CSV to fit again instead of profiling
-  std::string machine;  // with --refit: the device the points were measured on
+  std::string points;       // optional CSV of every point
+  std::string refit;        // a points CSV to fit again instead of profiling
+  std::string machine;      // with --refit: the device the points were measured on
+  bool copy_lanes = false;  // also profile the copy_lanes grid and fit async_copies.lane_speed
 };
 
 std::string utc_now() {
@@ -56,6 +59,7 @@ std::string command_line(const CalibrateArgs& a) {
   if (!a.refit.empty()) c += " --refit " + a.refit + " --machine \"" + a.machine + "\"";
   if (a.executor != "cost_model" && a.refit.empty()) c += " --device " + a.device;
   if (!a.points.empty()) c += " --points " + a.points;
+  if (a.copy_lanes) c += " --copy-lanes";
   return c + " --out " + a.out;
 }
 
@@ -155,9 +159,28 @@ double forecast_s(const CalibrationGrid& grid, const ModelConfig& model, const G
   return ns / 1e9;
 }
 
+/// The copy_lanes grid measured (with --copy-lanes).
+struct LaneMeasurements {
+  CalibrationGrid grid;
+  std::vector<PointMeasurement> measured;
+};
+
 int fit_and_write(const CalibrateArgs& a, const CalibrationGrid& grid, const ModelConfig& model,
                   const GpuConfig& gpu, const std::vector<PointMeasurement>& measured,
-                  const std::string& machine, double wall_s);
+                  const std::string& machine, double wall_s, const LaneMeasurements* lanes);
+
+/// What an executor needs to run both grids, one after the other.
+CalibrationNeeds max_needs(CalibrationNeeds a, const CalibrationNeeds& b) {
+  a.cache_tokens = std::max(a.cache_tokens, b.cache_tokens);
+  a.requests = std::max(a.requests, b.requests);
+  a.pool_blocks = std::max(a.pool_blocks, b.pool_blocks);
+  a.host_facts = std::max(a.host_facts, b.host_facts);
+  a.max_position = std::max(a.max_position, b.max_position);
+  a.decode_steps = std::max(a.decode_steps, b.decode_steps);
+  a.steps += b.steps;
+  a.measured_steps += b.measured_steps;
+  return a;
+}
 
 int run_calibrate(const CalibrateArgs& a) {
   const ModelConfig model = load_model(a.model, "--model");
@@ -171,8 +194,12 @@ int run_calibrate(const CalibrateArgs& a) {
     throw InputError("--grid", e.what());
   }
   const ProfileOptions options{a.warmup, a.repeats};
+  if (grid.name == "copy_lanes") {
+    throw InputError("--grid", "copy_lanes is not fitted alone: give --copy-lanes with a grid");
+  }
   if (!a.refit.empty()) {
     if (a.machine.empty()) throw InputError("--machine", "required with --refit");
+    if (a.copy_lanes) throw InputError("--copy-lanes", "measures the executor: not with --refit");
     std::vector<PointMeasurement> measured;
     try {
       measured = replay_measurements(grid, model, options, read_points_samples(a.refit, grid));
@@ -181,10 +208,16 @@ int run_calibrate(const CalibrateArgs& a) {
     }
     std::fprintf(stderr, "refitting %zu points of %s (measured on %s)\n", measured.size(),
                  a.refit.c_str(), a.machine.c_str());
-    return fit_and_write(a, grid, model, gpu, measured, a.machine, 0.0);
+    return fit_and_write(a, grid, model, gpu, measured, a.machine, 0.0, nullptr);
   }
   const std::uint32_t timed = a.warmup + a.repeats;
-  CalibrationTarget target{model, gpu, calibration_needs(grid, model, timed), a.device, a.seed};
+  LaneMeasurements lanes;
+  CalibrationNeeds needs = calibration_needs(grid, model, timed);
+  if (a.copy_lanes) {
+    lanes.grid = make_calibration_grid("copy_lanes");
+    needs = max_needs(needs, calibration_needs(lanes.grid, model, timed));
+  }
+  CalibrationTarget target{model, gpu, needs, a.device, a.seed};
 
   ProfiledExecutor profiled;
   if (a.executor == "cost_model") {
@@ -213,18 +246,22 @@ int run_calibrate(const CalibrateArgs& a) {
                gpu.name.c_str(), forecast_s(grid, model, gpu, timed));
 
   const auto start = std::chrono::steady_clock::now();
-  const auto measured =
-      profile_executor(*profiled.executor, grid, model, options,
-                       [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
+  const auto log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  const auto measured = profile_executor(*profiled.executor, grid, model, options, log);
+  if (a.copy_lanes) {
+    std::fprintf(stderr, "copy lanes: grid copy_lanes, %zu points\n", lanes.grid.points.size());
+    lanes.measured = profile_executor(*profiled.executor, lanes.grid, model, options, log);
+  }
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return fit_and_write(a, grid, model, gpu, measured, profiled.machine, wall_s);
+  return fit_and_write(a, grid, model, gpu, measured, profiled.machine, wall_s,
+                       a.copy_lanes ? &lanes : nullptr);
 }
 
 /// Fits the profile to the measurements and writes it (and the points CSV when asked).
 int fit_and_write(const CalibrateArgs& a, const CalibrationGrid& grid, const ModelConfig& model,
                   const GpuConfig& gpu, const std::vector<PointMeasurement>& measured,
-                  const std::string& machine, double wall_s) {
+                  const std::string& machine, double wall_s, const LaneMeasurements* lanes) {
   const CalibrationFit fit =
       fit_calibration(fit_samples(measured), model, KneeRates::datasheet(gpu));
 
@@ -253,6 +290,26 @@ int fit_and_write(const CalibrateArgs& a, const CalibrationGrid& grid, const Mod
       p.async_copies = load_profile(a.out, "--out").async_copies;
     } catch (const InputError&) {  // not a readable profile: written without one
     }
+  }
+  if (lanes != nullptr) {  // the lanes' speed measured, against this fit's coefficients
+    const CopyLaneFit lf =
+        fit_copy_lanes(lanes->grid, lanes->measured, p, model, ProfileOptions{a.warmup, a.repeats});
+    for (std::size_t i = 0; i < lanes->measured.size(); ++i) {
+      std::printf("copy lanes: %-24s measured %9.3f ms, priced %9.3f ms\n",
+                  lanes->grid.points[i].label(lanes->grid.shape).c_str(),
+                  lanes->measured[i].duration_ns / 1e6, lf.predicted_ns[i] / 1e6);
+    }
+    std::printf("copy lanes: lane_speed %.3f (MAPE %.2f %%, worst %.2f %%)\n", lf.lane_speed,
+                lf.mape_pct, lf.max_ape_pct);
+    char source[256];
+    std::snprintf(source, sizeof source,
+                  "lane_speed measured by --copy-lanes (%zu points, MAPE %.2f %%, worst %.2f %%); "
+                  "the other fields kept from the profile written over",
+                  lanes->measured.size(), lf.mape_pct, lf.max_ape_pct);
+    p.async_copies.present = true;
+    p.async_copies.lane_speed = lf.lane_speed;
+    p.async_copies.source =
+        source + (p.async_copies.source.empty() ? "" : " (" + p.async_copies.source + ")");
   }
   write_profile(a.out, p);
   if (!a.points.empty()) {
@@ -290,6 +347,9 @@ void add_calibrate_commands(CLI::App& app, Action& action) {
                   "the profile to write, e.g. configs/profiles/h200-llama-3.1-8b.yaml")
       ->required();
   cmd->add_option("--grid", args->grid, "small | full | full_mixed")->capture_default_str();
+  cmd->add_flag("--copy-lanes", args->copy_lanes,
+                "also time the copy_lanes grid (asynchronous host loads) and fit the profile's "
+                "async_copies.lane_speed to it");
   cmd->add_option("--repeats", args->repeats, "timed steps per point (median)")
       ->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "untimed steps per point first")->capture_default_str();

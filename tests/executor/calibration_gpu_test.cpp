@@ -22,11 +22,12 @@ class CheckedExecutor : public Executor {
   BatchResult execute(const BatchPlan& plan) override {
     BatchResult r = ex_.execute(plan);
     fallbacks += ex_.last_stats().load_fallbacks;
-    loads += plan.loads.size();
+    loads += plan.loads.size() + plan.async_loads.size();
+    async_loads += plan.async_loads.size();
     return r;
   }
   std::string name() const override { return ex_.name(); }
-  std::uint64_t fallbacks = 0, loads = 0;
+  std::uint64_t fallbacks = 0, loads = 0, async_loads = 0;
 
  private:
   GpuExecutor& ex_;
@@ -59,6 +60,7 @@ CalibrationGrid every_kind() {
   add([](CalibrationPoint& p) {
     p.prefill_batch = 1, p.prefill_tokens = 16, p.k = 3, p.loads = 2, p.move_tokens = 24;
   });
+  add([](CalibrationPoint& p) { p.async_loads = 5, p.move_tokens = 40; });  // copy_lanes' kind
   return g;
 }
 
@@ -80,6 +82,7 @@ TEST_CASE("calibration grid runs on the libtorch executor") {
   REQUIRE(measured.size() == grid.points.size());
   for (const auto& m : measured) CHECK(m.duration_ns > 0);
   CHECK(checked.loads > 0);
+  CHECK(checked.async_loads > 0);
   CHECK(checked.fallbacks == 0);
   CHECK(ex.pool().resident_facts() == 0);  // the postamble freed the bank
   CHECK(ex.pool().used_bytes() == 0);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "executor/cost_model/calibrated.h"
+#include "executor/cost_model/calibration_copy_lanes.h"
 #include "executor/cost_model/calibration_profiler.h"
 #include "tests/catch.h"
 
@@ -69,7 +70,7 @@ TEST_CASE("calibration grid: step sequences are valid for a stateful executor") 
   for (const std::string& name : calibration_grid_names()) {
     INFO(name);
     const CalibrationGrid grid = make_calibration_grid(name);
-    REQUIRE(grid.points.size() >= 40);
+    REQUIRE(grid.points.size() >= (name == "copy_lanes" ? 6u : 40u));
     CalibrationPlanner planner(m, grid.shape);
     std::set<FactId> pool, host;
     std::map<RequestId, bool> running;  // request -> prefilled (last chunk done)
@@ -85,9 +86,11 @@ TEST_CASE("calibration grid: step sequences are valid for a stateful executor") 
           host.insert(o.fact);
         }
         for (FactId f : p.evictions) CHECK(pool.erase(f) == 1);
-        for (const auto& l : p.loads) {
-          CHECK(host.count(l.fact) == 1);  // never a load the host tier cannot serve
-          pool.insert(l.fact);
+        for (const auto* loads : {&p.loads, &p.async_loads}) {
+          for (const auto& l : *loads) {
+            CHECK(host.count(l.fact) == 1);  // never a load the host tier cannot serve
+            pool.insert(l.fact);
+          }
         }
         for (FactId f : p.host_evictions) CHECK(host.erase(f) == 1);
         for (const auto& e : p.encodes) CHECK(pool.insert(e.fact).second);
@@ -130,8 +133,12 @@ TEST_CASE("calibration grid: step sequences are valid for a stateful executor") 
     const auto n1 = calibration_needs(grid, m, 3), n2 = calibration_needs(grid, m, 3);
     CHECK(n1.cache_tokens == n2.cache_tokens);
     CHECK(n1.measured_steps == 3 * grid.points.size());
-    CHECK(n1.decode_steps == 3);
-    CHECK(n1.max_position >= grid.shape.header_tokens + 16 * grid.shape.chunk_tokens);
+    if (name != "copy_lanes") {  // copy_lanes: asynchronous loads and one short prefill each
+      CHECK(n1.decode_steps == 3);
+      CHECK(n1.max_position >= grid.shape.header_tokens + 16 * grid.shape.chunk_tokens);
+    } else {
+      CHECK(n1.pool_blocks >= 256 * ((256 + 15) / 16));  // the largest point's facts at once
+    }
   }
 }
 
@@ -245,6 +252,7 @@ TEST_CASE("profiling the roofline cost model and fitting predicts held-out point
   const GpuConfig gpu = h200();
   CostModelExecutor executor(CostModel(m, CostRates::from_gpu(gpu)));
   for (const std::string& name : calibration_grid_names()) {
+    if (name == "copy_lanes") continue;  // not for the step fit (its own test below)
     INFO(name);
     const CalibrationGrid grid = make_calibration_grid(name);
     std::size_t lines = 0;
@@ -338,4 +346,64 @@ TEST_CASE("a profile names the model it was calibrated for") {
   ModelConfig wider = m;
   wider.ffn = 16384;  // same name, different shape
   CHECK(profile_model_mismatch(p, wider).find("ffn 16384") != std::string::npos);
+}
+
+namespace {
+
+/// The calibrated executor on a clock: each step starts when the one before it ended, as in a
+/// run, so the copy lanes' state carries from step to step as a device's does.
+class ClockedExecutor : public Executor {
+ public:
+  explicit ClockedExecutor(CalibratedCostModel model) : ex_(std::move(model)) {}
+  BatchResult execute(const BatchPlan& plan) override {
+    BatchPlan p = plan;
+    p.now = now_;
+    const BatchResult r = ex_.execute(p);
+    now_ += r.duration_ns;
+    return r;
+  }
+  std::string name() const override { return "clocked"; }
+
+ private:
+  CalibratedExecutor ex_;
+  SimTime now_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("copy lanes: the lane speed of an executor whose lanes are modelled comes back") {
+  const ModelConfig m = llama_8b();
+  const GpuConfig gpu = h200();
+  // Step coefficients from the roofline (as a device's fit would give), then lanes of a known
+  // speed: the "device" is the calibrated executor itself.
+  CostModelExecutor roofline(CostModel(m, CostRates::from_gpu(gpu)));
+  const CalibrationGrid small = make_calibration_grid("small");
+  const CalibrationFit fit = fit_calibration(
+      fit_samples(profile_executor(roofline, small, m, ProfileOptions{0, 1}, nullptr)), m,
+      KneeRates::datasheet(gpu));
+  CalibrationProfile profile;
+  profile.model = CalibrationProfile::model_of(m);
+  profile.knee = fit.knee;
+  profile.coefficients = fit.coefficients;
+  profile.async_copies.issue_ns = 1800;
+  const CalibrationGrid lanes = make_calibration_grid("copy_lanes");
+  const ProfileOptions options{1, 2};
+  for (const double truth : {0.8, 1.37, 2.5}) {
+    INFO("lane_speed " << truth);
+    CalibrationProfile device = profile;
+    device.async_copies.lane_speed = truth;
+    ClockedExecutor clocked{CalibratedCostModel(m, device)};
+    const auto measured = profile_executor(clocked, lanes, m, options, nullptr);
+    // Fitted from a profile that says otherwise: the measurement decides.
+    const CopyLaneFit lf = fit_copy_lanes(lanes, measured, profile, m, options);
+    CHECK(lf.lane_speed == Approx(truth).epsilon(0.002));
+    CHECK(lf.max_ape_pct < 0.5);
+    // A slower lane takes longer to deliver the same loads: the measurement is not flat.
+    REQUIRE(lf.predicted_ns.size() == lanes.points.size());
+    CHECK(measured.back().duration_ns > 2 * measured.front().duration_ns);
+  }
+  // A grid with a point of no asynchronous loads is refused.
+  CHECK_THROWS_AS(fit_copy_lanes(small, profile_executor(roofline, small, m, options, nullptr),
+                                 profile, m, options),
+                  std::invalid_argument);
 }

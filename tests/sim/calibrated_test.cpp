@@ -335,6 +335,18 @@ TEST_CASE("inferscale calibrate: cost_model profile, errors exit 2 and write not
   CHECK(p.coefficients[kFeatureStep] == Approx(1e6).epsilon(1e-6));
   CHECK(p.command.find("--executor cost_model") != std::string::npos);
   CHECK(read_csv(dir / "points.csv").size() == p.grid.points);
+  CHECK_FALSE(p.async_copies.present);
+
+  // --copy-lanes: the copy_lanes grid timed too and the lanes' speed written with its source.
+  const auto lanes_out = (dir / "lanes.yaml").string();
+  REQUIRE(run_cli(common + " --executor cost_model --repeats 1 --warmup 0 --copy-lanes --out " +
+                      lanes_out,
+                  dir / "lanes.txt") == 0);
+  CHECK(read_text(dir / "lanes.txt").find("copy lanes: lane_speed") != std::string::npos);
+  const CalibrationProfile lanes = load_profile(lanes_out, "test");
+  CHECK(lanes.async_copies.present);
+  CHECK(lanes.async_copies.source.find("--copy-lanes") != std::string::npos);
+  CHECK(lanes.command.find("--copy-lanes") != std::string::npos);
 
   // The profile drives the golden run exactly as the cost model does.
   const auto trace = source_path("tests/sim/data/golden.jsonl");
@@ -349,6 +361,15 @@ TEST_CASE("inferscale calibrate: cost_model profile, errors exit 2 and write not
   CHECK(run_cli(common + " --executor nothing --out " + bad, dir / "e2.txt") == 2);
   CHECK(read_text(dir / "e2.txt").find("cost_model") != std::string::npos);
   CHECK(run_cli(common + " --executor cost_model --repeats 0 --out " + bad, dir / "e3.txt") == 2);
+  // copy_lanes is measured beside a grid (--copy-lanes), not fitted alone, and not refitted.
+  CHECK(run_cli("calibrate --model " + model + " --gpu " + gpu +
+                    " --executor cost_model --grid copy_lanes --out " + bad,
+                dir / "e5.txt") == 2);
+  CHECK(read_text(dir / "e5.txt").find("--copy-lanes") != std::string::npos);
+  CHECK(run_cli(common + " --executor cost_model --copy-lanes --refit " +
+                    (dir / "points.csv").string() + " --machine m --out " + bad,
+                dir / "e6.txt") == 2);
+  CHECK(read_text(dir / "e6.txt").find("--copy-lanes") != std::string::npos);
   CHECK(run_cli("calibrate --executor cost_model --model nosuch --out " + bad, dir / "e4.txt") ==
         2);
   CHECK_FALSE(std::filesystem::exists(bad));

@@ -1,0 +1,32 @@
+#pragma once
+// @brief The copy lanes' speed measured instead of chosen: the copy_lanes grid's steps (many
+// asynchronous loads and a prefill that waits for the last) timed on an executor, and the
+// profile's async_copies.lane_speed that makes the calibrated executor price them closest.
+
+#include <cstdint>
+#include <vector>
+
+#include "executor/cost_model/calibrated.h"
+#include "executor/cost_model/calibration_grid.h"
+#include "executor/cost_model/calibration_profiler.h"
+
+namespace inferscale {
+
+struct CopyLaneFit {
+  double lane_speed = 1;
+  double mape_pct = 0;  // of the points' measured times, at lane_speed
+  double max_ape_pct = 0;
+  std::vector<double> predicted_ns;  // by point, at lane_speed
+};
+
+/// The lane_speed (0.25-4, to 0.001) minimising the squared relative errors of the calibrated
+/// executor's prices of each point's measured step against `measured` (profile_executor's answer
+/// for `grid`, a grid of asynchronous loads); every other field of `profile` as given. Throws
+/// std::invalid_argument when the grid has a point without asynchronous loads or the
+/// measurements do not match it.
+CopyLaneFit fit_copy_lanes(const CalibrationGrid& grid,
+                           const std::vector<PointMeasurement>& measured,
+                           const CalibrationProfile& profile, const ModelConfig& model,
+                           const ProfileOptions& options);
+
+}  // namespace inferscale
