@@ -27,10 +27,6 @@ class BasicIdList {
   std::uint32_t next_toward_back(std::uint32_t id) const { return nodes_[id].next; }
   std::uint8_t mark(std::uint32_t id) const requires kMark { return nodes_[id].mark; }
   void set_mark(std::uint32_t id, std::uint8_t m) requires kMark { nodes_[id].mark = m; }
-  /// Starts loading `id`'s node (a hint; `id` is listed or kNil).
-  void prefetch(std::uint32_t id) const {
-    if (id != kNil) __builtin_prefetch(nodes_.data() + id, 1);
-  }
 
   /// Pushes `id` at the front; with marks, its mark is 0.
   void push_front(FactId id) {

@@ -184,7 +184,7 @@ class Replica final : public RunView {
     // leaves them.
     const FactId local = local_id(global);
     const bool ok = gpu_->insert_direct(local, fact_store_bytes(facts_.tokens(global).tokens), true,
-                                        plan_.evictions);
+                                        plan_.evictions, unpins_);
     if (ok) {
       ++pin_count(local);
       if (owner != nullptr) {
@@ -222,14 +222,7 @@ class Replica final : public RunView {
     const std::uint32_t tokens = info.tokens + info.encode_context_tokens;
     if (tokens > cfg_.scheduler.max_batch_tokens) encode_too_large(global, tokens);
     if (tokens > budget) return false;
-    // insert_gpu_direct for the request's own unpinned miss, its id known to be reserved.
-    const bool stored =
-        gpu_->insert_direct(global, fact_store_bytes(info.tokens), true, plan_.evictions, unpins_);
-    if (stored) {
-      ++pins_[global];
-      f.pinned = true;
-      r.pins.push_back(static_cast<std::uint32_t>(global));
-    }
+    const bool stored = insert_gpu_direct(global, &r, &f);  // pinned for `r` when stored
     budget -= tokens;
     FactEncode& enc = *enc_out++;  // in place (see plan_encode)
     enc.fact = global;

@@ -29,14 +29,16 @@ struct ResolveTally {
   std::uint32_t shared, pos, computed, present;
 };
 
-/// The start of resolving `r`, which holds no pins; its layout and pins buffers taken from the
-/// spares when it has none.
+/// The start of resolving `r`, which holds no pins: its layout emptied (and its pins' and
+/// layout's buffers taken from the spares when it has none), no load awaited yet.
 ResolveTally begin_resolve(const ServingConfig& s, Request& r,
                            std::vector<std::vector<RequestFact>>& spare_layouts,
                            std::vector<std::vector<std::uint32_t>>& spare_pins) {
   INFERSCALE_ASSERT(r.pins.empty(), "a request admitted with pins held");
   reuse_spare(r.layout, spare_layouts);
   reuse_spare(r.pins, spare_pins);
+  r.layout.clear();
+  r.loads_ready = 0;
   const std::uint32_t shared = s.header_cache ? s.header_tokens : 0;
   return {r.preemptions == 0, shared, s.header_tokens,
           s.footer_tokens + r.query_tokens + (s.header_tokens - shared), shared};
@@ -279,9 +281,7 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
   const auto& s = cfg_.serving;
   auto [first_admission, shared, pos, computed, present] =
       begin_resolve(s, r, spare_layouts_, spare_pins_);
-  r.layout.clear();
   r.layout.reserve(r.facts.size());
-  r.loads_ready = 0;
   std::uint32_t gpu_hits = 0, host_hits = 0, misses = 0;
   const FactSource miss_source =
       s.miss_path == MissPath::kEncode ? FactSource::kEncoded : FactSource::kText;
@@ -345,10 +345,8 @@ void Replica::resolve_facts_direct(std::uint32_t ri, std::uint32_t& budget) {
       begin_resolve(s, r, spare_layouts_, spare_pins_);
   // Sized at once (the value-initialisation is one pass) and written through a pointer: an
   // emplace_back per fact reloads and checks the vector's ends.
-  r.layout.clear();
   r.layout.resize(r.facts.size());
   r.pins.reserve(r.facts.size());
-  r.loads_ready = 0;
   // Every fact's records (pins, the tier's) are valid below the table's size: no check per fact.
   if (facts_.size() > pins_.size()) add_global(facts_.size() - 1);
   const bool encode = s.miss_path == MissPath::kEncode;
