@@ -121,16 +121,37 @@ class CudaOps : public DeviceOps {
 
   at::Tensor linear(const at::Tensor& x, const at::Tensor& w) override {
     const bool skinny_path = skinny_wanted(x, w), tuned_path = tune_wanted(x);
-    if (!skinny_path && !tuned_path) return DeviceOps::linear(x, w);
-    at::Tensor y = at::empty({x.size(0), w.size(0)}, x.options());
-    if (skinny_path && skinny(y, x, w, false)) return y;
-    if (tuned_path && tuned(y, x, w, false)) return y;
+    if (skinny_path || tuned_path) {
+      at::Tensor y = at::empty({x.size(0), w.size(0)}, x.options());
+      if (skinny_path && skinny(y, x, w, false)) return y;
+      if (tuned_path && tuned(y, x, w, false)) return y;
+    }
+    choose_blas(x);
     return DeviceOps::linear(x, w);
   }
   void linear_add(at::Tensor& y, const at::Tensor& x, const at::Tensor& w) override {
     if (skinny_wanted(x, w) && y.dim() == 2 && y.stride(1) == 1 && skinny(y, x, w, true)) return;
     if (tune_wanted(x) && tuned(y, x, w, true)) return;
+    choose_blas(x);
     DeviceOps::linear_add(y, x, w);
+  }
+
+  void set_blas(const BlasPolicy& policy) override {
+    DeviceOps::set_blas(policy);
+    prefer_lt(policy.library == BlasLibrary::kCublasLt);
+  }
+  /// Sets libtorch's BLAS preference for the product of `x` that follows (BlasPolicy).
+  void choose_blas(const at::Tensor& x) {
+    bool lt = blas_.library == BlasLibrary::kCublasLt;
+    if (blas_.library == BlasLibrary::kFewRowsLt) {
+      lt = x.dim() == 2 && x.size(0) <= blas_.lt_max_rows;
+      prefer_lt(lt);
+    }
+    gemm_counts_.blas_lt += lt ? 1 : 0;
+  }
+  static void prefer_lt(bool on) {
+    at::globalContext().setBlasPreferredBackend(on ? at::BlasBackend::Cublaslt
+                                                   : at::BlasBackend::Cublas);
   }
 
   at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
@@ -464,11 +485,6 @@ void release_cached_cuda_memory() {
 
 void use_programmatic_launch(bool on) {
   set_programmatic_launch(on);
-}
-
-void prefer_cublaslt(bool on) {
-  at::globalContext().setBlasPreferredBackend(on ? at::BlasBackend::Cublaslt
-                                                 : at::BlasBackend::Cublas);
 }
 
 }  // namespace inferscale

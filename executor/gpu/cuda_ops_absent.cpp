@@ -15,10 +15,6 @@ bool cuda_ops_available() {
 
 void release_cached_cuda_memory() {}
 
-void prefer_cublaslt(bool on) {
-  (void)on;
-}
-
 void use_programmatic_launch(bool on) {
   (void)on;
 }

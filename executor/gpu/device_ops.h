@@ -87,9 +87,32 @@ struct L2PrefetchPolicy {
   bool enabled = false;
 };
 
-/// Matrix products by implementation, since the ops were made.
+/// Which BLAS library libtorch's matrix products use on CUDA (libtorch's preference is
+/// process-wide; the CUDA ops set it before each product). cuBLAS splits K of a product of a few
+/// dozen rows over blocks and adds a reduction kernel; cuBLASLt reads such products' weights
+/// faster, and is slower on some larger shapes (bench/results/blas/README.md). kFewRowsLt takes
+/// products of at most `lt_max_rows` rows (query-only prefills, decode steps) to cuBLASLt and the
+/// rest to cuBLAS. The CPU ignores it.
+enum class BlasLibrary { kCublas, kCublasLt, kFewRowsLt };
+struct BlasPolicy {
+  BlasLibrary library = BlasLibrary::kCublas;
+  std::int32_t lt_max_rows = 64;
+};
+inline const char* blas_library_name(BlasLibrary library) {
+  switch (library) {
+    case BlasLibrary::kCublasLt:
+      return "cublaslt";
+    case BlasLibrary::kFewRowsLt:
+      return "cublaslt_few_rows";
+    case BlasLibrary::kCublas:
+      break;
+  }
+  return "cublas";
+}
+
+/// Matrix products by implementation, since the ops were made; blas_lt of blas on cuBLASLt.
 struct GemmCounts {
-  std::uint64_t skinny = 0, blas = 0, tuned = 0;
+  std::uint64_t skinny = 0, blas = 0, blas_lt = 0, tuned = 0;
 };
 
 /// When a forward pass runs as a CUDA graph (DeviceOps::run_forward): a pass of at most
@@ -221,6 +244,9 @@ class DeviceOps {
   const L2PrefetchPolicy& l2_prefetch() const { return l2_prefetch_; }
   void set_gemm_tune(const GemmTunePolicy& policy) { gemm_tune_ = policy; }
   const GemmTunePolicy& gemm_tune() const { return gemm_tune_; }
+  /// Which BLAS library libtorch's products use (CUDA; set_blas applies a fixed choice at once).
+  virtual void set_blas(const BlasPolicy& policy) { blas_ = policy; }
+  const BlasPolicy& blas() const { return blas_; }
   const GemmCounts& gemm_counts() const { return gemm_counts_; }
   /// When run_forward() replays CUDA graphs (GpuExecutorOptions::cuda_graphs).
   void set_cuda_graphs(const CudaGraphPolicy& policy) { graphs_ = policy; }
@@ -235,6 +261,7 @@ class DeviceOps {
   std::uint64_t graph_replays_ = 0;
   SkinnyGemmPolicy skinny_gemm_;
   GemmTunePolicy gemm_tune_;
+  BlasPolicy blas_;
   L2PrefetchPolicy l2_prefetch_;
   GemmCounts gemm_counts_;
 };
@@ -264,11 +291,6 @@ bool cuda_ops_available();
 /// executor in the same process (the next run of an experiment) can allocate it whole. No-op
 /// without CUDA.
 void release_cached_cuda_memory();
-
-/// Which BLAS library libtorch prefers for the CUDA ops' matrix products (process-wide):
-/// cuBLASLt (true) or cuBLAS (false, libtorch's default). cuBLASLt reads the weights faster at
-/// a few dozen rows, where cuBLAS splits K and adds a reduction kernel. No-op without CUDA.
-void prefer_cublaslt(bool on);
 
 /// Whether the kernels that follow one another within a layer (kv_append, split-KV attention and
 /// its combine, silu_mul, inject, the skinny product) launch with programmatic dependent launch

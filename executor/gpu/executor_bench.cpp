@@ -123,11 +123,21 @@ GemmTunePolicy gemm_tune_setting() {
   return p;
 }
 
-/// cuBLAS for the products (libtorch's default) unless INFERSCALE_BLAS=cublaslt. On the H200
-/// cuBLASLt gave the same batch-1 TTFT with CUDA graphs and a slower batch-1 decode step
-/// (bench/results/executor_h200_graphs.md).
-bool blas_setting() {
-  return env_switch("INFERSCALE_BLAS", "cublaslt", "cublas", false);
+/// The BLAS library of the products: `fallback` (the executor's default) unless INFERSCALE_BLAS
+/// names cublas, cublaslt or cublaslt_few_rows (BlasPolicy).
+BlasPolicy blas_setting(BlasPolicy fallback) {
+  const char* env = std::getenv("INFERSCALE_BLAS");
+  if (env == nullptr || *env == '\0') return fallback;
+  const std::string v = env;
+  for (const BlasLibrary l :
+       {BlasLibrary::kCublas, BlasLibrary::kCublasLt, BlasLibrary::kFewRowsLt}) {
+    if (v == blas_library_name(l)) {
+      fallback.library = l;
+      return fallback;
+    }
+  }
+  throw InputError("INFERSCALE_BLAS",
+                   "expected cublas, cublaslt or cublaslt_few_rows, got '" + v + "'");
 }
 
 /// Programmatic dependent launch of the layer's custom kernels: `fallback` (the executor's
@@ -153,7 +163,7 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
   eo.seed = o.seed;
   eo.split_kv = split_kv_setting(o.split_kv);
   eo.cuda_graphs = cuda_graph_setting();
-  eo.prefer_cublaslt = blas_setting();
+  eo.blas = blas_setting(eo.blas);
   eo.programmatic_launch = programmatic_launch_setting(eo.programmatic_launch);
   eo.skinny_gemm = skinny_gemm_setting();
   eo.gemm_tune = gemm_tune_setting();
@@ -309,7 +319,7 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
 
   const GemmCounts& gc = ex.ops().gemm_counts();
   log("matrix products issued by the host (graph replays not counted): " + std::to_string(gc.blas) +
-      " by libtorch, " + std::to_string(gc.skinny) + " by the skinny kernel, " +
+      " by libtorch (" + std::to_string(gc.blas_lt) + " of them on cuBLASLt), " + std::to_string(gc.skinny) + " by the skinny kernel, " +
       std::to_string(gc.tuned) + " by tuned cuBLASLt choices");
   nlohmann::json doc;
   doc["command"] = o.command;
@@ -350,8 +360,10 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
          "a step shape seen before is captured once (that step runs eagerly) and replayed "
          "after; with warmup >= 2 every measured step of a shape is a replay"}}},
       {"blas",
-       {{"library", eo.prefer_cublaslt ? "cublaslt" : "cublas"},
-        {"switch", "INFERSCALE_BLAS=cublaslt|cublas"}}},
+       {{"library", blas_library_name(eo.blas.library)},
+        {"lt_max_rows", eo.blas.lt_max_rows},
+        {"switch", "INFERSCALE_BLAS=cublas|cublaslt|cublaslt_few_rows"},
+        {"note", "cublaslt_few_rows: products of at most lt_max_rows rows on cuBLASLt"}}},
       {"skinny_gemm",
        {{"enabled", eo.skinny_gemm.enabled},
         {"max_rows", eo.skinny_gemm.max_rows},
@@ -365,7 +377,11 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
          "kv_append, split-KV attention and its combine, silu_mul, inject and the skinny product "
          "launched with programmatic stream serialization: each may start before the kernel "
          "before it ends"}}},
-      {"gemm_counts", {{"libtorch", gc.blas}, {"skinny", gc.skinny}, {"tuned", gc.tuned}}},
+      {"gemm_counts",
+       {{"libtorch", gc.blas},
+        {"libtorch_cublaslt", gc.blas_lt},
+        {"skinny", gc.skinny},
+        {"tuned", gc.tuned}}},
       {"l2_prefetch",
        {{"enabled", eo.l2_prefetch.enabled},
         {"switch", "INFERSCALE_L2_PREFETCH=on|off"},

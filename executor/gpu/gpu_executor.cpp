@@ -76,8 +76,8 @@ GpuExecutor::GpuExecutor(GpuExecutorOptions options)
   ops_->set_skinny_gemm(options_.skinny_gemm);
   ops_->set_gemm_tune(options_.gemm_tune);
   ops_->set_l2_prefetch(options_.l2_prefetch);
+  ops_->set_blas(options_.blas);
   if (options_.device == "cuda") {
-    prefer_cublaslt(options_.prefer_cublaslt);
     use_programmatic_launch(options_.programmatic_launch);
   }
   const ModelConfig& m = options_.model;

@@ -52,9 +52,7 @@ struct GpuExecutorOptions {
   SkinnyGemmPolicy skinny_gemm;            // few-row products by the skinny kernel (CUDA; off)
   GemmTunePolicy gemm_tune;                // few-row products by timed cuBLASLt choices (off)
   L2PrefetchPolicy l2_prefetch;            // O weights into L2 during attention (CUDA; off)
-  /// cuBLASLt for the matrix products (CUDA, process-wide; prefer_cublaslt()). Off by default
-  /// (libtorch's cuBLAS), as in the calibration and hardware-in-the-loop runs.
-  bool prefer_cublaslt = false;
+  BlasPolicy blas;                         // cuBLAS or cuBLASLt per product (CUDA)
   /// Programmatic dependent launch for the layer's custom kernels (CUDA, process-wide;
   /// use_programmatic_launch()). On by default: 0.07-0.3 ms faster kv_inject steps at batch 1
   /// and 16 on the H200 (bench/results/pdl/README.md), bit-identical results.

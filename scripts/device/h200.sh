@@ -21,6 +21,9 @@
 #              attention on and off (BENCH_SPLIT_KV="on" runs only on; issue: GPU executor targets)
 #   graphs     kv_inject bench at batch 1, 16 and 64, k=0 and 50, with CUDA graphs on and off
 #              (INFERSCALE_CUDA_GRAPHS; on is the bench's default) and cuBLASLt instead of cuBLAS
+#   blas       kv_inject bench at batch 1, 16 and 64, k=0 and 50, with the products on cuBLAS, on
+#              cuBLASLt when of at most 64 rows (cublaslt_few_rows), twice each interleaved, and
+#              all on cuBLASLt (INFERSCALE_BLAS)
 #   splits     kv_inject bench at batch 1 and 16, k=50, with the shortest split-KV key split at
 #              1, 2, 4 and 8 tiles (INFERSCALE_SPLIT_KV_MIN_TILES; 1 is the default plan)
 #   skinny     kv_inject bench at batch 1, 16 and 64, k=0 and 50, with the skinny matrix-product
@@ -175,6 +178,13 @@ ab_bench() {
 if want graphs; then
   for g in on off; do ab_bench "graphs_$g" "graphs $g" "INFERSCALE_CUDA_GRAPHS=$g"; done
   ab_bench graphs_on_cublaslt "graphs on, cublaslt" INFERSCALE_BLAS=cublaslt
+fi
+
+if want blas; then
+  for i in 1 2; do
+    for b in cublas cublaslt_few_rows; do ab_bench "blas_${b}_$i" "$b" "INFERSCALE_BLAS=$b"; done
+  done
+  ab_bench blas_cublaslt cublaslt INFERSCALE_BLAS=cublaslt
 fi
 
 if want splits; then

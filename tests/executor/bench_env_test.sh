@@ -23,7 +23,7 @@ rejects() {
 
 for bad in 0 x 3x -1; do rejects INFERSCALE_SPLIT_KV_MIN_TILES "$bad" "expected an integer >= 1"; done
 for bad in yes 1 ON; do rejects INFERSCALE_CUDA_GRAPHS "$bad" "expected on or off"; done
-rejects INFERSCALE_BLAS lt "expected cublaslt or cublas"
+rejects INFERSCALE_BLAS lt "expected cublas, cublaslt or cublaslt_few_rows"
 rejects INFERSCALE_SPLIT_KV maybe "expected on or off"
 rejects INFERSCALE_SKINNY_GEMM 1 "expected on or off"
 rejects INFERSCALE_PDL true "expected on or off"

@@ -1,6 +1,6 @@
 // Few-row matrix products in the model: on a CUDA GPU, prefill and decode steps of a few rows
-// run their products on the skinny kernel (SkinnyGemmPolicy) or by tuned cuBLASLt choices
-// (GemmTunePolicy) and give the logits of libtorch's product within the rounding of a different
+// run their products on the skinny kernel (SkinnyGemmPolicy), by tuned cuBLASLt choices
+// (GemmTunePolicy) or on cuBLASLt (BlasPolicy kFewRowsLt) and give the logits of libtorch's product within the rounding of a different
 // summation order; larger steps and the CPU keep libtorch's product. Prefetching the O weights
 // into L2 (L2PrefetchPolicy) or launching the layer's kernels with programmatic dependent launch
 // (GpuExecutorOptions::programmatic_launch) changes no result.
@@ -25,7 +25,7 @@ struct Run {
   std::uint64_t split_kv = 0, graph_replays = 0;  // attention calls by split-KV; graph replays
 };
 
-enum class Path { kLibtorch, kSkinny, kSkinnySmall, kTuned, kPrefetch, kProgrammatic };
+enum class Path { kLibtorch, kSkinny, kSkinnySmall, kTuned, kFewRowsLt, kPrefetch, kProgrammatic };
 
 /// A prefill of `requests` prompts, then 4 decode steps of all of them. With `graphs`, split-KV
 /// attention for every context and CUDA graphs (the decode steps share a shape: captured, then
@@ -43,6 +43,10 @@ Run run_path(Path path, int requests, bool graphs = false) {
   o.gemm_tune.max_rows = 32;
   o.gemm_tune.force_cublaslt = true;  // whichever is faster, so that the path is exercised
   o.l2_prefetch.enabled = path == Path::kPrefetch;
+  if (path == Path::kFewRowsLt) {
+    o.blas.library = BlasLibrary::kFewRowsLt;
+    o.blas.lt_max_rows = 32;
+  }
   GpuExecutor ex(o);
   auto prompts = std::vector<PromptSpec>(std::size_t(requests));
   for (int i = 0; i < requests; ++i) prompts[std::size_t(i)].request = RequestId(i + 1);
@@ -64,6 +68,7 @@ Run run_path(Path path, int requests, bool graphs = false) {
   run.decodes.skinny -= run.prefill.skinny;
   run.decodes.blas -= run.prefill.blas;
   run.decodes.tuned -= run.prefill.tuned;
+  run.decodes.blas_lt -= run.prefill.blas_lt;
   run.split_kv = ex.ops().attention_counts().split_kv;
   run.graph_replays = ex.ops().graph_replays();
   return run;
@@ -136,6 +141,24 @@ TEST_CASE("tuned cuBLASLt products give libtorch's logits within rounding, for s
   }
 }
 
+TEST_CASE("few-row products on cuBLASLt give cuBLAS's logits within rounding") {
+  if (!cuda_ops_available()) INFERSCALE_SKIP("no CUDA device");
+  const std::uint64_t layers = gpu_bf16_options(11).model.layers;
+  const std::uint64_t per_forward = 4 * layers + 1;
+  // At most 32 rows on cuBLASLt: one prompt (17 rows) throughout; three (51 rows) only in the
+  // LM head of the prefill (3 sampled rows) and in the decode steps.
+  for (const int requests : {1, 3}) {
+    INFO(requests << " requests");
+    const Run on = run_path(Path::kFewRowsLt, requests), off = run_path(Path::kLibtorch, requests);
+    CHECK(off.prefill.blas_lt == 0);
+    CHECK(off.decodes.blas_lt == 0);
+    CHECK(on.prefill.blas == per_forward);
+    CHECK(on.prefill.blas_lt == (requests == 1 ? per_forward : 1));
+    CHECK(on.decodes.blas_lt == 4 * per_forward);
+    check_same_logits(on, off);
+  }
+}
+
 TEST_CASE("L2 prefetches of the O weights leave every step's logits bit-identical") {
   if (!cuda_ops_available()) INFERSCALE_SKIP("no CUDA device");
   for (const int requests : {1, 3}) {
@@ -169,7 +192,7 @@ TEST_CASE("programmatic dependent launch leaves every step's logits bit-identica
   }
 }
 
-TEST_CASE("the CPU ops multiply with libtorch whatever the skinny and tuning policies") {
+TEST_CASE("the CPU ops multiply with libtorch whatever the product policies") {
   auto ops = make_cpu_ops();
   GemmTunePolicy tune;
   tune.enabled = true;
@@ -177,6 +200,9 @@ TEST_CASE("the CPU ops multiply with libtorch whatever the skinny and tuning pol
   SkinnyGemmPolicy skinny;
   skinny.enabled = true;
   ops->set_skinny_gemm(skinny);
+  BlasPolicy blas;
+  blas.library = BlasLibrary::kFewRowsLt;
+  ops->set_blas(blas);
   const at::Tensor x = at::randn({3, 64}), w = at::randn({40, 64});
   at::Tensor y = at::randn({3, 40});
   const at::Tensor want = y + at::mm(x, w.t());
@@ -185,5 +211,6 @@ TEST_CASE("the CPU ops multiply with libtorch whatever the skinny and tuning pol
   CHECK(at::allclose(y, want, 1e-5, 1e-5));
   CHECK(ops->gemm_counts().skinny == 0);
   CHECK(ops->gemm_counts().tuned == 0);
+  CHECK(ops->gemm_counts().blas_lt == 0);
   CHECK(ops->gemm_counts().blas == 2);
 }
