@@ -114,6 +114,15 @@ struct SiluMulParams {
   DType dtype = DType::kF32;
 };
 
+/// Greedy sampling: out[r] = the first column c of row r holding the row's largest value, a NaN
+/// counting as larger than any number (the first NaN wins), as at::argmax. cols >= 1.
+struct ArgmaxParams {
+  const void* in = nullptr;      // [rows, cols] at stride
+  std::int32_t* out = nullptr;   // [rows]
+  std::int64_t rows = 0, cols = 0, stride = 0;
+  DType dtype = DType::kF32;
+};
+
 /// A product by a weight matrix for a few rows: out = x w^T (+ residual), accumulated in fp32,
 /// rounded once. w is a linear layer's weight, [n, k] (output features by input features), so
 /// row r of out is the layer applied to row r of x. `residual` may equal `out` (in place).

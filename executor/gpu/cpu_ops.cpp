@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "executor/gpu/device_ops.h"
+#include "kernels/reference/argmax.h"
 #include "kernels/reference/inject.h"
 #include "kernels/reference/kv_append.h"
 #include "kernels/reference/rms_norm.h"
@@ -32,6 +33,20 @@ void DeviceOps::copy(const CopyRegion& r) {
   const auto* src = static_cast<const char*>(r.src);
   for (std::size_t i = 0; i < r.rows; ++i)
     std::memcpy(dst + i * r.pitch, src + i * r.pitch, r.row_bytes);
+}
+
+at::Tensor DeviceOps::argmax_rows(const at::Tensor& logits) {
+  const at::Tensor x = logits.dim() == 2 && logits.stride(1) == 1 ? logits : logits.contiguous();
+  at::Tensor out = at::empty({x.size(0)}, x.options().dtype(at::kInt));
+  ArgmaxParams p;
+  p.in = x.data_ptr();
+  p.out = out.data_ptr<std::int32_t>();
+  p.rows = x.size(0);
+  p.cols = x.size(1);
+  p.stride = x.stride(0);
+  p.dtype = kernel_dtype(x.scalar_type());
+  argmax(p);
+  return out;
 }
 
 bool split_kv_wanted(const SplitKvPolicy& policy, const AttentionBatch& b) {
@@ -138,6 +153,7 @@ class CpuOps : public DeviceOps {
   void kv_inject(const InjectParams& p) override { kv_inject_reference(p); }
   void rms_norm(const RmsNormParams& p) override { rms_norm_reference(p); }
   void silu_mul(const SiluMulParams& p) override { silu_mul_reference(p); }
+  void argmax(const ArgmaxParams& p) override { argmax_reference(p); }
 
   at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                        const AttentionBatch& b, double scale) override {

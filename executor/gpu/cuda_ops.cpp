@@ -24,6 +24,7 @@
 #include "executor/gpu/device_ops.h"
 #include "executor/gpu/gemm_tuner.h"
 #include "executor/gpu/torch_compat.h"
+#include "kernels/argmax.cuh"
 #include "kernels/cuda_check.h"
 #include "kernels/inject.cuh"
 #include "kernels/kv_append.cuh"
@@ -117,6 +118,9 @@ class CudaOps : public DeviceOps {
   }
   void silu_mul(const SiluMulParams& p) override {
     INFERSCALE_CUDA_CHECK(silu_mul_launch(p, current_stream()));
+  }
+  void argmax(const ArgmaxParams& p) override {
+    INFERSCALE_CUDA_CHECK(argmax_launch(p, current_stream()));
   }
 
   at::Tensor linear(const at::Tensor& x, const at::Tensor& w) override {

@@ -90,12 +90,12 @@ struct L2PrefetchPolicy {
 /// Which BLAS library libtorch's matrix products use on CUDA (libtorch's preference is
 /// process-wide; the CUDA ops set it before each product). cuBLAS splits K of a product of a few
 /// dozen rows over blocks and adds a reduction kernel; cuBLASLt reads such products' weights
-/// faster, and is slower on some larger shapes (bench/results/blas/README.md). kFewRowsLt takes
-/// products of at most `lt_max_rows` rows (query-only prefills, decode steps) to cuBLASLt and the
-/// rest to cuBLAS. The CPU ignores it.
+/// faster, and is slower on some larger shapes (bench/results/blas/README.md). kFewRowsLt (the
+/// default) takes products of at most `lt_max_rows` rows (query-only prefills, decode steps) to
+/// cuBLASLt and the rest to cuBLAS. The CPU ignores it.
 enum class BlasLibrary { kCublas, kCublasLt, kFewRowsLt };
 struct BlasPolicy {
-  BlasLibrary library = BlasLibrary::kCublas;
+  BlasLibrary library = BlasLibrary::kFewRowsLt;
   std::int32_t lt_max_rows = 64;
 };
 inline const char* blas_library_name(BlasLibrary library) {
@@ -155,6 +155,10 @@ class DeviceOps {
   virtual void kv_inject(const InjectParams& p) = 0;
   virtual void rms_norm(const RmsNormParams& p) = 0;
   virtual void silu_mul(const SiluMulParams& p) = 0;
+  virtual void argmax(const ArgmaxParams& p) = 0;
+  /// Greedy sampling: each row's argmax (the first maximum, as at::argmax) of logits [rows,
+  /// vocab], as int32 [rows] on the logits' device, by argmax() (kernels/argmax.cu).
+  at::Tensor argmax_rows(const at::Tensor& logits);
   /// Causal GQA attention: q [tokens, heads, head_dim]; k, v [cache_rows, kv_heads, head_dim]
   /// (one layer of the KV cache). Returns [tokens, heads, head_dim].
   virtual at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,

@@ -379,7 +379,7 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
         });
     trace.at("forward");
     if (logits.defined()) {
-      sampled_host = ops_->to_host(logits.argmax(-1).to(at::kInt));
+      sampled_host = ops_->to_host(ops_->argmax_rows(logits));
       if (options_.keep_logits) last_logits_ = ops_->to_host(logits.to(at::kFloat));
     }
   }
@@ -489,7 +489,7 @@ void GpuExecutor::warm_up() {
   next.add(start, n, {ids[0]}, {}, 0);
   const at::Tensor logits =
       model_->forward(next.finalize(*ops_, cache_.rows()), cache_, nullptr, false);
-  (void)ops_->to_host(logits.argmax(-1).to(at::kInt));
+  (void)ops_->to_host(ops_->argmax_rows(logits));
   ops_->clock().synchronize();
   rows_.free(start, n + 1);
 }

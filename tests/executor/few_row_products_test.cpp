@@ -43,10 +43,10 @@ Run run_path(Path path, int requests, bool graphs = false) {
   o.gemm_tune.max_rows = 32;
   o.gemm_tune.force_cublaslt = true;  // whichever is faster, so that the path is exercised
   o.l2_prefetch.enabled = path == Path::kPrefetch;
-  if (path == Path::kFewRowsLt) {
-    o.blas.library = BlasLibrary::kFewRowsLt;
-    o.blas.lt_max_rows = 32;
-  }
+  // cuBLAS for libtorch's products but on the few-row path (the executor's default takes few
+  // rows to cuBLASLt).
+  o.blas.library = path == Path::kFewRowsLt ? BlasLibrary::kFewRowsLt : BlasLibrary::kCublas;
+  o.blas.lt_max_rows = 32;
   GpuExecutor ex(o);
   auto prompts = std::vector<PromptSpec>(std::size_t(requests));
   for (int i = 0; i < requests; ++i) prompts[std::size_t(i)].request = RequestId(i + 1);

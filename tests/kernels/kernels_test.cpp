@@ -3,14 +3,18 @@
 // the device and are held to a stated tolerance. Output buffers are poisoned first and compared
 // whole, so a missed or stray write fails too.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <vector>
 
 #include "kernels/cuda_check.h"
+#include "kernels/argmax.cuh"
 #include "kernels/inject.cuh"
 #include "kernels/kv_append.cuh"
+#include "kernels/reference/argmax.h"
 #include "kernels/reference/inject.h"
 #include "kernels/reference/kv_append.h"
 #include "kernels/reference/numeric.h"
@@ -342,6 +346,63 @@ TEST_CASE("silu_mul kernel matches its reference within exp's rounding") {
       // expf on the device is within 2 ulp of the host's exp: a few fp32 ulps after the
       // division and product; 16-bit outputs: one step of the output's rounding.
       CHECK(test::max_ulp_diff(dout.download(), ref, dt) <= (dt == DType::kF32 ? 8u : 1u));
+    }
+  }
+}
+
+TEST_CASE("argmax kernel picks its reference's column in every row") {
+  if (!test::cuda_device_available()) INFERSCALE_SKIP("no CUDA device");
+  std::mt19937 rng(9);
+  struct Shape {
+    std::int64_t rows, cols, pad;
+  };
+  // A vocabulary row (128256 columns), a batch of them, short and odd rows, a padded stride
+  // (no 16-byte vectors), one column.
+  const Shape shapes[] = {{1, 128256, 0}, {64, 128256, 0}, {3, 1000, 5},
+                          {7, 33, 0},     {2, 1, 0},       {5, 49152, 3}};
+  const float nan = std::nanf("");
+  for (const Shape& s : shapes) {
+    for (DType dt : kDtypes) {
+      CAPTURE(s.rows, s.cols, s.pad, dtype_name(dt));
+      const std::int64_t stride = s.cols + s.pad;
+      auto in = test::random_elems(std::size_t(stride * s.rows), dt, rng, 4.0f);
+      std::uniform_int_distribution<std::int64_t> col(0, s.cols - 1);
+      for (std::int64_t r = 0; r < s.rows; ++r) {
+        const std::int64_t base = r * stride;
+        switch (r % 4) {
+          case 1:  // small integers: the maximum is tied across many columns
+            for (std::int64_t c = 0; c < s.cols; ++c) {
+              store_elem(in.data(), base + c, dt, float(col(rng) % 8));
+            }
+            break;
+          case 2:  // two NaNs: the first one wins
+            store_elem(in.data(), base + col(rng), dt, nan);
+            store_elem(in.data(), base + col(rng), dt, nan);
+            break;
+          case 3:  // all -inf but for the padding
+            for (std::int64_t c = 0; c < s.cols; ++c) store_elem(in.data(), base + c, dt, -INFINITY);
+            break;
+        }
+        for (std::int64_t c = s.cols; c < stride; ++c) store_elem(in.data(), base + c, dt, 1e4f);
+      }
+      std::vector<std::int32_t> ref(std::size_t(s.rows), -1);
+      ArgmaxParams p;
+      p.in = in.data();
+      p.out = ref.data();
+      p.rows = s.rows;
+      p.cols = s.cols;
+      p.stride = stride;
+      p.dtype = dt;
+      argmax_reference(p);
+      DeviceBuffer din(in), dout(std::vector<std::int32_t>(std::size_t(s.rows), -1));
+      p.in = din.get();
+      p.out = static_cast<std::int32_t*>(dout.get());
+      INFERSCALE_CUDA_CHECK(argmax_launch(p, nullptr));
+      test::device_sync();
+      const std::vector<std::uint8_t> got_bytes = dout.download();
+      std::vector<std::int32_t> got(std::size_t(s.rows));
+      std::memcpy(got.data(), got_bytes.data(), got_bytes.size());
+      CHECK(got == ref);
     }
   }
 }

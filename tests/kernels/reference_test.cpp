@@ -1,11 +1,12 @@
-// CPU tests of the kernels' references: the 16-bit conversions, and the rotary algebra that
-// Chunked RoPE relies on (rotate then un-rotate is the identity; a delta shift of a rotated key
-// equals rotating the original key directly).
+// CPU tests of the kernels' references: the 16-bit conversions, the rotary algebra that Chunked
+// RoPE relies on (rotate then un-rotate is the identity; a delta shift of a rotated key equals
+// rotating the original key directly), and greedy sampling's ties and NaNs.
 #include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
 
+#include "kernels/reference/argmax.h"
 #include "kernels/reference/numeric.h"
 #include "kernels/reference/rope.h"
 #include "tests/catch.h"
@@ -178,4 +179,31 @@ TEST_CASE("the rotation acts on the documented pairs") {
   CHECK(std::abs(y[0] - std::cos(1.0)) < 1e-6);
   CHECK(std::abs(y[1] - std::sin(1.0)) < 1e-6);
   CHECK(y[2] == 0.0f);
+}
+
+TEST_CASE("argmax reference takes the first maximum and the first NaN of each row") {
+  const float nan = std::nanf(""), inf = INFINITY;
+  // Rows of 5 at a stride of 6: the padding column holds a value larger than any, never read.
+  const std::vector<std::vector<float>> rows = {
+      {1, 3, 3, 2, 0}, {-inf, -inf, -inf, -inf, -inf}, {1, nan, 5, nan, 9},
+      {2, 1, 2, -1, 2}, {-3, -2, -1, -1, inf},          {0, 0, 0, 0, 0}};
+  const std::vector<std::int32_t> want = {1, 0, 1, 0, 4, 0};
+  for (const DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
+    CAPTURE(dtype_name(dt));
+    std::vector<std::uint8_t> in(rows.size() * 6 * std::size_t(dtype_bytes(dt)));
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      for (std::size_t c = 0; c < 5; ++c) store_elem(in.data(), std::int64_t(r * 6 + c), dt, rows[r][c]);
+      store_elem(in.data(), std::int64_t(r * 6 + 5), dt, 1000.0f);
+    }
+    std::vector<std::int32_t> out(rows.size(), -1);
+    ArgmaxParams p;
+    p.in = in.data();
+    p.out = out.data();
+    p.rows = std::int64_t(rows.size());
+    p.cols = 5;
+    p.stride = 6;
+    p.dtype = dt;
+    argmax_reference(p);
+    CHECK(out == want);
+  }
 }
