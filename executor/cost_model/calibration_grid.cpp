@@ -213,9 +213,12 @@ std::string describe(const CalibrationGrid& g) {
          " x " + span(g, &P::encode_tokens, enc) + " tokens after " +
          span(g, &P::encode_context, enc) + " context tokens; host loads and offloads of " +
          span(g, &P::loads, move) + " / " + span(g, &P::offloads, move) + " facts of " +
-         span(g, &P::move_tokens, move) + " tokens; asynchronous loads of " +
-         span(g, &P::async_loads, async) + " facts of " + span(g, &P::move_tokens, async) +
-         " tokens; header " + std::to_string(s.header_tokens) + " tokens cached; at most " +
+         span(g, &P::move_tokens, move) + " tokens; " +
+         (std::any_of(g.points.begin(), g.points.end(), async)
+              ? "asynchronous loads of " + span(g, &P::async_loads, async) + " facts of " +
+                    span(g, &P::move_tokens, async) + " tokens; "
+              : std::string()) +
+         "header " + std::to_string(s.header_tokens) + " tokens cached; at most " +
          std::to_string(kMaxStepTokens) + " forward tokens and " +
          std::to_string(kMaxDecodeKvTokens) + " decoder KV tokens a step";
 }

@@ -285,9 +285,11 @@ int fit_and_write(const CalibrateArgs& a, const CalibrationGrid& grid, const Mod
   p.held_out_mape_pct = fit.held_out_mape_pct;
   p.held_out_max_ape_pct = fit.held_out_max_ape_pct;
   // The grid does not measure asynchronous copies: a profile written over keeps its section.
+  bool kept = false;
   if (std::filesystem::exists(a.out)) {
     try {
       p.async_copies = load_profile(a.out, "--out").async_copies;
+      kept = p.async_copies.present;
     } catch (const InputError&) {  // not a readable profile: written without one
     }
   }
@@ -304,8 +306,9 @@ int fit_and_write(const CalibrateArgs& a, const CalibrationGrid& grid, const Mod
     char source[256];
     std::snprintf(source, sizeof source,
                   "lane_speed measured by --copy-lanes (%zu points, MAPE %.2f %%, worst %.2f %%); "
-                  "the other fields kept from the profile written over",
-                  lanes->measured.size(), lf.mape_pct, lf.max_ape_pct);
+                  "the other fields %s",
+                  lanes->measured.size(), lf.mape_pct, lf.max_ape_pct,
+                  kept ? "kept from the profile written over" : "at their defaults");
     p.async_copies.present = true;
     p.async_copies.lane_speed = lf.lane_speed;
     p.async_copies.source =
