@@ -1,5 +1,5 @@
 // Greedy sampling. One block per row: each thread scans a strided share of the row (16-byte
-// vectors where the row allows, several loads in flight), keeping its best (value, column); the warps, then the block,
+// vectors where the row allows), keeping its best (value, column); the warps, then the block,
 // reduce those pairs. A pair beats another when its value is NaN and the other's is not, or its
 // value is larger, or the values are equal (or both NaN) and its column is smaller: the first
 // maximum, as at::argmax. A 128k-column vocabulary row is 256 KB of bf16, read by one SM.
@@ -12,8 +12,7 @@
 namespace inferscale {
 namespace {
 
-constexpr int kBlock = 1024;
-constexpr int kLoads = 4;
+constexpr int kBlock = 512;
 constexpr unsigned kFull = 0xffffffffu;
 
 struct Best {
@@ -40,22 +39,8 @@ __global__ void __launch_bounds__(kBlock) argmax_kernel(ArgmaxParams p) {
   const T* row = static_cast<const T*>(p.in) + r * p.stride;
   Best b{-INFINITY, p.cols};  // any column beats it: -inf ties lose only to smaller columns
   const std::int64_t vecs = p.cols / V;
-  const auto* rv = reinterpret_cast<const device::Vec<T, V>*>(row);
-  std::int64_t i = threadIdx.x;
-  // kLoads vectors in flight per thread: one at a time left each thread waiting out a load
-  // latency per vector (26 us for a 128k-column bf16 row on the H200, ncu).
-  for (; i + (kLoads - 1) * kBlock < vecs; i += kLoads * kBlock) {
-    device::Vec<T, V> x[kLoads];
-#pragma unroll
-    for (int u = 0; u < kLoads; ++u) x[u] = rv[i + u * kBlock];
-#pragma unroll
-    for (int u = 0; u < kLoads; ++u) {
-#pragma unroll
-      for (int j = 0; j < V; ++j) take(b, device::to_f32(x[u].v[j]), (i + u * kBlock) * V + j);
-    }
-  }
-  for (; i < vecs; i += kBlock) {
-    const device::Vec<T, V> x = rv[i];
+  for (std::int64_t i = threadIdx.x; i < vecs; i += kBlock) {
+    const device::Vec<T, V> x = reinterpret_cast<const device::Vec<T, V>*>(row)[i];
 #pragma unroll
     for (int j = 0; j < V; ++j) take(b, device::to_f32(x.v[j]), i * V + j);
   }
