@@ -117,8 +117,8 @@ struct SiluMulParams {
 /// Greedy sampling: out[r] = the first column c of row r holding the row's largest value, a NaN
 /// counting as larger than any number (the first NaN wins), as at::argmax. cols >= 1.
 struct ArgmaxParams {
-  const void* in = nullptr;      // [rows, cols] at stride
-  std::int32_t* out = nullptr;   // [rows]
+  const void* in = nullptr;     // [rows, cols] at stride
+  std::int32_t* out = nullptr;  // [rows]
   std::int64_t rows = 0, cols = 0, stride = 0;
   DType dtype = DType::kF32;
 };

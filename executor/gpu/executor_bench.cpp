@@ -319,8 +319,9 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
 
   const GemmCounts& gc = ex.ops().gemm_counts();
   log("matrix products issued by the host (graph replays not counted): " + std::to_string(gc.blas) +
-      " by libtorch (" + std::to_string(gc.blas_lt) + " of them on cuBLASLt), " + std::to_string(gc.skinny) + " by the skinny kernel, " +
-      std::to_string(gc.tuned) + " by tuned cuBLASLt choices");
+      " by libtorch (" + std::to_string(gc.blas_lt) + " of them on cuBLASLt), " +
+      std::to_string(gc.skinny) + " by the skinny kernel, " + std::to_string(gc.tuned) +
+      " by tuned cuBLASLt choices");
   nlohmann::json doc;
   doc["command"] = o.command;
   doc["machine"] = ex.ops().device_name();

@@ -1,9 +1,9 @@
 // Few-row matrix products in the model: on a CUDA GPU, prefill and decode steps of a few rows
 // run their products on the skinny kernel (SkinnyGemmPolicy), by tuned cuBLASLt choices
-// (GemmTunePolicy) or on cuBLASLt (BlasPolicy kFewRowsLt) and give the logits of libtorch's product within the rounding of a different
-// summation order; larger steps and the CPU keep libtorch's product. Prefetching the O weights
-// into L2 (L2PrefetchPolicy) or launching the layer's kernels with programmatic dependent launch
-// (GpuExecutorOptions::programmatic_launch) changes no result.
+// (GemmTunePolicy) or on cuBLASLt (BlasPolicy kFewRowsLt) and give the logits of libtorch's product
+// within the rounding of a different summation order; larger steps and the CPU keep libtorch's
+// product. Prefetching the O weights into L2 (L2PrefetchPolicy) or launching the layer's kernels
+// with programmatic dependent launch (GpuExecutorOptions::programmatic_launch) changes no result.
 #include <ATen/ATen.h>
 
 #include <cstdint>

@@ -10,8 +10,8 @@
 #include <random>
 #include <vector>
 
-#include "kernels/cuda_check.h"
 #include "kernels/argmax.cuh"
+#include "kernels/cuda_check.h"
 #include "kernels/inject.cuh"
 #include "kernels/kv_append.cuh"
 #include "kernels/reference/argmax.h"
@@ -380,7 +380,8 @@ TEST_CASE("argmax kernel picks its reference's column in every row") {
             store_elem(in.data(), base + col(rng), dt, nan);
             break;
           case 3:  // all -inf but for the padding
-            for (std::int64_t c = 0; c < s.cols; ++c) store_elem(in.data(), base + c, dt, -INFINITY);
+            for (std::int64_t c = 0; c < s.cols; ++c)
+              store_elem(in.data(), base + c, dt, -INFINITY);
             break;
         }
         for (std::int64_t c = s.cols; c < stride; ++c) store_elem(in.data(), base + c, dt, 1e4f);

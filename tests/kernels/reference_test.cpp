@@ -185,14 +185,15 @@ TEST_CASE("argmax reference takes the first maximum and the first NaN of each ro
   const float nan = std::nanf(""), inf = INFINITY;
   // Rows of 5 at a stride of 6: the padding column holds a value larger than any, never read.
   const std::vector<std::vector<float>> rows = {
-      {1, 3, 3, 2, 0}, {-inf, -inf, -inf, -inf, -inf}, {1, nan, 5, nan, 9},
+      {1, 3, 3, 2, 0},  {-inf, -inf, -inf, -inf, -inf}, {1, nan, 5, nan, 9},
       {2, 1, 2, -1, 2}, {-3, -2, -1, -1, inf},          {0, 0, 0, 0, 0}};
   const std::vector<std::int32_t> want = {1, 0, 1, 0, 4, 0};
   for (const DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
     CAPTURE(dtype_name(dt));
     std::vector<std::uint8_t> in(rows.size() * 6 * std::size_t(dtype_bytes(dt)));
     for (std::size_t r = 0; r < rows.size(); ++r) {
-      for (std::size_t c = 0; c < 5; ++c) store_elem(in.data(), std::int64_t(r * 6 + c), dt, rows[r][c]);
+      for (std::size_t c = 0; c < 5; ++c)
+        store_elem(in.data(), std::int64_t(r * 6 + c), dt, rows[r][c]);
       store_elem(in.data(), std::int64_t(r * 6 + 5), dt, 1000.0f);
     }
     std::vector<std::int32_t> out(rows.size(), -1);
