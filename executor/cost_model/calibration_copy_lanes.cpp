@@ -7,6 +7,34 @@
 
 namespace inferscale {
 
+namespace {
+
+/// Each point's first sample as profile_executor ran it: its measured steps up to the first
+/// that does not continue (the timed ones are alike).
+std::vector<std::vector<BatchPlan>> first_samples(const CalibrationGrid& grid,
+                                                  const ModelConfig& model,
+                                                  const ProfileOptions& options) {
+  CalibrationPlanner planner(model, grid.shape);
+  planner.preamble();
+  std::vector<std::vector<BatchPlan>> out;
+  for (const CalibrationPoint& pt : grid.points) {
+    if (pt.async_loads == 0) {
+      throw std::invalid_argument("copy lanes: point '" + pt.label(grid.shape) +
+                                  "' has no asynchronous loads");
+    }
+    std::vector<BatchPlan> sample;
+    for (CalibrationStep& s : planner.steps(pt, options.warmup + options.repeats)) {
+      if (!s.measured) continue;
+      sample.push_back(std::move(s.plan));
+      if (!s.continues) break;
+    }
+    out.push_back(std::move(sample));
+  }
+  return out;
+}
+
+}  // namespace
+
 CopyLaneFit fit_copy_lanes(const CalibrationGrid& grid,
                            const std::vector<PointMeasurement>& measured,
                            const CalibrationProfile& profile, const ModelConfig& model,
@@ -16,48 +44,69 @@ CopyLaneFit fit_copy_lanes(const CalibrationGrid& grid,
                                 " measurements for a grid of " +
                                 std::to_string(grid.points.size()) + " points");
   }
-  // Each point's measured step (its first: the timed ones are alike), as profile_executor ran it.
-  CalibrationPlanner planner(model, grid.shape);
-  planner.preamble();
-  std::vector<BatchPlan> plans;
-  for (const CalibrationPoint& pt : grid.points) {
-    if (pt.async_loads == 0) {
-      throw std::invalid_argument("copy lanes: point '" + pt.label(grid.shape) +
-                                  "' has no asynchronous loads");
-    }
-    for (CalibrationStep& s : planner.steps(pt, options.warmup + options.repeats)) {
-      if (s.measured) {
-        plans.push_back(std::move(s.plan));
-        break;
-      }
-    }
-  }
-  // A fresh executor per step: the lanes idle when it starts, as after the grid's clean-up.
-  auto predict = [&](double speed) {
+  const std::vector<std::vector<BatchPlan>> samples = first_samples(grid, model, options);
+  // A fresh executor per sample: the lanes idle when it starts, as after the grid's clean-up.
+  auto predict = [&](double speed, double stall_ns) {
     CalibrationProfile p = profile;
     p.async_copies.lane_speed = speed;
+    p.async_copies.stall_ns = stall_ns;
     std::vector<double> out;
-    for (const BatchPlan& plan : plans) {
+    for (const std::vector<BatchPlan>& sample : samples) {
       CalibratedExecutor executor(CalibratedCostModel(model, p));
-      out.push_back(double(executor.execute(plan).duration_ns));
+      SimTime now = 0;  // the steps run back to back: the lanes move while each runs
+      for (BatchPlan plan : sample) {
+        plan.now = now;
+        now += executor.execute(plan).duration_ns;
+      }
+      out.push_back(double(now));
     }
     return out;
   };
-  CopyLaneFit best;
-  double best_loss = INFINITY;
-  for (int milli = 250; milli <= 4000; ++milli) {
-    const double speed = milli / 1000.0;
-    const std::vector<double> pred = predict(speed);
-    double loss = 0;
+  auto loss = [&](const std::vector<double>& pred) {
+    double l = 0;
     for (std::size_t i = 0; i < pred.size(); ++i) {
       const double e = pred[i] / measured[i].duration_ns - 1;
-      loss += e * e;
+      l += e * e;
     }
-    if (loss < best_loss) {
-      best_loss = loss;
+    return l;
+  };
+  // stall_ns acts only on a step whose forward pass starts while copies move: the samples of
+  // several steps. Without them it keeps the profile's value.
+  const bool stalls = std::any_of(samples.begin(), samples.end(),
+                                  [](const std::vector<BatchPlan>& s) { return s.size() > 1; });
+  CopyLaneFit best;
+  best.stall_ns = profile.async_copies.stall_ns;
+  best.stall_fitted = stalls;
+  double best_loss = INFINITY;
+  auto consider = [&](double speed, double stall_ns) {
+    std::vector<double> pred = predict(speed, stall_ns);
+    const double l = loss(pred);
+    if (l < best_loss) {
+      best_loss = l;
       best.lane_speed = speed;
-      best.predicted_ns = pred;
+      best.stall_ns = stall_ns;
+      best.predicted_ns = std::move(pred);
     }
+  };
+  // Coarse: lane speed 0.25-4 by 0.01 (and stall 0-8 ms by 0.25 ms); then fine around the best:
+  // speed by 0.001, stall by 10 us.
+  const std::vector<double> coarse_stalls = [&] {
+    std::vector<double> v;
+    if (!stalls) return std::vector<double>{profile.async_copies.stall_ns};
+    for (int i = 0; i <= 32; ++i) v.push_back(i * 250e3);
+    return v;
+  }();
+  for (const double stall : coarse_stalls) {
+    for (int centi = 25; centi <= 400; ++centi) consider(centi / 100.0, stall);
+  }
+  const double speed0 = best.lane_speed, stall0 = best.stall_ns;
+  for (int d = -10; d <= 10; ++d) {
+    const double speed = std::max(0.25, speed0 + d / 1000.0);
+    if (!stalls) {
+      consider(speed, stall0);
+      continue;
+    }
+    for (int e = -25; e <= 25; ++e) consider(speed, std::max(0.0, stall0 + e * 10e3));
   }
   for (std::size_t i = 0; i < best.predicted_ns.size(); ++i) {
     const double ape = 100 * std::abs(best.predicted_ns[i] / measured[i].duration_ns - 1);

@@ -1,7 +1,8 @@
 #pragma once
 // @brief The copy lanes' speed measured instead of chosen: the copy_lanes grid's steps (many
-// asynchronous loads and a prefill that waits for the last) timed on an executor, and the
-// profile's async_copies.lane_speed that makes the calibrated executor price them closest.
+// asynchronous loads and a prefill that waits for the last, alone or after decode steps that run
+// while the loads move) timed on an executor, and the profile's async_copies.lane_speed and
+// stall_ns that make the calibrated executor price them closest.
 
 #include <cstdint>
 #include <vector>
@@ -14,13 +15,17 @@ namespace inferscale {
 
 struct CopyLaneFit {
   double lane_speed = 1;
-  double mape_pct = 0;  // of the points' measured times, at lane_speed
+  double stall_ns = 0;        // fitted where stall_fitted, else the profile's
+  bool stall_fitted = false;  // the grid has samples of several steps (loads beside decodes)
+  double mape_pct = 0;        // of the points' measured times, at lane_speed
   double max_ape_pct = 0;
   std::vector<double> predicted_ns;  // by point, at lane_speed
 };
 
-/// The lane_speed (0.25-4, to 0.001) minimising the squared relative errors of the calibrated
-/// executor's prices of each point's measured step against `measured` (profile_executor's answer
+/// The lane_speed (0.25-4, to 0.001) and, where the grid has points whose loads move beside
+/// decode steps (CalibrationPoint::async_steps), the stall_ns (0-8.25 ms, to 10 us) minimising
+/// the squared relative errors of the calibrated executor's prices of each point's sample (its
+/// measured steps, run in order on one executor) against `measured` (profile_executor's answer
 /// for `grid`, a grid of asynchronous loads); every other field of `profile` as given. Throws
 /// std::invalid_argument when the grid has a point without asynchronous loads or the
 /// measurements do not match it.

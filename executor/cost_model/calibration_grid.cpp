@@ -172,6 +172,14 @@ CalibrationGrid copy_lanes_grid() {
   g.name = "copy_lanes";
   add_family(g.points, g.shape, {{&P::async_loads, {64, 256, 1024}}, {&P::move_tokens, {24}}});
   add_family(g.points, g.shape, {{&P::async_loads, {16, 64, 256}}, {&P::move_tokens, {256}}});
+  // The lanes beside compute: loads issued with the first of four decode steps of 64 or 128
+  // requests over 1,616-token contexts (the headline's waves), injected in the fifth.
+  add_family(g.points, g.shape,
+             {{&P::decode_batch, {64, 128}},
+              {&P::decode_chunks, {6}},
+              {&P::async_loads, {256, 1024}},
+              {&P::move_tokens, {24}},
+              {&P::async_steps, {4}}});
   return g;
 }
 
@@ -250,7 +258,8 @@ std::string CalibrationPoint::label(const CalibrationShape& s) const {
   if (loads > 0) part("load " + std::to_string(loads) + "x" + std::to_string(move_tokens));
   if (offloads > 0) part("offload " + std::to_string(offloads) + "x" + std::to_string(move_tokens));
   if (async_loads > 0) {
-    part("async load " + std::to_string(async_loads) + "x" + std::to_string(move_tokens));
+    part("async load " + std::to_string(async_loads) + "x" + std::to_string(move_tokens) +
+         (async_steps > 0 ? " over " + std::to_string(async_steps) + " steps" : ""));
   }
   return out.empty() ? "empty" : out;
 }
@@ -403,7 +412,29 @@ std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& p
     }
   }
 
+  // Decode steps of the loads' sequence (async_steps) come before each measured step.
+  const bool sequence = pt.async_loads > 0 && pt.async_steps > 0;
+  if (sequence && decoders.empty()) {
+    throw std::invalid_argument("calibration point '" + pt.label(shape_) +
+                                "': async_steps needs decodes");
+  }
+  std::uint32_t decoded = 0;  // decode steps so far: each decoder's next position
   for (std::uint32_t rep = 0; rep < measured; ++rep) {
+    for (std::uint32_t i = 0; sequence && i < pt.async_steps; ++i) {
+      CalibrationStep a;
+      a.measured = true;
+      a.continues = true;
+      for (const Prompt& d : decoders) {
+        a.plan.decodes.push_back(DecodeItem{d.request, d.prompt_tokens + decoded});
+      }
+      ++decoded;
+      if (i == 0) {
+        for (FactId f : load_facts) {
+          a.plan.async_loads.push_back(FactLoad{f, pt.move_tokens, move_bytes});
+        }
+      }
+      out.push_back(std::move(a));
+    }
     std::vector<Prompt> prefills;
     if (pt.prefill_batch > 0 && pt.prefill_chunks > 0) {
       // The context arrives (injected) in an unmeasured first chunk that computes nothing.
@@ -417,8 +448,9 @@ std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& p
     CalibrationStep m;
     m.measured = true;
     for (const Prompt& d : decoders) {
-      m.plan.decodes.push_back(DecodeItem{d.request, d.prompt_tokens + rep});
+      m.plan.decodes.push_back(DecodeItem{d.request, d.prompt_tokens + decoded});
     }
+    if (!decoders.empty()) ++decoded;
     if (pt.prefill_batch > 0) {
       if (pt.prefill_chunks > 0) {
         for (const Prompt& p : prefills) add_prefill(m.plan, p, false, p.computed, true);
@@ -436,7 +468,7 @@ std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& p
       m.plan.encodes.push_back(
           FactEncode{encoded.back(), 0, pt.encode_tokens, pt.encode_context, true});
     }
-    for (FactId f : load_facts) {
+    for (FactId f : sequence ? std::vector<FactId>() : load_facts) {
       (pt.async_loads > 0 ? m.plan.async_loads : m.plan.loads)
           .push_back(FactLoad{f, pt.move_tokens, move_bytes});
     }

@@ -48,8 +48,14 @@ struct CalibrationPoint {
   // same step a one-request prefill of query_tokens that injects the last of them, so that the
   // step ends when every copy is done (grid copy_lanes).
   std::uint32_t async_loads = 0;
+  // With decode_batch > 0: the asynchronous loads are issued beside the first of `async_steps`
+  // decode steps and move while they run; the step after them decodes and runs the injecting
+  // prefill. The point's sample is the time of all async_steps + 1 steps (grid copy_lanes: the
+  // lanes beside compute, as in a serving run). 0: loads and prefill in one step.
+  std::uint32_t async_steps = 0;
 
-  /// "decode 64@2128 + prefill 4x512 k50 + encode 16x24 w128 + load 8x24", "async load 256x24".
+  /// "decode 64@2128 + prefill 4x512 k50 + encode 16x24 w128 + load 8x24", "async load 256x24",
+  /// "decode 64@1616 + async load 1024x24 over 4 steps".
   std::string label(const CalibrationShape& shape) const;
 };
 
@@ -73,10 +79,12 @@ inline bool calibration_held_out(std::size_t point_index) {
   return point_index % 5 == 4;
 }
 
-/// One step of a sequence; only measured steps are timed.
+/// One step of a sequence; only measured steps are timed. A measured step that `continues`
+/// adds its time to the next measured step's: one sample is the sum of such a run of steps.
 struct CalibrationStep {
   BatchPlan plan;
   bool measured = false;
+  bool continues = false;
 };
 
 /// @brief Builds the step sequences: request and fact ids are fresh for every point, so one

@@ -50,11 +50,20 @@ std::vector<PointMeasurement> walk_grid(const CalibrationGrid& grid, const Model
     m.point = i;
     m.held_out = calibration_held_out(i);
     std::uint32_t seen = 0;
+    double sample_ns = 0;  // a sample's steps so far (CalibrationStep::continues)
+    StepWork sample_work;
     for (const CalibrationStep& s : planner.steps(pt, timed)) {
       const double ns = time_step ? time_step(s.plan) : 0.0;
-      if (!s.measured || seen++ < options.warmup) continue;
-      if (time_step) m.samples_ns.push_back(ns);
-      accumulate(m.work, counter.work(s.plan), 1.0 / options.repeats);
+      if (!s.measured) continue;
+      sample_ns += ns;
+      accumulate(sample_work, counter.work(s.plan), 1.0);
+      if (s.continues) continue;
+      if (seen++ >= options.warmup) {
+        if (time_step) m.samples_ns.push_back(sample_ns);
+        accumulate(m.work, sample_work, 1.0 / options.repeats);
+      }
+      sample_ns = 0;
+      sample_work = StepWork{};
     }
     if (time_step) m.duration_ns = median(m.samples_ns);
     if (log) {

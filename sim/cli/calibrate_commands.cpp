@@ -2,6 +2,7 @@
 // cost model, and writes the profile (configs/profiles/<gpu>-<model>.yaml). Registers itself.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -301,16 +302,20 @@ int fit_and_write(const CalibrateArgs& a, const CalibrationGrid& grid, const Mod
                   lanes->grid.points[i].label(lanes->grid.shape).c_str(),
                   lanes->measured[i].duration_ns / 1e6, lf.predicted_ns[i] / 1e6);
     }
-    std::printf("copy lanes: lane_speed %.3f (MAPE %.2f %%, worst %.2f %%)\n", lf.lane_speed,
+    std::printf("copy lanes: lane_speed %.3f%s%s (MAPE %.2f %%, worst %.2f %%)\n", lf.lane_speed,
+                lf.stall_fitted ? ", stall_ns " : "",
+                lf.stall_fitted ? std::to_string(std::llround(lf.stall_ns)).c_str() : "",
                 lf.mape_pct, lf.max_ape_pct);
-    char source[256];
+    char source[320];
     std::snprintf(source, sizeof source,
-                  "lane_speed measured by --copy-lanes (%zu points, MAPE %.2f %%, worst %.2f %%); "
+                  "%s measured by --copy-lanes (%zu points, MAPE %.2f %%, worst %.2f %%); "
                   "the other fields %s",
+                  lf.stall_fitted ? "lane_speed and stall_ns" : "lane_speed",
                   lanes->measured.size(), lf.mape_pct, lf.max_ape_pct,
                   kept ? "kept from the profile written over" : "at their defaults");
     p.async_copies.present = true;
     p.async_copies.lane_speed = lf.lane_speed;
+    p.async_copies.stall_ns = lf.stall_ns;
     p.async_copies.source =
         source + (p.async_copies.source.empty() ? "" : " (" + p.async_copies.source + ")");
   }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "executor/cost_model/calibrated.h"
 #include "executor/cost_model/calibration_copy_lanes.h"
@@ -74,11 +75,12 @@ TEST_CASE("calibration grid: step sequences are valid for a stateful executor") 
     CalibrationPlanner planner(m, grid.shape);
     std::set<FactId> pool, host;
     std::map<RequestId, bool> running;  // request -> prefilled (last chunk done)
-    std::size_t measured = 0;
+    std::size_t measured = 0, measured_steps = 0;
     auto walk = [&](const std::vector<CalibrationStep>& steps) {
       for (const CalibrationStep& s : steps) {
         const BatchPlan& p = s.plan;
-        measured += s.measured;
+        measured += s.measured && !s.continues;  // samples (a run of continuing steps is one)
+        measured_steps += s.measured;
         for (const auto& o : p.offloads) {
           CHECK(pool.count(o.fact) == 1);
           // The rows of its tokens, as the executor copies them and the simulator prices them.
@@ -125,6 +127,9 @@ TEST_CASE("calibration grid: step sequences are valid for a stateful executor") 
     for (const auto& pt : grid.points) walk(planner.steps(pt, 3));
     walk(planner.postamble());
     CHECK(measured == 3 * grid.points.size());
+    std::uint64_t steps_per_sample = 0;
+    for (const auto& pt : grid.points) steps_per_sample += pt.async_steps + 1;
+    CHECK(measured_steps == 3 * steps_per_sample);
     CHECK(running.empty());  // every request released
     CHECK(pool.empty());     // every fact freed
     CHECK(host.empty());
@@ -132,7 +137,7 @@ TEST_CASE("calibration grid: step sequences are valid for a stateful executor") 
     // Deterministic, and the needs walk agrees with what the steps hold.
     const auto n1 = calibration_needs(grid, m, 3), n2 = calibration_needs(grid, m, 3);
     CHECK(n1.cache_tokens == n2.cache_tokens);
-    CHECK(n1.measured_steps == 3 * grid.points.size());
+    CHECK(n1.measured_steps == measured_steps);
     if (name != "copy_lanes") {  // copy_lanes: asynchronous loads and one short prefill each
       CHECK(n1.decode_steps == 3);
       CHECK(n1.max_position >= grid.shape.header_tokens + 16 * grid.shape.chunk_tokens);
@@ -371,7 +376,8 @@ class ClockedExecutor : public Executor {
 
 }  // namespace
 
-TEST_CASE("copy lanes: the lane speed of an executor whose lanes are modelled comes back") {
+TEST_CASE(
+    "copy lanes: the lane speed and stall of an executor whose lanes are modelled come back") {
   const ModelConfig m = llama_8b();
   const GpuConfig gpu = h200();
   // Step coefficients from the roofline (as a device's fit would give), then lanes of a known
@@ -388,15 +394,19 @@ TEST_CASE("copy lanes: the lane speed of an executor whose lanes are modelled co
   profile.async_copies.issue_ns = 1800;
   const CalibrationGrid lanes = make_calibration_grid("copy_lanes");
   const ProfileOptions options{1, 2};
-  for (const double truth : {0.8, 1.37, 2.5}) {
-    INFO("lane_speed " << truth);
+  // (lane speed, stall ns): the grid's loads beside decode steps make the stall measurable.
+  for (const auto& [truth, stall] : {std::pair{0.8, 0.0}, {1.37, 1.5e6}, {2.5, 4e5}}) {
+    INFO("lane_speed " << truth << ", stall_ns " << stall);
     CalibrationProfile device = profile;
     device.async_copies.lane_speed = truth;
+    device.async_copies.stall_ns = stall;
     ClockedExecutor clocked{CalibratedCostModel(m, device)};
     const auto measured = profile_executor(clocked, lanes, m, options, nullptr);
     // Fitted from a profile that says otherwise: the measurement decides.
     const CopyLaneFit lf = fit_copy_lanes(lanes, measured, profile, m, options);
     CHECK(lf.lane_speed == Approx(truth).epsilon(0.002));
+    CHECK(lf.stall_fitted);
+    CHECK(lf.stall_ns == Approx(stall).margin(1e5));  // about 0.1 ms: it trades off a little speed
     CHECK(lf.max_ape_pct < 0.5);
     // A slower lane takes longer to deliver the same loads: the measurement is not flat.
     REQUIRE(lf.predicted_ns.size() == lanes.points.size());
