@@ -4,7 +4,7 @@ from `scripts/device/h200.sh` phase `hil`) next to the same runs in calibrated s
 the datasheet cost model, which this script runs here.
 
     python3 bench/headline_table.py [--inferscale build/inferscale] [--data ../shared/data/locomo10]
-        [--figure bench/results/headline_hil.png] [--steps] [--tag TAG]
+        [--figure bench/results/headline_hil.png] [--steps] [--tag TAG] [--profile NAME|PATH]
 
 --steps also compares the runs step by step where both took the same steps (copies inside the
 step: the same decisions): total time of each kind of step in hardware in the loop and in
@@ -60,9 +60,13 @@ def main():
     ap.add_argument("--tag", default="",
                     help="read the hardware runs U_MODE_TAG.json (and _timeline.json) instead of "
                          "U_MODE.json, e.g. a commit")
+    ap.add_argument("--profile", default="h200-llama-3.1-8b",
+                    help="the calibrated simulation's profile: a name under configs/profiles/ or "
+                         "a path (default: the shipped H200 profile)")
     a = ap.parse_args()
     suffix = f"_{a.tag}" if a.tag else ""
-    calibrated = ["--set", "executor.kind=calibrated", "--set", "executor.profile=h200-llama-3.1-8b",
+    profile = a.profile if not os.path.exists(a.profile) else os.path.abspath(a.profile)
+    calibrated = ["--set", "executor.kind=calibrated", "--set", f"executor.profile={profile}",
                   "--set", "output.timeline=true"]
     print("| users | mode | source | req/s | TTFT p50 ms | TTFT p99 ms | GPU hit | host loads |")
     print("|---:|---|---|---:|---:|---:|---:|---:|")

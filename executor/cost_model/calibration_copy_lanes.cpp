@@ -50,9 +50,10 @@ CopyLaneFit fit_copy_lanes(const CalibrationGrid& grid,
     CalibrationProfile p = profile;
     p.async_copies.lane_speed = speed;
     p.async_copies.stall_ns = stall_ns;
+    const CalibratedCostModel cost(model, p);
     std::vector<double> out;
     for (const std::vector<BatchPlan>& sample : samples) {
-      CalibratedExecutor executor(CalibratedCostModel(model, p));
+      CalibratedExecutor executor(cost);
       SimTime now = 0;  // the steps run back to back: the lanes move while each runs
       for (BatchPlan plan : sample) {
         plan.now = now;
@@ -62,51 +63,40 @@ CopyLaneFit fit_copy_lanes(const CalibrationGrid& grid,
     }
     return out;
   };
-  auto loss = [&](const std::vector<double>& pred) {
-    double l = 0;
-    for (std::size_t i = 0; i < pred.size(); ++i) {
-      const double e = pred[i] / measured[i].duration_ns - 1;
-      l += e * e;
-    }
-    return l;
-  };
   // stall_ns acts only on a step whose forward pass starts while copies move: the samples of
   // several steps. Without them it keeps the profile's value.
   const bool stalls = std::any_of(samples.begin(), samples.end(),
                                   [](const std::vector<BatchPlan>& s) { return s.size() > 1; });
   CopyLaneFit best;
-  best.stall_ns = profile.async_copies.stall_ns;
   best.stall_fitted = stalls;
   double best_loss = INFINITY;
   auto consider = [&](double speed, double stall_ns) {
     std::vector<double> pred = predict(speed, stall_ns);
-    const double l = loss(pred);
-    if (l < best_loss) {
-      best_loss = l;
+    double loss = 0;  // squared relative errors
+    for (std::size_t i = 0; i < pred.size(); ++i) {
+      const double e = pred[i] / measured[i].duration_ns - 1;
+      loss += e * e;
+    }
+    if (loss < best_loss) {
+      best_loss = loss;
       best.lane_speed = speed;
       best.stall_ns = stall_ns;
       best.predicted_ns = std::move(pred);
     }
   };
   // Coarse: lane speed 0.25-4 by 0.01 (and stall 0-8 ms by 0.25 ms); then fine around the best:
-  // speed by 0.001, stall by 10 us.
-  const std::vector<double> coarse_stalls = [&] {
-    std::vector<double> v;
-    if (!stalls) return std::vector<double>{profile.async_copies.stall_ns};
-    for (int i = 0; i <= 32; ++i) v.push_back(i * 250e3);
-    return v;
-  }();
-  for (const double stall : coarse_stalls) {
+  // speed by 0.001 (and stall by 10 us). Without stalls to fit, the profile's alone.
+  const int stall_steps = stalls ? 32 : 0;
+  for (int i = 0; i <= stall_steps; ++i) {
+    const double stall = stalls ? i * 250e3 : profile.async_copies.stall_ns;
     for (int centi = 25; centi <= 400; ++centi) consider(centi / 100.0, stall);
   }
   const double speed0 = best.lane_speed, stall0 = best.stall_ns;
+  const int fine_stalls = stalls ? 25 : 0;
   for (int d = -10; d <= 10; ++d) {
-    const double speed = std::max(0.25, speed0 + d / 1000.0);
-    if (!stalls) {
-      consider(speed, stall0);
-      continue;
+    for (int e = -fine_stalls; e <= fine_stalls; ++e) {
+      consider(std::max(0.25, speed0 + d / 1000.0), std::max(0.0, stall0 + e * 10e3));
     }
-    for (int e = -25; e <= 25; ++e) consider(speed, std::max(0.0, stall0 + e * 10e3));
   }
   for (std::size_t i = 0; i < best.predicted_ns.size(); ++i) {
     const double ape = 100 * std::abs(best.predicted_ns[i] / measured[i].duration_ns - 1);

@@ -468,9 +468,9 @@ std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& p
       m.plan.encodes.push_back(
           FactEncode{encoded.back(), 0, pt.encode_tokens, pt.encode_context, true});
     }
-    for (FactId f : sequence ? std::vector<FactId>() : load_facts) {
+    for (std::size_t i = 0; !sequence && i < load_facts.size(); ++i) {  // a sequence issued them
       (pt.async_loads > 0 ? m.plan.async_loads : m.plan.loads)
-          .push_back(FactLoad{f, pt.move_tokens, move_bytes});
+          .push_back(FactLoad{load_facts[i], pt.move_tokens, move_bytes});
     }
     if (pt.async_loads > 0) {  // a prefill that injects the last copy: the step waits for all
       Prompt p;

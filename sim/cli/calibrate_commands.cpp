@@ -2,7 +2,6 @@
 // cost model, and writes the profile (configs/profiles/<gpu>-<model>.yaml). Registers itself.
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -41,7 +40,7 @@ struct CalibrateArgs {
   std::string points;       // optional CSV of every point
   std::string refit;        // a points CSV to fit again instead of profiling
   std::string machine;      // with --refit: the device the points were measured on
-  bool copy_lanes = false;  // also profile the copy_lanes grid and fit async_copies.lane_speed
+  bool copy_lanes = false;  // also profile the copy_lanes grid and fit async_copies from it
 };
 
 std::string utc_now() {
@@ -294,7 +293,7 @@ int fit_and_write(const CalibrateArgs& a, const CalibrationGrid& grid, const Mod
     } catch (const InputError&) {  // not a readable profile: written without one
     }
   }
-  if (lanes != nullptr) {  // the lanes' speed measured, against this fit's coefficients
+  if (lanes != nullptr) {  // the lanes measured, against this fit's coefficients
     const CopyLaneFit lf =
         fit_copy_lanes(lanes->grid, lanes->measured, p, model, ProfileOptions{a.warmup, a.repeats});
     for (std::size_t i = 0; i < lanes->measured.size(); ++i) {
@@ -302,10 +301,9 @@ int fit_and_write(const CalibrateArgs& a, const CalibrationGrid& grid, const Mod
                   lanes->grid.points[i].label(lanes->grid.shape).c_str(),
                   lanes->measured[i].duration_ns / 1e6, lf.predicted_ns[i] / 1e6);
     }
-    std::printf("copy lanes: lane_speed %.3f%s%s (MAPE %.2f %%, worst %.2f %%)\n", lf.lane_speed,
-                lf.stall_fitted ? ", stall_ns " : "",
-                lf.stall_fitted ? std::to_string(std::llround(lf.stall_ns)).c_str() : "",
-                lf.mape_pct, lf.max_ape_pct);
+    std::printf("copy lanes: lane_speed %.3f", lf.lane_speed);
+    if (lf.stall_fitted) std::printf(", stall_ns %.0f", lf.stall_ns);
+    std::printf(" (MAPE %.2f %%, worst %.2f %%)\n", lf.mape_pct, lf.max_ape_pct);
     char source[320];
     std::snprintf(source, sizeof source,
                   "%s measured by --copy-lanes (%zu points, MAPE %.2f %%, worst %.2f %%); "
