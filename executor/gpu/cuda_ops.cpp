@@ -212,6 +212,8 @@ class CudaOps : public DeviceOps {
     prefetch_pending_ = false;
   }
 
+  std::vector<GemmTuneRecord> gemm_tune_records() const override { return tuner_.records(); }
+
   bool tune_wanted(const at::Tensor& x) const {
     return gemm_tune_.enabled && x.dim() == 2 && x.size(0) <= gemm_tune_.max_rows;
   }
@@ -219,6 +221,8 @@ class CudaOps : public DeviceOps {
   /// y (+)= x w^T by the tuned choice for its shape; false where libtorch's product runs.
   bool tuned(at::Tensor& y, const at::Tensor& x, const at::Tensor& w, bool accumulate) {
     const auto fallback = [&](at::Tensor& out) {
+      // The library that runs the product when libtorch's wins (choose_blas, uncounted).
+      if (blas_.library == BlasLibrary::kFewRowsLt) prefer_lt(x.size(0) <= blas_.lt_max_rows);
       if (accumulate) {
         out.addmm_(x, w.t());
       } else {

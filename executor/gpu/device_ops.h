@@ -64,18 +64,31 @@ struct SkinnyGemmPolicy {
   std::int64_t max_weight_bytes = 0;  // 0: any
 };
 
-/// When the CUDA ops time cuBLASLt's candidate algorithms for a few-row matrix product (at
-/// most `max_rows` rows: query-only prefills and small decode batches, whose products cuBLAS's
-/// default heuristic splits over K with a separate reduction kernel) and keep the fastest, or
-/// libtorch's product where none beats it. Each shape is timed once, the first time it runs
-/// outside a CUDA graph capture (a step that does so is slower: the bench's warm-up). Off by
-/// default (the calibration and hardware-in-the-loop steps must not include timing runs).
-/// The CPU ignores it.
+/// When the CUDA ops time cuBLASLt's candidate configurations for a few-row matrix product (at
+/// most `max_rows` rows: query-only prefills and small decode batches, whose few output tiles
+/// may leave most multiprocessors idle unless K is split) and keep the fastest, or libtorch's
+/// product where none beats it by 2 %. Each shape is timed once, the first time it runs outside
+/// a CUDA graph capture (a step that does so is slower: the bench's warm-up), each launch alone
+/// with the L2 cache first refilled with other data. Off by default (the calibration and
+/// hardware-in-the-loop steps must not include timing runs). The CPU ignores it.
 struct GemmTunePolicy {
   bool enabled = false;
   std::int32_t max_rows = 64;
   std::int32_t candidates = 16;  // algorithms asked of cuBLASLt's heuristic per shape
+  bool split_k = true;           // also each algorithm that can split K, split 2 to 16 ways
   bool force_cublaslt = false;   // tests: the fastest cuBLASLt algorithm even if libtorch wins
+};
+
+/// One shape's tuning (GemmTunePolicy): the median times of libtorch's product and of the best
+/// cuBLASLt configuration, each launch timed alone after the L2 cache was refilled with other
+/// data (the weights of a step come from memory, not from L2).
+struct GemmTuneRecord {
+  std::int64_t m = 0, n = 0, k = 0;  // y [m, n] (+)= x [m, k] w [n, k]^T
+  bool accumulate = false;
+  double base_us = 0, best_us = 0;  // best_us: the fastest cuBLASLt configuration
+  std::int32_t configurations = 0;  // cuBLASLt configurations timed
+  std::int32_t algo = -1, tile = -1, split_k = 1;  // of the fastest
+  bool chosen = false;                             // it runs instead of libtorch's product
 };
 
 /// When the CUDA ops bring a layer's O-projection weights into the L2 cache on a side stream while
@@ -248,6 +261,8 @@ class DeviceOps {
   const L2PrefetchPolicy& l2_prefetch() const { return l2_prefetch_; }
   void set_gemm_tune(const GemmTunePolicy& policy) { gemm_tune_ = policy; }
   const GemmTunePolicy& gemm_tune() const { return gemm_tune_; }
+  /// The shapes tuned so far, in the order they were met (CUDA with GemmTunePolicy on).
+  virtual std::vector<GemmTuneRecord> gemm_tune_records() const { return {}; }
   /// Which BLAS library libtorch's products use (CUDA; set_blas applies a fixed choice at once).
   virtual void set_blas(const BlasPolicy& policy) { blas_ = policy; }
   const BlasPolicy& blas() const { return blas_; }

@@ -322,6 +322,29 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
       " by libtorch (" + std::to_string(gc.blas_lt) + " of them on cuBLASLt), " +
       std::to_string(gc.skinny) + " by the skinny kernel, " + std::to_string(gc.tuned) +
       " by tuned cuBLASLt choices");
+  nlohmann::json tune_records = nlohmann::json::array();
+  for (const GemmTuneRecord& r : ex.ops().gemm_tune_records()) {
+    tune_records.push_back({{"m", r.m},
+                            {"n", r.n},
+                            {"k", r.k},
+                            {"accumulate", r.accumulate},
+                            {"libtorch_us", r.base_us},
+                            {"best_cublaslt_us", r.best_us},
+                            {"configurations", r.configurations},
+                            {"algo", r.algo},
+                            {"tile", r.tile},
+                            {"split_k", r.split_k},
+                            {"chosen", r.chosen}});
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "tuned %5lld x %6lld x %6lld%s: libtorch %7.1f us, best of %3d cuBLASLt "
+                  "configurations %7.1f us (algo %d, tile %d, split %d)%s",
+                  static_cast<long long>(r.m), static_cast<long long>(r.n),
+                  static_cast<long long>(r.k), r.accumulate ? " +=" : "   ", r.base_us,
+                  r.configurations, r.best_us, r.algo, r.tile, r.split_k,
+                  r.chosen ? " chosen" : "");
+    log(line);
+  }
   nlohmann::json doc;
   doc["command"] = o.command;
   doc["machine"] = ex.ops().device_name();
@@ -393,10 +416,13 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
        {{"enabled", eo.gemm_tune.enabled},
         {"max_rows", eo.gemm_tune.max_rows},
         {"candidates", eo.gemm_tune.candidates},
+        {"split_k", eo.gemm_tune.split_k},
         {"switch", "INFERSCALE_GEMM_TUNE=on|off"},
         {"note",
-         "products of at most max_rows rows by the cuBLASLt algorithm that timed fastest for "
-         "their shape (in the first warm-up step), where one beats libtorch's product by 2 %"}}},
+         "products of at most max_rows rows by the cuBLASLt configuration that timed fastest "
+         "for their shape (in the first warm-up step; each launch timed alone with the L2 "
+         "cache refilled with other data), where one beats libtorch's product by 2 %"},
+        {"records", tune_records}}},
       {"cwe_window", 0},
       {"reps", o.reps},
       {"warmup", o.warmup},

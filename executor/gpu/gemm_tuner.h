@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <stdexcept>
@@ -28,7 +29,12 @@ class GemmTuner {
   ~GemmTuner() {
     for (auto& [key, c] : choices_) c.destroy();
     if (handle_ != nullptr) cublasLtDestroy(handle_);
+    if (start_ != nullptr) cudaEventDestroy(start_);
+    if (stop_ != nullptr) cudaEventDestroy(stop_);
   }
+
+  /// The shapes tuned so far, in order.
+  const std::vector<GemmTuneRecord>& records() const { return records_; }
 
   /// Runs the product by the tuned algorithm; false where the caller's path should run it
   /// (libtorch won the timing, the operands do not fit, or the shape is new during a capture).
@@ -99,21 +105,100 @@ class GemmTuner {
           "matmul");
   }
 
-  /// Milliseconds per call of `f` on the compute stream (two warm-up calls, then eight).
-  static float time(const std::function<void()>& f) {
-    for (int i = 0; i < 2; ++i) f();
-    cudaEvent_t e0, e1;
-    INFERSCALE_CUDA_CHECK(cudaEventCreate(&e0));
-    INFERSCALE_CUDA_CHECK(cudaEventCreate(&e1));
-    INFERSCALE_CUDA_CHECK(cudaEventRecord(e0, current_stream()));
-    for (int i = 0; i < 8; ++i) f();
-    INFERSCALE_CUDA_CHECK(cudaEventRecord(e1, current_stream()));
-    INFERSCALE_CUDA_CHECK(cudaEventSynchronize(e1));
-    float ms = 0;
-    INFERSCALE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
-    return ms / 8;
+  /// Median milliseconds of one call of `f` on the compute stream, each of kTimedCalls timed
+  /// alone after a read of a buffer twice the L2 cache's size, so that the call's operands come
+  /// from memory as a step's weights do (timed back to back, a product of a few dozen MB would
+  /// read them from L2 and rank the configurations wrongly).
+  float time_cold(const std::function<void()>& f) {
+    if (!flush_.defined()) {
+      int device = 0, l2 = 0;
+      INFERSCALE_CUDA_CHECK(cudaGetDevice(&device));
+      INFERSCALE_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+      flush_ = at::ones({std::max<std::int64_t>(2 * std::int64_t(l2), 1 << 22) / 4},
+                        workspace_.options().dtype(at::kFloat));
+      INFERSCALE_CUDA_CHECK(cudaEventCreate(&start_));
+      INFERSCALE_CUDA_CHECK(cudaEventCreate(&stop_));
+    }
+    f();  // first-use costs
+    std::vector<float> ms;
+    for (int i = 0; i < kTimedCalls; ++i) {
+      flush_sum_ = flush_.sum();  // clean lines of other data in L2 (a write would leave dirty ones)
+      INFERSCALE_CUDA_CHECK(cudaEventRecord(start_, current_stream()));
+      f();
+      INFERSCALE_CUDA_CHECK(cudaEventRecord(stop_, current_stream()));
+      INFERSCALE_CUDA_CHECK(cudaEventSynchronize(stop_));
+      float t = 0;
+      INFERSCALE_CUDA_CHECK(cudaEventElapsedTime(&t, start_, stop_));
+      ms.push_back(t);
+    }
+    std::nth_element(ms.begin(), ms.begin() + kTimedCalls / 2, ms.end());
+    return ms[kTimedCalls / 2];
+  }
+
+  /// The algorithms to time: cuBLASLt's heuristic's, and with policy.split_k each of them that
+  /// can split K but does not, split 2 to 16 ways with the partial sums reduced in fp32 (a
+  /// reduction in the output type would round more than libtorch's product does).
+  std::vector<cublasLtMatmulAlgo_t> configurations(const Choice& c, const GemmTunePolicy& policy) {
+    cublasLtMatmulPreference_t pref;
+    check(cublasLtMatmulPreferenceCreate(&pref), "preference");
+    const std::uint64_t ws = kWorkspaceBytes;
+    check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                               sizeof ws),
+          "workspace preference");
+    std::vector<cublasLtMatmulHeuristicResult_t> found(std::size_t(std::max(1, policy.candidates)));
+    int returned = 0;
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
+        handle_, c.desc, c.a, c.b, c.c, c.c, pref, int(found.size()), found.data(), &returned);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (st != CUBLAS_STATUS_SUCCESS) returned = 0;
+    std::vector<cublasLtMatmulAlgo_t> out;
+    for (int i = 0; i < returned; ++i) {
+      const cublasLtMatmulHeuristicResult_t& h = found[std::size_t(i)];
+      if (h.state != CUBLAS_STATUS_SUCCESS) continue;
+      out.push_back(h.algo);
+      std::int32_t can_split = 0;
+      std::uint32_t schemes = 0, splits = 1;
+      std::size_t written = 0;
+      if (!policy.split_k ||
+          cublasLtMatmulAlgoCapGetAttribute(&h.algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &can_split,
+                                            sizeof can_split, &written) != CUBLAS_STATUS_SUCCESS ||
+          cublasLtMatmulAlgoCapGetAttribute(&h.algo, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK,
+                                            &schemes, sizeof schemes,
+                                            &written) != CUBLAS_STATUS_SUCCESS ||
+          cublasLtMatmulAlgoConfigGetAttribute(&h.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits,
+                                               sizeof splits, &written) != CUBLAS_STATUS_SUCCESS) {
+        continue;
+      }
+      const std::uint32_t fp32 = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+      if (can_split == 0 || splits > 1 || (schemes & fp32) == 0) continue;
+      for (const std::uint32_t n : {2u, 3u, 4u, 6u, 8u, 12u, 16u}) {
+        cublasLtMatmulAlgo_t a = h.algo;
+        cublasLtMatmulHeuristicResult_t r{};
+        if (cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &n,
+                                                 sizeof n) != CUBLAS_STATUS_SUCCESS ||
+            cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &fp32,
+                                                 sizeof fp32) != CUBLAS_STATUS_SUCCESS ||
+            cublasLtMatmulAlgoCheck(handle_, c.desc, c.a, c.b, c.c, c.c, &a, &r) !=
+                CUBLAS_STATUS_SUCCESS ||
+            r.workspaceSize > kWorkspaceBytes) {
+          continue;
+        }
+        out.push_back(a);
+      }
+    }
+    return out;
+  }
+
+  template <typename V>
+  static V config(const cublasLtMatmulAlgo_t& a, cublasLtMatmulAlgoConfigAttributes_t attr,
+                  V fallback) {
+    V v = fallback;
+    std::size_t written = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(&a, attr, &v, sizeof v, &written) !=
+        CUBLAS_STATUS_SUCCESS) {
+      return fallback;
+    }
+    return v;
   }
 
   Choice tune(const Key& key, const at::Tensor& y, const at::Tensor& x, const at::Tensor& w,
@@ -139,41 +224,48 @@ class GemmTuner {
     check(
         cublasLtMatrixLayoutCreate(&c.c, type, std::uint64_t(key.n), std::uint64_t(key.m), key.ldy),
         "layout c");
-    cublasLtMatmulPreference_t pref;
-    check(cublasLtMatmulPreferenceCreate(&pref), "preference");
-    const std::uint64_t ws = kWorkspaceBytes;
-    check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
-                                               sizeof ws),
-          "workspace preference");
-    std::vector<cublasLtMatmulHeuristicResult_t> found(std::size_t(std::max(1, policy.candidates)));
-    int returned = 0;
-    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
-        handle_, c.desc, c.a, c.b, c.c, c.c, pref, int(found.size()), found.data(), &returned);
-    cublasLtMatmulPreferenceDestroy(pref);
-    if (st != CUBLAS_STATUS_SUCCESS) returned = 0;
+    const std::vector<cublasLtMatmulAlgo_t> algos = configurations(c, policy);
 
     // Timed into a scratch copy of y, so the caller's output is untouched.
     at::Tensor scratch = y.clone();
-    const float base_ms = time([&] { fallback(scratch); });
-    float best_ms = policy.force_cublaslt ? INFINITY : base_ms;
-    for (int i = 0; i < returned; ++i) {
-      if (found[std::size_t(i)].state != CUBLAS_STATUS_SUCCESS) continue;
+    GemmTuneRecord rec;
+    rec.m = key.m;
+    rec.n = key.n;
+    rec.k = key.k;
+    rec.accumulate = key.accumulate;
+    rec.configurations = std::int32_t(algos.size());
+    const float base_ms = time_cold([&] { fallback(scratch); });
+    float best_ms = INFINITY;
+    for (const cublasLtMatmulAlgo_t& a : algos) {
       Choice trial = c;
-      trial.algo = found[std::size_t(i)].algo;
-      const float ms = time([&] { launch(trial, scratch, x, w, key.accumulate); });
-      // Ties go to libtorch's product: a choice must win by 2 % (unless forced).
-      if (ms < best_ms && (policy.force_cublaslt || ms < 0.98f * base_ms)) {
+      trial.algo = a;
+      const float ms = time_cold([&] { launch(trial, scratch, x, w, key.accumulate); });
+      if (ms < best_ms) {
         best_ms = ms;
-        c.algo = trial.algo;
-        c.lt = true;
+        c.algo = a;
       }
     }
+    // Ties go to libtorch's product: a choice must win by 2 % (unless forced).
+    c.lt = !algos.empty() && (policy.force_cublaslt || best_ms < 0.98f * base_ms);
+    rec.base_us = 1e3 * double(base_ms);
+    rec.best_us = algos.empty() ? 0.0 : 1e3 * double(best_ms);
+    if (!algos.empty()) {
+      rec.algo = config<std::int32_t>(c.algo, CUBLASLT_ALGO_CONFIG_ID, -1);
+      rec.tile = std::int32_t(config<std::uint32_t>(c.algo, CUBLASLT_ALGO_CONFIG_TILE_ID, 0));
+      rec.split_k = std::int32_t(config<std::uint32_t>(c.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, 1));
+    }
+    rec.chosen = c.lt;
+    records_.push_back(rec);
     return c;
   }
 
+  static constexpr int kTimedCalls = 9;
   cublasLtHandle_t handle_ = nullptr;
   at::Tensor workspace_;
+  at::Tensor flush_, flush_sum_;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
   std::map<Key, Choice> choices_;
+  std::vector<GemmTuneRecord> records_;
 };
 
 }  // namespace inferscale::cuda_detail

@@ -35,7 +35,8 @@
 #   pdl        kv_inject bench at batch 1, 16 and 64, k=0 and 50, with programmatic dependent
 #              launch of the layer's own kernels (INFERSCALE_PDL) on and off, twice each
 #   gemm_tune  kv_inject bench at batch 1, 16 and 64, k=0 and 50, with few-row products by timed
-#              cuBLASLt choices (INFERSCALE_GEMM_TUNE) on and off
+#              cuBLASLt choices (INFERSCALE_GEMM_TUNE; split K among them) on and off, twice
+#              each; the summary lists each tuned shape's times
 #   tunable    kv_inject bench at batch 1, 16 and 64, k=0 and 50, with PyTorch's TunableOp choosing
 #              each matrix product's cuBLAS / cuBLASLt algorithm, against the default choice
 #   skinny_sweep  bench/skinny_gemm_bench.cu: every skinny-product variant against cuBLAS on the
@@ -221,7 +222,10 @@ if want pdl; then
 fi
 
 if want gemm_tune; then
-  for g in on off; do ab_bench "gemm_tune_$g" "gemm tune $g" "INFERSCALE_GEMM_TUNE=$g"; done
+  for i in 1 2; do
+    for g in on off; do ab_bench "gemm_tune_${g}_$i" "gemm tune $g" "INFERSCALE_GEMM_TUNE=$g"; done
+  done
+  grep -h "tuned .* us" "$WORK/gemm_tune_on_1.log" | sed 's/^/    /' >>"$SUMMARY"
 fi
 
 if want tunable; then
