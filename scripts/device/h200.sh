@@ -154,9 +154,10 @@ fi
 
 if want bench; then
   for sk in ${BENCH_SPLIT_KV:-on off}; do
-    INFERSCALE_SPLIT_KV=$sk step "bench_split_kv_$sk" 120 "$WORK/bench_$sk.log" "$BIN" bench \
+    INFERSCALE_SPLIT_KV=$sk step "bench_split_kv_$sk" 300 "$WORK/bench_$sk.log" "$BIN" bench \
       executor --model llama-3.1-8b --device cuda --header 64 --fact 24 --query 24 --output 50 \
-      --batch 1,16,64 --k 0,10,25,50 --out "$WORK/executor_h200_split_kv_$sk.json"
+      --batch 1,16,64 --k 0,10,25,50 --reps "${BENCH_REPS:-9}" \
+      --out "$WORK/executor_h200_split_kv_$sk.json"
     sed -n '/^mode/,$p' "$WORK/bench_$sk.log" | sed "s/^/    [$sk] /" >>"$SUMMARY"
   done
 fi
