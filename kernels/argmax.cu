@@ -1,8 +1,9 @@
 // Greedy sampling. One block per row: each thread scans a strided share of the row (16-byte
 // vectors where the row allows, four loads in flight), keeping its best (value, column); the
-// warps, then the block, reduce those pairs. A pair beats another when its value is NaN and the other's is not, or its
-// value is larger, or the values are equal (or both NaN) and its column is smaller: the first
-// maximum, as at::argmax. A 128k-column vocabulary row is 256 KB of bf16, read by one SM.
+// warps, then the block, reduce those pairs. A pair beats another when its value is NaN and the
+// other's is not, or its value is larger, or the values are equal (or both NaN) and its column is
+// smaller: the first maximum, as at::argmax. A 128k-column vocabulary row is 256 KB of bf16, read
+// by one SM.
 #include <cmath>
 
 #include "kernels/argmax.cuh"

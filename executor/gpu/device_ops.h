@@ -85,8 +85,8 @@ struct GemmTunePolicy {
 struct GemmTuneRecord {
   std::int64_t m = 0, n = 0, k = 0;  // y [m, n] (+)= x [m, k] w [n, k]^T
   bool accumulate = false;
-  double base_us = 0, best_us = 0;  // best_us: the fastest cuBLASLt configuration
-  std::int32_t configurations = 0;  // cuBLASLt configurations timed
+  double base_us = 0, best_us = 0;                 // best_us: the fastest cuBLASLt configuration
+  std::int32_t configurations = 0;                 // cuBLASLt configurations timed
   std::int32_t algo = -1, tile = -1, split_k = 1;  // of the fastest
   bool chosen = false;                             // it runs instead of libtorch's product
 };

@@ -5,9 +5,9 @@
 #include <ATen/ATen.h>
 #include <cublasLt.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <algorithm>
 #include <functional>
 #include <map>
 #include <stdexcept>
@@ -122,7 +122,8 @@ class GemmTuner {
     f();  // first-use costs
     std::vector<float> ms;
     for (int i = 0; i < kTimedCalls; ++i) {
-      flush_sum_ = flush_.sum();  // clean lines of other data in L2 (a write would leave dirty ones)
+      // Clean lines of other data in L2 (a write would leave dirty ones to write back).
+      flush_sum_ = flush_.sum();
       INFERSCALE_CUDA_CHECK(cudaEventRecord(start_, current_stream()));
       f();
       INFERSCALE_CUDA_CHECK(cudaEventRecord(stop_, current_stream()));
