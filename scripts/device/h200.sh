@@ -12,13 +12,14 @@
 #              executor tests (bf16 on the GPU)
 #   calibrate  `inferscale calibrate --executor gpu --grid full` (CAL_GRID=full_mixed: with
 #              headline-shaped mixed steps; COPY_LANES=1: also --copy-lanes, the copy lanes'
-#              speed and stall measured, alone and beside decode steps) -> h200-llama-3.1-8b.yaml and the measured points (held-out
-#              error in the profile)
+#              speed and stall measured, alone and beside decode steps)
+#              -> h200-llama-3.1-8b.yaml and the measured points (held-out error in the profile)
 #   hil        configs/headline.yaml hardware-in-the-loop at USERS (default 50 100 150 200),
 #              with HIL_SET (extra --set arguments) if given, HIL_REPEATS times (default 1;
 #              more: results headline_hil_U_rN)
 #   bench      `inferscale bench executor` (Llama-3.1-8B shape, random weights) with split-KV
-#              attention on and off (BENCH_SPLIT_KV="on" runs only on; issue: GPU executor targets)
+#              attention on and off (BENCH_SPLIT_KV="on" runs only on; issue: GPU executor targets),
+#              BENCH_REPS repetitions per row (default 9; about two minutes a grid)
 #   graphs     kv_inject bench at batch 1, 16 and 64, k=0 and 50, with CUDA graphs on and off
 #              (INFERSCALE_CUDA_GRAPHS; on is the bench's default) and cuBLASLt instead of cuBLAS
 #   blas       kv_inject bench at batch 1, 16 and 64, k=0 and 50, with the products on cuBLAS, on
