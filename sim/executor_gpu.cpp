@@ -33,6 +33,7 @@ HilExecutorOptions hil_options(const RunConfig& run, int replica) {
   o.rope_delta = run.serving.rope == RopeMode::kDelta;
   o.seed = run.seed;
   o.header_tokens = run.serving.header_cache ? run.serving.header_tokens : 0;
+  o.warm_rows = run.executor.warm_rows;
   return o;
 }
 

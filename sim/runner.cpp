@@ -91,6 +91,10 @@ json executor_json(const ExecutorConfig& e) {
     j["connect_timeout_s"] = e.connect_timeout_s;
     j["timeout_s"] = e.timeout_s;
   }
+  if (e.kind == "gpu") {
+    j["device"] = e.device;
+    j["warm_rows"] = e.warm_rows;
+  }
   return j;
 }
 

@@ -406,6 +406,14 @@ class CudaOps : public DeviceOps {
 
   at::Device device() const override { return device_; }
   std::string device_name() const override { return at::cuda::getCurrentDeviceProperties()->name; }
+  std::string allocator_counters() const override {
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device_.index());
+    constexpr std::size_t kAll = 0;  // StatType::AGGREGATE: both pools
+    return "device_allocs=" + std::to_string(stats.segment[kAll].allocated) +
+           " device_frees=" + std::to_string(stats.segment[kAll].freed) +
+           " alloc_retries=" + std::to_string(stats.num_alloc_retries) +
+           " reserved_mb=" + std::to_string(stats.reserved_bytes[kAll].current >> 20);
+  }
 
  private:
   struct Graph {

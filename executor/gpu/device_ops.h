@@ -236,6 +236,10 @@ class DeviceOps {
   virtual void drain_copies() {}
   virtual at::Device device() const = 0;
   virtual std::string device_name() const = 0;
+  /// The device memory allocator's running counters, as "name=value" pairs for the host trace
+  /// (INFERSCALE_HOST_TRACE; CUDA: libtorch's caching allocator's device allocations and frees,
+  /// its retries after a failed allocation, its reserved MB); "" where there are none (the CPU).
+  virtual std::string allocator_counters() const { return ""; }
 
   /// Runs `forward`, a pass of the model whose every varying input is a view of `buffer` (one
   /// int32 device tensor) and whose launches depend on nothing but `shape` besides: `forward`

@@ -29,6 +29,11 @@ class HostTrace {
     line_ +=
         std::string(line_.empty() ? "host trace:" : "") + " " + point + "=" + std::to_string(us);
   }
+  /// Appends "name=value" pairs after the points (the step's shape and counters).
+  void note(const std::string& pairs) {
+    if (on_ && !pairs.empty()) line_ += " " + pairs;
+  }
+  bool on() const { return on_; }
   ~HostTrace() {
     if (on_) std::fprintf(stderr, "%s\n", line_.c_str());
   }
@@ -441,6 +446,12 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
     requests_.erase(it);
   }
   free_transients();
+  if (trace.on()) {
+    trace.note("prefills=" + std::to_string(plan.prefills.size()) +
+               " decodes=" + std::to_string(plan.decodes.size()) +
+               " tokens=" + std::to_string(stats_.computed_tokens) + " device_us=" +
+               std::to_string(result.duration_ns / 1000) + " " + ops_->allocator_counters());
+  }
   return result;
 }
 
@@ -490,6 +501,8 @@ void GpuExecutor::warm_up() {
   const at::Tensor logits =
       model_->forward(next.finalize(*ops_, cache_.rows()), cache_, nullptr, false);
   (void)ops_->to_host(ops_->argmax_rows(logits));
+  model_->warm_products(std::int32_t(
+      std::min(options_.warm_rows, std::max<std::uint32_t>(options_.max_batch_tokens, 1))));
   ops_->clock().synchronize();
   rows_.free(start, n + 1);
 }

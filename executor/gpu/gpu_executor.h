@@ -47,12 +47,16 @@ struct GpuExecutorOptions {
   std::uint64_t seed = 0;
   std::uint32_t max_batch_tokens = 16384;  // encodes are run in forwards of at most this
   bool keep_logits = false;                // keep each step's logits (tests)
-  SplitKvPolicy split_kv;                  // split-KV attention where it pays; enabled = A/B
-  CudaGraphPolicy cuda_graphs;             // forwards of recurring shapes as CUDA graphs (CUDA)
-  SkinnyGemmPolicy skinny_gemm;            // few-row products by the skinny kernel (CUDA; off)
-  GemmTunePolicy gemm_tune;                // few-row products by timed cuBLASLt choices (off)
-  L2PrefetchPolicy l2_prefetch;            // O weights into L2 during attention (CUDA; off)
-  BlasPolicy blas;                         // cuBLAS or cuBLASLt per product (CUDA)
+  /// warm_up() also runs every matrix product of the model once for each row count 1..warm_rows
+  /// (LlamaModel::warm_products; capped at max_batch_tokens), so that a step with a row count
+  /// not seen before does not pay the BLAS libraries' first choice for it. 0: off.
+  std::uint32_t warm_rows = 0;
+  SplitKvPolicy split_kv;        // split-KV attention where it pays; enabled = A/B
+  CudaGraphPolicy cuda_graphs;   // forwards of recurring shapes as CUDA graphs (CUDA)
+  SkinnyGemmPolicy skinny_gemm;  // few-row products by the skinny kernel (CUDA; off)
+  GemmTunePolicy gemm_tune;      // few-row products by timed cuBLASLt choices (off)
+  L2PrefetchPolicy l2_prefetch;  // O weights into L2 during attention (CUDA; off)
+  BlasPolicy blas;               // cuBLAS or cuBLASLt per product (CUDA)
   /// Programmatic dependent launch for the layer's custom kernels (CUDA, process-wide;
   /// use_programmatic_launch()). On by default: 0.07-0.3 ms faster kv_inject steps at batch 1
   /// and 16 on the H200 (bench/results/pdl/README.md), bit-identical results.

@@ -139,4 +139,24 @@ at::Tensor LlamaModel::forward(const ForwardInputs& in, KvCache& cache, FactPool
   return ops_.linear(last_norm, w_.lm_head);  // [samples, vocab]
 }
 
+void LlamaModel::warm_products(std::int32_t max_rows) {
+  if (max_rows <= 0 || w_.layers.empty()) return;
+  const LayerWeights& lw = w_.layers.front();
+  const auto opts = lw.wqkv.options();
+  // The forward's operands are contiguous row-major activations: views of these keep that.
+  const at::Tensor x = at::zeros({max_rows, lw.wqkv.size(1)}, opts);
+  const at::Tensor attn = at::zeros({max_rows, lw.wo.size(1)}, opts);
+  const at::Tensor act = at::zeros({max_rows, lw.wdown.size(1)}, opts);
+  at::Tensor residual = at::zeros({max_rows, lw.wo.size(0)}, opts);
+  for (std::int32_t m = 1; m <= max_rows; ++m) {
+    const at::Tensor xm = x.narrow(0, 0, m);
+    at::Tensor hm = residual.narrow(0, 0, m);
+    (void)ops_.linear(xm, lw.wqkv);
+    ops_.linear_add(hm, attn.narrow(0, 0, m), lw.wo);
+    (void)ops_.linear(xm, lw.wgate_up);
+    ops_.linear_add(hm, act.narrow(0, 0, m), lw.wdown);
+    (void)ops_.linear(xm, w_.lm_head);
+  }
+}
+
 }  // namespace inferscale

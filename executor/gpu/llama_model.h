@@ -38,6 +38,11 @@ class LlamaModel {
   /// there are none).
   at::Tensor forward(const ForwardInputs& in, KvCache& cache, FactPool* pool, bool pool_rotated);
 
+  /// Runs each distinct matrix product of a forward pass (the first layer's QKV, O, gate/up and
+  /// down, and the LM head) once on zeros for every row count 1..`max_rows`, through the ops as
+  /// the forward does: the BLAS libraries' per-shape choices are made now, not inside a step.
+  void warm_products(std::int32_t max_rows);
+
   /// A KV cache of `rows` token slots for this model, on the ops' device.
   KvCache make_cache(std::int32_t rows) const;
 

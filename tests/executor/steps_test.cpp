@@ -103,6 +103,28 @@ TEST_CASE("chunked text prefill equals one chunk and decode continues greedily")
   CHECK_THROWS_AS(one.execute(decode_plan(p.request, 1)), std::invalid_argument);
 }
 
+TEST_CASE("warming the products of row counts leaves the steps bit-identical") {
+  PromptSpec p;
+  p.facts = {{11, 6, false}, {12, 9, false}};
+  GpuExecutorOptions warm_options = cpu_options();
+  warm_options.warm_rows = 12;
+  GpuExecutor plain(cpu_options()), warm(warm_options);
+  plain.warm_up();
+  warm.warm_up();
+  const GemmCounts before = warm.ops().gemm_counts();
+  CHECK(before.blas == plain.ops().gemm_counts().blas + 5 * 12);  // five products x 12 counts
+  BatchPlan whole;
+  add_prefill(whole, p, 0, p.computed_total());
+  const BatchResult a = plain.execute(whole), b = warm.execute(whole);
+  REQUIRE(a.tokens.size() == 1);
+  CHECK(a.tokens == b.tokens);
+  CHECK(at::equal(plain.last_logits(), warm.last_logits()));
+  const BatchResult da = plain.execute(decode_plan(p.request, p.prompt_tokens() + 1));
+  const BatchResult db = warm.execute(decode_plan(p.request, p.prompt_tokens() + 1));
+  CHECK(da.tokens == db.tokens);
+  CHECK(at::equal(plain.last_logits(), warm.last_logits()));
+}
+
 TEST_CASE("later chunks may name no facts: the layout of the first chunk holds") {
   // The simulator lists a prompt's facts on its first chunk only.
   PromptSpec p;

@@ -59,6 +59,8 @@ TEST_CASE("config errors carry file:line:column, key path and what was expected"
        "unknown size unit"},
       {"run_override", base + "runs:\n  - name: a\n    serving: {k: x}\n", ":5:18: serving.k",
        "expected an integer"},
+      {"negative_warm_rows", base + "executor:\n  warm_rows: -1\n", ":4:14: executor.warm_rows",
+       "in [0, 65536]"},
   };
   for (const auto& c : cases) {
     SECTION(c.name) {
