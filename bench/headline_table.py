@@ -4,13 +4,18 @@ from `scripts/device/h200.sh` phase `hil`) next to the same runs in calibrated s
 the datasheet cost model, which this script runs here.
 
     python3 bench/headline_table.py [--inferscale build/inferscale] [--data ../shared/data/locomo10]
-        [--figure bench/results/headline_hil.png] [--steps] [--tag TAG] [--profile NAME|PATH]
+        [--figure bench/results/headline_hil.png] [--steps] [--step-details [--slow 1.25]]
+        [--tag TAG] [--profile NAME|PATH] [--users 50,100,150,200]
 
 --steps also compares the runs step by step where both took the same steps (copies inside the
 step: the same decisions): total time of each kind of step in hardware in the loop and in
 calibrated simulation, and the hardware's time per host load. --tag reads U_MODE_TAG.json and
 its repeats U_MODE_TAG_*.json (HIL_REPEATS: _r2, ...): with several runs the hardware row is their
 mean (each figure averaged), and the calibrated figures are also compared with each run.
+--step-details lists, for each run with a step timeline (U_MODE_TAG_timeline.json and
+U_MODE_TAG_r2_timeline.json) that took the calibrated run's steps, every prefill step against its
+price, the median calibrated / hardware ratio of its decode steps, and the decode steps measured
+more than --slow times their price.
 """
 import argparse
 import glob
@@ -57,6 +62,12 @@ def main():
     ap.add_argument("--data", default=os.path.join(ROOT, "..", "shared", "data", "locomo10"))
     ap.add_argument("--figure", help="also draw throughput and TTFT p99 by users (PNG)")
     ap.add_argument("--steps", action="store_true", help="also compare the runs step by step")
+    ap.add_argument("--step-details", action="store_true",
+                    help="also list each run's prefill steps and its decode steps measured more "
+                         "than --slow times their price")
+    ap.add_argument("--slow", type=float, default=1.25)
+    ap.add_argument("--users", default=",".join(map(str, USERS)),
+                    help="populations to compare (default: all four)")
     ap.add_argument("--tag", default="",
                     help="read the hardware runs U_MODE_TAG.json (and _timeline.json) instead of "
                          "U_MODE.json, e.g. a commit")
@@ -70,9 +81,9 @@ def main():
                   "--set", "output.timeline=true"]
     print("| users | mode | source | req/s | TTFT p50 ms | TTFT p99 ms | GPU hit | host loads |")
     print("|---:|---|---|---:|---:|---:|---:|---:|")
-    ratios, step_rows = [], []
+    ratios, step_rows, detail_rows = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
-        for u in USERS:
+        for u in [int(x) for x in a.users.split(",")]:
             hil = {m: hardware_runs(a.tag, u, m) for m in MODES}
             cal = simulate(a.inferscale, a.data, u, calibrated, os.path.join(tmp, "cal"))
             sheet = simulate(a.inferscale, a.data, u, [], os.path.join(tmp, "sheet"))
@@ -100,10 +111,15 @@ def main():
                           + " | ".join(f"{v:.2f}x" for v in worst) + " | | |")
             ratios.append((u, mean_figures(hil["kv_inject"]), mean_figures(hil["text"]),
                            figures(cal["kv_inject"]), figures(cal["text"])))
-            if a.steps:
-                for m in MODES:
-                    step_rows += compare_steps(u, m, os.path.join(HIL, f"{u}_{m}{suffix}_timeline.json"),
-                                               os.path.join(tmp, "cal", f"h{u}", m, "timeline.json"))
+            for m in MODES:
+                cal_timeline = os.path.join(tmp, "cal", f"h{u}", m, "timeline.json")
+                if a.steps:
+                    step_rows += compare_steps(
+                        u, m, os.path.join(HIL, f"{u}_{m}{suffix}_timeline.json"), cal_timeline)
+                for r, run in enumerate(("", "_r2") if a.step_details else ()):
+                    path = os.path.join(HIL, f"{u}_{m}{suffix}{run}_timeline.json")
+                    if os.path.exists(path):
+                        detail_rows += step_details(u, m, r + 1, path, cal_timeline, a.slow)
     print()
     print("| users | kv_inject / text throughput (hardware) | TTFT p50 text / kv_inject (hardware) "
           "| TTFT p99 text / kv_inject (hardware) | throughput ratio (calibrated) |")
@@ -120,16 +136,30 @@ def main():
         print("|---:|---|---|---:|---:|---:|---:|---:|")
         for row in step_rows:
             print("| " + " | ".join(str(x) for x in row) + " |")
+    if a.step_details:
+        print()
+        print("| users | mode | run | steps | hardware ms | calibrated ms | calibrated / hardware |")
+        print("|---:|---|---:|---|---:|---:|---:|")
+        for row in detail_rows:
+            print("| " + " | ".join(str(x) for x in row) + " |")
+
+
+def read_steps(hil_path, cal_path):
+    """The two timelines' steps, and whether the runs took the same steps (with asynchronous
+    loads the scheduler admits by the clock, so the hardware's measured times change its
+    decisions)."""
+    hil = json.load(open(hil_path))["traceEvents"]
+    cal = json.load(open(cal_path))["traceEvents"]
+    same = len(hil) == len(cal) and all(h["args"]["prefills"] == c["args"]["prefills"]
+                                        for h, c in zip(hil, cal))
+    return hil, cal, same
 
 
 def compare_steps(users, mode, hil_path, cal_path):
     """Rows by kind of step: prefill (with or without host loads) or decode. Only runs that took
-    the same steps compare: with asynchronous loads the scheduler admits by the clock, so the
-    hardware's measured times change its decisions (one row saying so instead)."""
-    hil = json.load(open(hil_path))["traceEvents"]
-    cal = json.load(open(cal_path))["traceEvents"]
-    if len(hil) != len(cal) or any(h["args"]["prefills"] != c["args"]["prefills"]
-                                   for h, c in zip(hil, cal)):
+    the same steps compare (one row saying so instead)."""
+    hil, cal, same = read_steps(hil_path, cal_path)
+    if not same:
         return [(users, mode, "differ (decisions follow the measured clock)",
                  f"{len(hil)} / {len(cal)}", "", "", "", "")]
     kinds = {}
@@ -146,6 +176,38 @@ def compare_steps(users, mode, hil_path, cal_path):
     return [(users, mode, kind, n, f"{hw:.1f}", f"{cm:.1f}", f"{cm / hw:.2f}x",
              f"{load_us / loads:.0f}" if loads else "")
             for kind, (n, hw, cm, loads, load_us) in sorted(kinds.items())]
+
+
+def step_details(users, mode, run, hil_path, cal_path, slow):
+    """One row per prefill step, one for the decode steps priced near their measure (their median
+    calibrated / hardware ratio) and one for those measured more than `slow` times their price
+    (each one's batch size and time over its price, and their total)."""
+    hil, cal, same = read_steps(hil_path, cal_path)
+    if not same:
+        return [(users, mode, run, "differ (decisions follow the measured clock)", "", "", "")]
+    rows, near, over = [], [], []
+    for h, c in zip(hil, cal):
+        hw, cm = h["dur"] / 1000, c["dur"] / 1000
+        a = h["args"]
+        if a["prefills"]:
+            rows.append((users, mode, run, f"prefill: {a['prefills']} prefills, {a['decodes']} "
+                         f"decodes, {a['async_loads']} async loads", f"{hw:.2f}", f"{cm:.2f}",
+                         f"{cm / hw:.2f}x"))
+        elif hw > slow * cm:
+            over.append((a["decodes"], hw, cm))
+        else:
+            near.append(cm / hw)
+    near.sort()
+    if near:
+        rows.append((users, mode, run, f"decode, {len(near)} steps within {slow}x: median ratio",
+                     "", "", f"{near[len(near) // 2]:.3f}x"))
+    if over:
+        rows.append((users, mode, run, f"decode, {len(over)} steps over {slow}x their price "
+                     f"(batch: ms over {', '.join(f'{d}: {hw - cm:.1f}' for d, hw, cm in over)}): "
+                     f"{sum(hw - cm for _, hw, cm in over):.1f} ms over",
+                     f"{min(hw for _, hw, _ in over):.2f}-{max(hw for _, hw, _ in over):.2f}",
+                     f"{min(cm for _, _, cm in over):.2f}-{max(cm for _, _, cm in over):.2f}", ""))
+    return rows
 
 
 def draw(ratios, path):

@@ -144,14 +144,17 @@ class CudaOps : public DeviceOps {
     DeviceOps::set_blas(policy);
     prefer_lt(policy.library == BlasLibrary::kCublasLt);
   }
-  /// Sets libtorch's BLAS preference for the product of `x` that follows (BlasPolicy).
-  void choose_blas(const at::Tensor& x) {
+  /// Sets libtorch's BLAS preference for the product of `x` that follows (BlasPolicy) and
+  /// counts the products on cuBLASLt.
+  void choose_blas(const at::Tensor& x) { gemm_counts_.blas_lt += apply_blas(x) ? 1 : 0; }
+  /// Sets the preference for the product of `x`; whether it is cuBLASLt.
+  bool apply_blas(const at::Tensor& x) {
     bool lt = blas_.library == BlasLibrary::kCublasLt;
     if (blas_.library == BlasLibrary::kFewRowsLt) {
       lt = x.dim() == 2 && x.size(0) <= blas_.lt_max_rows;
       prefer_lt(lt);
     }
-    gemm_counts_.blas_lt += lt ? 1 : 0;
+    return lt;
   }
   static void prefer_lt(bool on) {
     at::globalContext().setBlasPreferredBackend(on ? at::BlasBackend::Cublaslt
@@ -221,8 +224,7 @@ class CudaOps : public DeviceOps {
   /// y (+)= x w^T by the tuned choice for its shape; false where libtorch's product runs.
   bool tuned(at::Tensor& y, const at::Tensor& x, const at::Tensor& w, bool accumulate) {
     const auto fallback = [&](at::Tensor& out) {
-      // The library that runs the product when libtorch's wins (choose_blas, uncounted).
-      if (blas_.library == BlasLibrary::kFewRowsLt) prefer_lt(x.size(0) <= blas_.lt_max_rows);
+      apply_blas(x);  // the library that runs the product when libtorch's wins (uncounted)
       if (accumulate) {
         out.addmm_(x, w.t());
       } else {

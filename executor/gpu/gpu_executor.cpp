@@ -501,8 +501,7 @@ void GpuExecutor::warm_up() {
   const at::Tensor logits =
       model_->forward(next.finalize(*ops_, cache_.rows()), cache_, nullptr, false);
   (void)ops_->to_host(ops_->argmax_rows(logits));
-  model_->warm_products(std::int32_t(
-      std::min(options_.warm_rows, std::max<std::uint32_t>(options_.max_batch_tokens, 1))));
+  model_->warm_products(std::int32_t(std::min(options_.warm_rows, options_.max_batch_tokens)));
   ops_->clock().synchronize();
   rows_.free(start, n + 1);
 }
