@@ -235,7 +235,9 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   }
   trace.at("host_evictions");
   for (const FactLoad& o : plan.offloads) offload(o.fact);
+  trace.at("sync_offloads");
   if (!plan.async_offloads.empty()) issue_async_offloads(plan.async_offloads);
+  trace.at("async_offloads");
   // The pool hands out the blocks freed last first (its free list is a stack). With asynchronous
   // copies a load waits for the offload that frees its blocks: free in reverse, so that the
   // first loads take the blocks of the first offloads and wait only for those.
@@ -248,7 +250,7 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   } else {
     for (auto f = plan.evictions.rbegin(); f != plan.evictions.rend(); ++f) evict(*f);
   }
-  trace.at("offloads");
+  trace.at("evictions");
   Injections inj;
   std::vector<PendingEncode> encodes;
   if (!plan.loads.empty()) settle_offloads();  // they may write blocks an offload still reads
@@ -449,6 +451,12 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   if (trace.on()) {
     trace.note("prefills=" + std::to_string(plan.prefills.size()) +
                " decodes=" + std::to_string(plan.decodes.size()) +
+               " n_offloads=" + std::to_string(plan.offloads.size()) +
+               " n_async_offloads=" + std::to_string(plan.async_offloads.size()) +
+               " n_evictions=" + std::to_string(plan.evictions.size()) +
+               " n_host_evictions=" + std::to_string(plan.host_evictions.size()) +
+               " n_async_loads=" + std::to_string(plan.async_loads.size()) +
+               " tier_mb=" + std::to_string(host_tier_->reserved_bytes() >> 20) +
                " tokens=" + std::to_string(stats_.computed_tokens) + " device_us=" +
                std::to_string(result.duration_ns / 1000) + " " + ops_->allocator_counters());
   }

@@ -299,7 +299,7 @@ RunConfig parse_run(const YamlView& v, const std::string& experiment, const std:
     r.executor.device = e.choice("device", "cuda", {"cuda", "cpu"});
     r.executor.connect_timeout_s = e.number("connect_timeout_s", 10, 0.001, 86400);
     r.executor.timeout_s = e.number("timeout_s", 60, 0.001, 86400);
-    r.executor.warm_rows = static_cast<std::uint32_t>(e.integer("warm_rows", 0, 0, 65536));
+    r.executor.warm_rows = static_cast<std::uint32_t>(e.integer("warm_rows", 512, 0, 65536));
     if (e.is_sequence("endpoints")) {
       for (const auto& n : e.node("endpoints")) {
         const auto endpoint = remote::parse_endpoint(n.Scalar());

@@ -83,7 +83,7 @@ struct ExecutorConfig {
   double connect_timeout_s = 10;       // remote: TCP connect
   double timeout_s = 60;               // remote: the handshake's answer and each step's result
   std::string device = "cuda";         // gpu
-  std::uint32_t warm_rows = 0;         // gpu: products warmed for row counts 1..warm_rows
+  std::uint32_t warm_rows = 512;       // gpu: products warmed for row counts 1..warm_rows
   std::string where;                   // position of executor.kind, for errors
 };
 
