@@ -19,6 +19,10 @@ void ForwardBatch::add(std::int32_t region_start, std::int32_t position,
   if (sample >= 0) samples_ = std::max(samples_, sample + 1);
 }
 
+void ForwardBatch::pad(std::int32_t n, std::int32_t rows_start) {
+  for (std::int32_t i = 0; i < n; ++i) add(rows_start + i, 0, {0}, {}, -1);
+}
+
 ForwardInputs ForwardBatch::finalize(DeviceOps& ops, std::int32_t cache_rows) const {
   // Split into short and long segments when split-KV wants the short ones and a long one would
   // otherwise take the whole batch to flash attention.

@@ -46,6 +46,10 @@ class ForwardBatch {
   void add(std::int32_t region_start, std::int32_t position,
            const std::vector<std::int32_t>& token_ids, const std::vector<std::int32_t>& pool_slots,
            std::int32_t sample);
+  /// Adds `n` one-token segments at position 0 of the sequences whose cache rows start at
+  /// rows_start, rows_start + 1, ... (their keys land there; nothing samples them): padding, so
+  /// that passes of nearby sizes share their matrix products' row count.
+  void pad(std::int32_t n, std::int32_t rows_start);
   std::int64_t tokens() const { return tokens_; }
   bool empty() const { return segments_.empty(); }
   /// Flattens and uploads. `cache_rows`: rows of the KV cache (the last k_start entry). When

@@ -100,6 +100,18 @@ GpuExecutor::GpuExecutor(GpuExecutorOptions options)
   host_tier_ = std::make_unique<HostTier>(*pool_);
   host_tier_->reserve(options_.host_bytes);
   cache_ = model_->make_cache(std::int32_t(options_.kv_cache_tokens));
+  // No pass has more than max_batch_tokens tokens (encodes are cut to it): warmed up to there,
+  // none needs padding.
+  if (options_.warm_rows > 0 && options_.warm_rows < options_.max_batch_tokens &&
+      options_.row_bucket > 1) {
+    pad_rows_start_ = alloc_rows(std::int32_t(options_.row_bucket) - 1);
+  }
+}
+
+void GpuExecutor::pad(ForwardBatch& batch) const {
+  if (pad_rows_start_ < 0 || batch.tokens() <= std::int64_t(options_.warm_rows)) return;
+  const auto bucket = std::int64_t(options_.row_bucket);
+  batch.pad(std::int32_t((bucket - batch.tokens() % bucket) % bucket), pad_rows_start_);
 }
 
 GpuExecutor::~GpuExecutor() {
@@ -369,6 +381,7 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
     batch.add(s.region_start, std::int32_t(s.next_position), {s.last_token}, {}, outputs++);
   }
   stats_.computed_tokens = std::uint64_t(batch.tokens());
+  pad(batch);
   at::Tensor sampled_host;
   if (!batch.empty()) {
     const ForwardInputs in = batch.finalize(*ops_, cache_.rows());
@@ -509,7 +522,9 @@ void GpuExecutor::warm_up() {
   const at::Tensor logits =
       model_->forward(next.finalize(*ops_, cache_.rows()), cache_, nullptr, false);
   (void)ops_->to_host(ops_->argmax_rows(logits));
-  model_->warm_products(std::int32_t(std::min(options_.warm_rows, options_.max_batch_tokens)));
+  const std::uint32_t bucket = pad_rows_start_ < 0 ? 0 : options_.row_bucket;
+  model_->warm_products(std::int32_t(std::min(options_.warm_rows, options_.max_batch_tokens)),
+                        std::int32_t(bucket), std::int32_t(options_.max_batch_tokens));
   ops_->clock().synchronize();
   rows_.free(start, n + 1);
 }

@@ -51,6 +51,11 @@ struct GpuExecutorOptions {
   /// (LlamaModel::warm_products; capped at max_batch_tokens), so that a step with a row count
   /// not seen before does not pay the BLAS libraries' first choice for it. 0: off.
   std::uint32_t warm_rows = 0;
+  /// With warm_rows > 0, a forward pass of more than warm_rows tokens is padded to a multiple of
+  /// row_bucket (ForwardBatch::pad, into row_bucket - 1 cache rows kept for it) and warm_up()
+  /// also warms those multiples up to max_batch_tokens, so that no step meets a new row count.
+  /// 0 or 1: no padding.
+  std::uint32_t row_bucket = 64;
   SplitKvPolicy split_kv;        // split-KV attention where it pays; enabled = A/B
   CudaGraphPolicy cuda_graphs;   // forwards of recurring shapes as CUDA graphs (CUDA)
   SkinnyGemmPolicy skinny_gemm;  // few-row products by the skinny kernel (CUDA; off)
@@ -173,6 +178,8 @@ class GpuExecutor : public Executor {
   RequestState& state(RequestId request);
   void grow_region(RequestState& s, std::uint32_t rows);
   std::int32_t alloc_rows(std::int32_t rows);
+  /// Pads `batch` to a multiple of options_.row_bucket when it has more than warm_rows tokens.
+  void pad(ForwardBatch& batch) const;
   std::vector<std::int32_t> piece_tokens(const PromptPiece& piece, RequestId request);
   void check_position(std::int64_t position) const;
 
@@ -199,6 +206,7 @@ class GpuExecutor : public Executor {
   std::uint64_t last_offload_ticket_ = 0;
   std::uint64_t last_load_ticket_ = 0;
   std::int64_t total_copy_gap_ns_ = 0;
+  std::int32_t pad_rows_start_ = -1;  // cache rows of pad()'s segments; -1: no padding
 };
 
 }  // namespace inferscale

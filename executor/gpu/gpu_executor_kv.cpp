@@ -177,6 +177,7 @@ void GpuExecutor::run_encodes(const std::vector<PendingEncode>& encodes, Injecti
   std::vector<std::pair<std::int32_t, std::int32_t>> scratch;  // cache rows to free
   auto flush = [&] {
     if (batch.empty()) return;
+    pad(batch);
     model_->forward(batch.finalize(*ops_, cache_.rows()), cache_, pool_.get(),
                     options_.rope == RopeMode::kDelta);
     for (auto [start, n] : scratch) rows_.free(start, n);

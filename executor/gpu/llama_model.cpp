@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <vector>
 
 #include "kernels/reference/rope.h"
 
@@ -139,23 +140,34 @@ at::Tensor LlamaModel::forward(const ForwardInputs& in, KvCache& cache, FactPool
   return ops_.linear(last_norm, w_.lm_head);  // [samples, vocab]
 }
 
-void LlamaModel::warm_products(std::int32_t max_rows) {
+void LlamaModel::warm_products(std::int32_t max_rows, std::int32_t bucket,
+                               std::int32_t max_tokens) {
   if (max_rows <= 0 || w_.layers.empty()) return;
   const LayerWeights& lw = w_.layers.front();
   const auto opts = lw.wqkv.options();
+  // Row counts: 1..max_rows, then (bucket > 1) the multiples of bucket past max_rows up to
+  // max_tokens rounded up, the sizes of padded passes (GpuExecutor::pad), whose rows are never
+  // sampled: no LM head for those.
+  std::vector<std::int32_t> counts;
+  for (std::int32_t m = 1; m <= max_rows; ++m) counts.push_back(m);
+  if (bucket > 1) {
+    for (std::int32_t m = (max_rows / bucket + 1) * bucket; m < max_tokens + bucket; m += bucket)
+      counts.push_back(m);
+  }
+  const std::int64_t rows = counts.back();
   // The forward's operands are contiguous row-major activations: views of these keep that.
-  const at::Tensor x = at::zeros({max_rows, lw.wqkv.size(1)}, opts);
-  const at::Tensor attn = at::zeros({max_rows, lw.wo.size(1)}, opts);
-  const at::Tensor act = at::zeros({max_rows, lw.wdown.size(1)}, opts);
-  at::Tensor residual = at::zeros({max_rows, lw.wo.size(0)}, opts);
-  for (std::int32_t m = 1; m <= max_rows; ++m) {
+  const at::Tensor x = at::zeros({rows, lw.wqkv.size(1)}, opts);
+  const at::Tensor attn = at::zeros({rows, lw.wo.size(1)}, opts);
+  const at::Tensor act = at::zeros({rows, lw.wdown.size(1)}, opts);
+  at::Tensor residual = at::zeros({rows, lw.wo.size(0)}, opts);
+  for (const std::int32_t m : counts) {
     const at::Tensor xm = x.narrow(0, 0, m);
     at::Tensor hm = residual.narrow(0, 0, m);
     (void)ops_.linear(xm, lw.wqkv);
     ops_.linear_add(hm, attn.narrow(0, 0, m), lw.wo);
     (void)ops_.linear(xm, lw.wgate_up);
     ops_.linear_add(hm, act.narrow(0, 0, m), lw.wdown);
-    (void)ops_.linear(xm, w_.lm_head);
+    if (m <= max_rows) (void)ops_.linear(xm, w_.lm_head);
   }
 }
 

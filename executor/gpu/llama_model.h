@@ -39,9 +39,11 @@ class LlamaModel {
   at::Tensor forward(const ForwardInputs& in, KvCache& cache, FactPool* pool, bool pool_rotated);
 
   /// Runs each distinct matrix product of a forward pass (the first layer's QKV, O, gate/up and
-  /// down, and the LM head) once on zeros for every row count 1..`max_rows`, through the ops as
-  /// the forward does: the BLAS libraries' per-shape choices are made now, not inside a step.
-  void warm_products(std::int32_t max_rows);
+  /// down, and the LM head) once on zeros for every row count 1..`max_rows`, and with bucket > 1
+  /// the four layer products for each multiple of `bucket` past max_rows up to max_tokens
+  /// (rounded up), through the ops as the forward does: the BLAS libraries' per-shape choices
+  /// are made now, not inside a step.
+  void warm_products(std::int32_t max_rows, std::int32_t bucket = 0, std::int32_t max_tokens = 0);
 
   /// A KV cache of `rows` token slots for this model, on the ops' device.
   KvCache make_cache(std::int32_t rows) const;

@@ -54,6 +54,26 @@ TEST_CASE("forward inputs re-viewed on another buffer read the same values there
   CHECK(more.finalize(*ops, 512).shape() != in.shape());
 }
 
+TEST_CASE("padding adds one-token segments that write their own rows and sample nothing") {
+  auto ops = make_cpu_ops();
+  ForwardBatch b;
+  b.add(0, 0, {5, 6, 7}, {}, 0);
+  b.add(100, 40, {9}, {}, 1);
+  b.pad(3, 500);
+  CHECK(b.tokens() == 7);
+  const ForwardInputs in = b.finalize(*ops, 512);
+  CHECK(in.samples == 2);
+  CHECK(in.attn.segments == 5);
+  const auto rows = in.cache_slots.to(at::kLong);
+  const auto pos = in.positions.to(at::kLong);
+  // Segments sorted by first cache row: the pads (500, 501, 502) come last, each at position 0.
+  CHECK(rows[4].item<std::int64_t>() == 500);
+  CHECK(rows[6].item<std::int64_t>() == 502);
+  CHECK(pos[5].item<std::int64_t>() == 0);
+  CHECK(in.sample_rows[0].item<std::int32_t>() == 2);
+  CHECK(in.sample_rows[1].item<std::int32_t>() == 3);
+}
+
 TEST_CASE("the CPU ops run a forward as given, never as a graph") {
   auto ops = make_cpu_ops();
   CudaGraphPolicy p;

@@ -128,3 +128,36 @@ TEST_CASE("bf16 on the GPU: injection under condition (a) tracks a native prefil
     }
   }
 }
+
+TEST_CASE("bf16 on the GPU: a pass padded to a multiple of the row bucket keeps its logits") {
+  if (!cuda_ops_available()) INFERSCALE_SKIP("no CUDA device");
+  PromptSpec p;
+  p.facts = {{31, 24, false}, {32, 24, false}, {33, 24, false}};
+  GpuExecutorOptions plain_options = gpu_bf16_options(3), padded_options = gpu_bf16_options(3);
+  plain_options.max_batch_tokens = padded_options.max_batch_tokens = 256;
+  padded_options.warm_rows = 8;
+  padded_options.row_bucket = 64;
+  GpuExecutor plain(plain_options), padded(padded_options);
+  plain.warm_up();
+  padded.warm_up();
+  BatchPlan whole;
+  add_prefill(whole, p, 0, p.computed_total());
+  REQUIRE(p.computed_total() % 64 != 0);  // padded: the pass has rows nothing samples
+  const BatchResult a = plain.execute(whole), b = padded.execute(whole);
+  REQUIRE(a.tokens.size() == 1);
+  CHECK(a.tokens == b.tokens);
+  const at::Tensor la = plain.last_logits().to(at::kFloat),
+                   lb = padded.last_logits().to(at::kFloat);
+  CHECK(at::isfinite(lb).all().item<bool>());
+  // Products of another row count may round differently in bf16: bf16 noise, no more.
+  CHECK(rel_l2(lb, la) < 2e-2);
+  // A decode step after it (not padded: one row) continues from the same cache.
+  const BatchPlan next = [&] {
+    BatchPlan d;
+    d.decodes.push_back(DecodeItem{p.request, p.prompt_tokens() + 1});
+    return d;
+  }();
+  const BatchResult da = plain.execute(next), db = padded.execute(next);
+  CHECK(rel_l2(padded.last_logits().to(at::kFloat), plain.last_logits().to(at::kFloat)) < 2e-2);
+  CHECK(da.tokens.size() == db.tokens.size());
+}

@@ -103,16 +103,22 @@ TEST_CASE("chunked text prefill equals one chunk and decode continues greedily")
   CHECK_THROWS_AS(one.execute(decode_plan(p.request, 1)), std::invalid_argument);
 }
 
-TEST_CASE("warming the products of row counts leaves the steps bit-identical") {
+TEST_CASE(
+    "warming the products of row counts and padding larger passes leave the steps "
+    "bit-identical") {
   PromptSpec p;
   p.facts = {{11, 6, false}, {12, 9, false}};
-  GpuExecutorOptions warm_options = cpu_options();
+  GpuExecutorOptions plain_options = cpu_options(), warm_options = cpu_options();
+  plain_options.max_batch_tokens = warm_options.max_batch_tokens = 64;
   warm_options.warm_rows = 12;
-  GpuExecutor plain(cpu_options()), warm(warm_options);
+  warm_options.row_bucket = 16;
+  GpuExecutor plain(plain_options), warm(warm_options);
   plain.warm_up();
   warm.warm_up();
   const GemmCounts before = warm.ops().gemm_counts();
-  CHECK(before.blas == plain.ops().gemm_counts().blas + 5 * 12);  // five products x 12 counts
+  // Five products for each count 1..12, the four layer products for 16, 32, 48 and 64.
+  CHECK(before.blas == plain.ops().gemm_counts().blas + 5 * 12 + 4 * 4);
+  REQUIRE(p.computed_total() > 12);  // the prefill is padded to a multiple of 16 rows
   BatchPlan whole;
   add_prefill(whole, p, 0, p.computed_total());
   const BatchResult a = plain.execute(whole), b = warm.execute(whole);
