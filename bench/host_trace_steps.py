@@ -4,7 +4,8 @@
 steps do differently: when the host finished launching the forward pass and when it synchronized,
 and how many device allocations the caching allocator made during the step.
 
-    INFERSCALE_HOST_TRACE=1 inferscale run ... 2> run.log      (or the device script's hil.log)
+    INFERSCALE_HOST_TRACE=1 inferscale run ... 2> run.log      (or the device script's hil.log;
+                                                               gzipped logs are read as they are)
     python3 bench/host_trace_steps.py run.log --skip N [--calibrated cal_timeline.json]
         [--slow 1.25]
 
@@ -15,12 +16,14 @@ simulation, same decisions) each step's priced time is shown and steps measured 
 --slow times their price are marked.
 """
 import argparse
+import gzip
 import json
 import re
 
 
 def trace_lines(path):
-    for line in open(path, errors="replace"):
+    opener = gzip.open if path.endswith(".gz") else open
+    for line in opener(path, "rt", errors="replace"):
         if line.startswith("host trace:"):
             yield dict(re.findall(r"(\w+)=(-?\d+)", line))
 
