@@ -21,7 +21,7 @@ struct HilExecutorOptions {
   std::uint32_t max_batch_tokens = 8192;
   std::uint32_t decode_reserve_tokens = 64;
   std::uint32_t warm_rows = 512;  // GpuExecutorOptions::warm_rows (executor.warm_rows)
-  bool rope_delta = false;      // serving.rope: delta
+  bool rope_delta = false;        // serving.rope: delta
   /// The shared header's tokens when it is prefix-cached (0: not cached): computed before the
   /// run, as a server computes its system prompt at startup, so no measured step pays for it.
   std::uint32_t header_tokens = 0;

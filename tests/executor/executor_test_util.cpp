@@ -95,6 +95,17 @@ std::vector<std::int32_t> PrefixContextSource::context(FactId fact, std::uint32_
   return SyntheticTokenSource::context(fact, n);
 }
 
+std::pair<GpuExecutorOptions, GpuExecutorOptions> plain_and_padded(GpuExecutorOptions base,
+                                                                   std::uint32_t max_tokens,
+                                                                   std::uint32_t warm_rows,
+                                                                   std::uint32_t row_bucket) {
+  base.max_batch_tokens = max_tokens;
+  GpuExecutorOptions padded = base;
+  padded.warm_rows = warm_rows;
+  padded.row_bucket = row_bucket;
+  return {base, padded};
+}
+
 GpuExecutorOptions gpu_bf16_options(std::uint64_t seed, RopeLayout layout) {
   GpuExecutorOptions o;
   o.model = bf16_test_model(layout);

@@ -68,6 +68,12 @@ ModelConfig bf16_test_model(RopeLayout layout = RopeLayout::kNeox);
 /// Options of a bf16 CUDA executor on bf16_test_model(layout) (64 pool blocks, 8192 cache
 /// rows, logits kept).
 GpuExecutorOptions gpu_bf16_options(std::uint64_t seed, RopeLayout layout = RopeLayout::kNeox);
+/// `base` twice with max_batch_tokens = max_tokens: as it is (no warm-up, no padding), and with
+/// warm_rows and row_bucket set (passes of more than warm_rows tokens padded).
+std::pair<GpuExecutorOptions, GpuExecutorOptions> plain_and_padded(GpuExecutorOptions base,
+                                                                   std::uint32_t max_tokens,
+                                                                   std::uint32_t warm_rows,
+                                                                   std::uint32_t row_bucket);
 /// One step that encodes every injected fact of `prompts` after `context_tokens` context tokens.
 void encode_facts(GpuExecutor& ex, const std::vector<PromptSpec>& prompts,
                   std::uint32_t context_tokens);

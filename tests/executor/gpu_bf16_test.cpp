@@ -133,10 +133,7 @@ TEST_CASE("bf16 on the GPU: a pass padded to a multiple of the row bucket keeps 
   if (!cuda_ops_available()) INFERSCALE_SKIP("no CUDA device");
   PromptSpec p;
   p.facts = {{31, 24, false}, {32, 24, false}, {33, 24, false}};
-  GpuExecutorOptions plain_options = gpu_bf16_options(3), padded_options = gpu_bf16_options(3);
-  plain_options.max_batch_tokens = padded_options.max_batch_tokens = 256;
-  padded_options.warm_rows = 8;
-  padded_options.row_bucket = 64;
+  const auto [plain_options, padded_options] = plain_and_padded(gpu_bf16_options(3), 256, 8, 64);
   GpuExecutor plain(plain_options), padded(padded_options);
   plain.warm_up();
   padded.warm_up();

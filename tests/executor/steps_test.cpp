@@ -108,10 +108,7 @@ TEST_CASE(
     "bit-identical") {
   PromptSpec p;
   p.facts = {{11, 6, false}, {12, 9, false}};
-  GpuExecutorOptions plain_options = cpu_options(), warm_options = cpu_options();
-  plain_options.max_batch_tokens = warm_options.max_batch_tokens = 64;
-  warm_options.warm_rows = 12;
-  warm_options.row_bucket = 16;
+  const auto [plain_options, warm_options] = plain_and_padded(cpu_options(), 64, 12, 16);
   GpuExecutor plain(plain_options), warm(warm_options);
   plain.warm_up();
   warm.warm_up();
