@@ -42,9 +42,10 @@ def main():
     priced = []
     if a.calibrated:
         priced = [e["dur"] / 1000 for e in json.load(open(a.calibrated))["traceEvents"]]
-    print("| step | prefills | decodes | tokens | device ms | priced ms | host forward ms | host sync ms"
-          " | device allocs | alloc retries | reserved GB | |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("| step | prefills | decodes | tokens | device ms | priced ms | host offload issue ms"
+          " (offloads) | host forward ms | host sync ms | device allocs | alloc retries"
+          " | reserved GB | |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     prev = None
     for i, t in enumerate(lines):
         get = lambda k: int(t.get(k, 0))
@@ -53,8 +54,11 @@ def main():
         retries = get("alloc_retries") - (int(prev.get("alloc_retries", 0)) if prev else 0)
         p = priced[i] if i < len(priced) else None
         slow = p is not None and dev > a.slow * p
+        # Traces from before the offload stamps have neither: no figure.
+        issue = (f"{(get('async_offloads') - get('sync_offloads')) / 1000:.2f} "
+                 f"({get('n_async_offloads')})" if "async_offloads" in t else "")
         print(f"| {i} | {get('prefills')} | {get('decodes')} | {get('tokens')} | {dev:.2f} | "
-              f"{'' if p is None else f'{p:.2f}'} | {get('forward') / 1000:.2f} | "
+              f"{'' if p is None else f'{p:.2f}'} | {issue} | {get('forward') / 1000:.2f} | "
               f"{get('sync') / 1000:.2f} | {allocs if prev else ''} | {retries if prev else ''} | "
               f"{get('reserved_mb') / 1024:.1f} | {'slow' if slow else ''} |")
         prev = t
