@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Steps of a hardware-in-the-loop run side by side with the host's trace of each
 (INFERSCALE_HOST_TRACE=1: a `host trace:` line per executor step on stderr), to see what the slow
-steps do differently: when the host finished launching the forward pass and when it synchronized,
-and how many device allocations the caching allocator made during the step.
+steps do differently: when the host finished launching the forward pass (and how long the launch
+took) and when it synchronized, how long it took to issue the step's asynchronous offloads, and
+how many device allocations the caching allocator made during the step.
 
     INFERSCALE_HOST_TRACE=1 inferscale run ... 2> run.log      (or the device script's hil.log;
                                                                gzipped logs are read as they are)
@@ -43,9 +44,9 @@ def main():
     if a.calibrated:
         priced = [e["dur"] / 1000 for e in json.load(open(a.calibrated))["traceEvents"]]
     print("| step | prefills | decodes | tokens | device ms | priced ms | host offload issue ms"
-          " (offloads) | host forward ms | host sync ms | device allocs | alloc retries"
-          " | reserved GB | |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+          " (offloads, us each) | host forward ms | host launch ms | host sync ms | device allocs"
+          " | alloc retries | reserved GB | |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     prev = None
     for i, t in enumerate(lines):
         get = lambda k: int(t.get(k, 0))
@@ -55,12 +56,17 @@ def main():
         p = priced[i] if i < len(priced) else None
         slow = p is not None and dev > a.slow * p
         # Traces from before the offload stamps have neither: no figure.
-        issue = (f"{(get('async_offloads') - get('sync_offloads')) / 1000:.2f} "
-                 f"({get('n_async_offloads')})" if "async_offloads" in t else "")
+        issue = ""
+        if "async_offloads" in t and get("n_async_offloads") > 0:
+            us = get("async_offloads") - get("sync_offloads")
+            issue = f"{us / 1000:.2f} ({get('n_async_offloads')}, {us / get('n_async_offloads'):.1f})"
+        # From the pass's inputs uploaded to the forward's last launch (steps with a forward).
+        launch = f"{(get('forward') - get('finalize')) / 1000:.2f}" if "finalize" in t else ""
         print(f"| {i} | {get('prefills')} | {get('decodes')} | {get('tokens')} | {dev:.2f} | "
               f"{'' if p is None else f'{p:.2f}'} | {issue} | {get('forward') / 1000:.2f} | "
-              f"{get('sync') / 1000:.2f} | {allocs if prev else ''} | {retries if prev else ''} | "
-              f"{get('reserved_mb') / 1024:.1f} | {'slow' if slow else ''} |")
+              f"{launch} | {get('sync') / 1000:.2f} | {allocs if prev else ''} | "
+              f"{retries if prev else ''} | {get('reserved_mb') / 1024:.1f} | "
+              f"{'slow' if slow else ''} |")
         prev = t
 
 

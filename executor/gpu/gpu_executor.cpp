@@ -522,17 +522,6 @@ void GpuExecutor::warm_up() {
   const at::Tensor logits =
       model_->forward(next.finalize(*ops_, cache_.rows()), cache_, nullptr, false);
   (void)ops_->to_host(ops_->argmax_rows(logits));
-  // With a host tier, start both copy lanes now (their streams, threads and events, the first
-  // use of libtorch's stream pool): an empty batch each way. Otherwise the first step with
-  // asynchronous copies would start them while the device waits for its first launch.
-  if (options_.host_bytes > 0) {
-    for (auto direction :
-         {DeviceOps::CopyDirection::kToHost, DeviceOps::CopyDirection::kToDevice}) {
-      ops_->begin_copies(direction);
-      (void)ops_->end_copies();
-    }
-    ops_->drain_copies();
-  }
   const std::uint32_t bucket = pad_rows_start_ < 0 ? 0 : options_.row_bucket;
   model_->warm_products(std::int32_t(std::min(options_.warm_rows, options_.max_batch_tokens)),
                         std::int32_t(bucket), std::int32_t(options_.max_batch_tokens));

@@ -95,6 +95,12 @@ std::vector<std::int32_t> PrefixContextSource::context(FactId fact, std::uint32_
   return SyntheticTokenSource::context(fact, n);
 }
 
+BatchPlan decode_plan(RequestId r, std::uint32_t context) {
+  BatchPlan plan;
+  plan.decodes.push_back(DecodeItem{r, context});
+  return plan;
+}
+
 std::pair<GpuExecutorOptions, GpuExecutorOptions> plain_and_padded(GpuExecutorOptions base,
                                                                    std::uint32_t max_tokens,
                                                                    std::uint32_t warm_rows,

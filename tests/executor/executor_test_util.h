@@ -68,6 +68,8 @@ ModelConfig bf16_test_model(RopeLayout layout = RopeLayout::kNeox);
 /// Options of a bf16 CUDA executor on bf16_test_model(layout) (64 pool blocks, 8192 cache
 /// rows, logits kept).
 GpuExecutorOptions gpu_bf16_options(std::uint64_t seed, RopeLayout layout = RopeLayout::kNeox);
+/// A plan of one decode step of request `r` over `context` keys.
+BatchPlan decode_plan(RequestId r, std::uint32_t context);
 /// `base` twice with max_batch_tokens = max_tokens: as it is (no warm-up, no padding), and with
 /// warm_rows and row_bucket set (passes of more than warm_rows tokens padded).
 std::pair<GpuExecutorOptions, GpuExecutorOptions> plain_and_padded(GpuExecutorOptions base,

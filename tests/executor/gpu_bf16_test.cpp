@@ -149,11 +149,7 @@ TEST_CASE("bf16 on the GPU: a pass padded to a multiple of the row bucket keeps 
   // Products of another row count may round differently in bf16: bf16 noise, no more.
   CHECK(rel_l2(lb, la) < 2e-2);
   // A decode step after it (not padded: one row) continues from the same cache.
-  const BatchPlan next = [&] {
-    BatchPlan d;
-    d.decodes.push_back(DecodeItem{p.request, p.prompt_tokens() + 1});
-    return d;
-  }();
+  const BatchPlan next = decode_plan(p.request, p.prompt_tokens() + 1);
   const BatchResult da = plain.execute(next), db = padded.execute(next);
   CHECK(rel_l2(padded.last_logits().to(at::kFloat), plain.last_logits().to(at::kFloat)) < 2e-2);
   CHECK(da.tokens.size() == db.tokens.size());

@@ -41,12 +41,6 @@ std::string refusal(GpuExecutor& ex, const BatchPlan& plan) {
   return "";
 }
 
-BatchPlan decode_plan(RequestId r, std::uint32_t context) {
-  BatchPlan plan;
-  plan.decodes.push_back(DecodeItem{r, context});
-  return plan;
-}
-
 /// The logits of a fresh executor that encodes `p`'s facts (context w) and prefills `p` in one
 /// step: what a run that moved the same KV around must reproduce.
 at::Tensor reference_logits(const GpuExecutorOptions& o, const PromptSpec& p, std::uint32_t w) {
