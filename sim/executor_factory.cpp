@@ -104,8 +104,9 @@ std::unique_ptr<Executor> make_executor(const RunConfig& run, int replica) {
     return std::make_unique<remote::RemoteExecutor>(options, executor_identity(run));
   }
   if (run.executor.kind == "calibrated") {
-    return std::make_unique<CalibratedExecutor>(
-        CalibratedCostModel(run.model, calibrated_profile(run)));
+    return std::make_unique<CalibratedExecutor>(CalibratedCostModel(
+        run.model, calibrated_profile(run),
+        RowPadding::of_executor(run.executor.warm_rows, run.scheduler.max_batch_tokens)));
   }
   return std::make_unique<CostModelExecutor>(CostModel(run.model, CostRates::from_gpu(run.gpu)));
 }

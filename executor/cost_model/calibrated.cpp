@@ -37,14 +37,31 @@ std::string profile_model_mismatch(const CalibrationProfile& profile, const Mode
          shape_text(run);
 }
 
-CalibratedCostModel::CalibratedCostModel(ModelConfig model, CalibrationProfile profile)
-    : counter_(std::move(model), CostRates{}), profile_(std::move(profile)) {}
+CalibratedCostModel::CalibratedCostModel(ModelConfig model, CalibrationProfile profile,
+                                         RowPadding padding)
+    : counter_(std::move(model), CostRates{}), profile_(std::move(profile)), padding_(padding) {}
+
+StepWork CalibratedCostModel::padded(StepWork w) const {
+  if (padding_.above == 0) return w;
+  const auto main = double(padding_.rows(std::uint64_t(w.prefill_tokens + w.decode_tokens)));
+  const auto encode = double(padding_.rows(std::uint64_t(w.encode_tokens)));
+  const double rows = main + encode;
+  if (rows == 0) return w;
+  const ModelConfig& m = counter_.model();
+  w.gemm_flops += rows * m.layer_flops_per_token();
+  w.attention_flops += rows * m.attention_flops(1, 0);
+  w.hbm_bytes += rows * double(m.kv_bytes_per_token());
+  (w.prefill_tokens > 0 ? w.prefill_tokens : w.decode_tokens) += main;
+  w.encode_tokens += encode;
+  return w;
+}
 
 BatchResult CalibratedCostModel::price(const BatchPlan& plan) const {
   return price(counter_.work(plan));
 }
 
-BatchResult CalibratedCostModel::price(const StepWork& w) const {
+BatchResult CalibratedCostModel::price(const StepWork& work) const {
+  const StepWork w = padded(work);
   const FeatureVector f = calibration_features(w, counter_.model(), profile_.knee);
   const FeatureVector& c = profile_.coefficients;
   auto term = [&](CalibrationFeature i) { return f[i] * c[i]; };

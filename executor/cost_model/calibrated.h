@@ -11,6 +11,7 @@
 #include "executor/cost_model/cost_model.h"
 #include "executor/executor.h"
 #include "executor/model_config.h"
+#include "executor/row_padding.h"
 
 namespace inferscale {
 
@@ -60,10 +61,12 @@ struct CalibrationProfile {
 /// Empty when the profile was measured on this model; else both names and shapes, in words.
 std::string profile_model_mismatch(const CalibrationProfile& profile, const ModelConfig& model);
 
-/// @brief Prices steps with a profile's coefficients.
+/// @brief Prices steps with a profile's coefficients. With a RowPadding, a step's forward pass
+/// (and its pass of fact encodes) is priced with the rows the GPU executor pads it with: the
+/// profile's grid is measured without padding, so those rows are priced as rows.
 class CalibratedCostModel {
  public:
-  CalibratedCostModel(ModelConfig model, CalibrationProfile profile);
+  CalibratedCostModel(ModelConfig model, CalibrationProfile profile, RowPadding padding = {});
   /// Step time in ns with its phase split.
   BatchResult price(const BatchPlan& plan) const;
   BatchResult price(const StepWork& w) const;
@@ -85,10 +88,16 @@ class CalibratedCostModel {
   /// The asynchronous copy lanes as the profile describes them.
   CopyEngineParams copy_engine_params() const;
   const CalibrationProfile& profile() const { return profile_; }
+  const RowPadding& padding() const { return padding_; }
+  /// `w` with the padding rows' work added (matrix products, one key each, their KV written),
+  /// counted as rows of the pass they pad: prefill (or decode, in a step without prefills) and
+  /// encode tokens. Encodes are counted as one pass.
+  StepWork padded(StepWork w) const;
 
  private:
   CostModel counter_;  // counts a plan's work (its rates are unused)
   CalibrationProfile profile_;
+  RowPadding padding_;
 };
 
 /// @brief The calibrated executor: prices each plan with a profile; performs nothing. A step

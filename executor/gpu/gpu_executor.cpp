@@ -102,16 +102,14 @@ GpuExecutor::GpuExecutor(GpuExecutorOptions options)
   cache_ = model_->make_cache(std::int32_t(options_.kv_cache_tokens));
   // No pass has more than max_batch_tokens tokens (encodes are cut to it): warmed up to there,
   // none needs padding.
-  if (options_.warm_rows > 0 && options_.warm_rows < options_.max_batch_tokens &&
-      options_.row_bucket > 1) {
-    pad_rows_start_ = alloc_rows(std::int32_t(options_.row_bucket) - 1);
-  }
+  padding_ =
+      RowPadding::of_executor(options_.warm_rows, options_.max_batch_tokens, options_.row_bucket);
+  if (padding_.above > 0) pad_rows_start_ = alloc_rows(std::int32_t(padding_.bucket) - 1);
 }
 
 void GpuExecutor::pad(ForwardBatch& batch) const {
-  if (pad_rows_start_ < 0 || batch.tokens() <= std::int64_t(options_.warm_rows)) return;
-  const auto bucket = std::int64_t(options_.row_bucket);
-  batch.pad(std::int32_t((bucket - batch.tokens() % bucket) % bucket), pad_rows_start_);
+  const auto rows = padding_.rows(std::uint64_t(batch.tokens()));
+  if (rows > 0) batch.pad(std::int32_t(rows), pad_rows_start_);
 }
 
 GpuExecutor::~GpuExecutor() {
@@ -522,7 +520,11 @@ void GpuExecutor::warm_up() {
   const at::Tensor logits =
       model_->forward(next.finalize(*ops_, cache_.rows()), cache_, nullptr, false);
   (void)ops_->to_host(ops_->argmax_rows(logits));
-  const std::uint32_t bucket = pad_rows_start_ < 0 ? 0 : options_.row_bucket;
+  // With a host tier, start both copy lanes now (their streams, threads and events, the first
+  // use of libtorch's stream pool, a first copy each way); otherwise the first step with
+  // asynchronous copies would start them while the device waits for its first launch.
+  if (options_.host_bytes > 0) host_tier_->warm_copies(*pool_, *ops_);
+  const std::uint32_t bucket = padding_.above > 0 ? padding_.bucket : 0;
   model_->warm_products(std::int32_t(std::min(options_.warm_rows, options_.max_batch_tokens)),
                         std::int32_t(bucket), std::int32_t(options_.max_batch_tokens));
   ops_->clock().synchronize();

@@ -22,6 +22,7 @@
 #include "executor/gpu/token_source.h"
 #include "executor/gpu/weights.h"
 #include "executor/model_config.h"
+#include "executor/row_padding.h"
 
 namespace inferscale {
 
@@ -206,6 +207,7 @@ class GpuExecutor : public Executor {
   std::uint64_t last_offload_ticket_ = 0;
   std::uint64_t last_load_ticket_ = 0;
   std::int64_t total_copy_gap_ns_ = 0;
+  RowPadding padding_;                // pad()'s rule (warm_rows, row_bucket)
   std::int32_t pad_rows_start_ = -1;  // cache rows of pad()'s segments; -1: no padding
 };
 

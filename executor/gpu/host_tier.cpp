@@ -92,6 +92,22 @@ void HostTier::load(const Entry& from, const FactPool::Entry& to, FactPool& pool
   }
 }
 
+void HostTier::warm_copies(FactPool& pool, DeviceOps& ops) {
+  if (pool.storage().size(0) == 0) return;
+  if (chunks_.empty()) add_chunk();
+  char* host = block(free_.back());
+  char* device = pool_block(pool, 0);
+  const auto block_tokens = std::uint32_t(chunk_shape_[3]);
+  ops.begin_copies(DeviceOps::CopyDirection::kToHost);
+  copy_block(host, device, block_tokens, ops);
+  const std::uint64_t offloaded = ops.end_copies();
+  ops.begin_copies(DeviceOps::CopyDirection::kToDevice);
+  ops.wait_copies(offloaded);
+  copy_block(device, host, block_tokens, ops);
+  (void)ops.end_copies();
+  ops.drain_copies();
+}
+
 bool HostTier::erase(FactId fact) {
   const auto it = facts_.find(fact);
   if (it == facts_.end()) return false;

@@ -44,6 +44,11 @@ class HostTier {
   /// which the stream orders after any copy still reading them.
   bool erase(FactId fact);
 
+  /// Starts the asynchronous copy lanes and their first copies before any measured step: one
+  /// block of the pool to the host and back through begin_copies()/end_copies(), then
+  /// drain_copies(). The pool's block 0 ends as it began; call it while no step is in flight.
+  void warm_copies(FactPool& pool, DeviceOps& ops);
+
   std::size_t facts() const { return facts_.size(); }
   /// Host bytes held in chunks (page-locked on a GPU machine).
   std::uint64_t reserved_bytes() const;

@@ -338,6 +338,73 @@ TEST_CASE("calibrated cost model prices a plan as the sum of its profile's terms
   CHECK(durations.back() > durations.front());
 }
 
+TEST_CASE("row padding: the GPU executor's rule, priced as rows by the calibrated model") {
+  // The rule: passes of more than `above` tokens up to a multiple of the bucket.
+  const RowPadding pad = RowPadding::of_executor(512, 8192);
+  CHECK(pad.above == 512);
+  CHECK(pad.rows(512) == 0);
+  CHECK(pad.rows(513) == 63);
+  CHECK(pad.rows(576) == 0);
+  CHECK(pad.rows(2576) == 48);
+  CHECK(RowPadding::of_executor(0, 8192).rows(2576) == 0);     // no warm-up: no padding
+  CHECK(RowPadding::of_executor(8192, 8192).rows(9000) == 0);  // every pass warmed
+  CHECK(RowPadding::of_executor(512, 8192, 1).rows(600) == 0);
+
+  const ModelConfig m = llama_8b();
+  CalibrationProfile p;
+  p.model = CalibrationProfile::model_of(m);
+  p.knee = KneeRates::datasheet(h200());
+  for (std::size_t i = 0; i < kFeatureCount; ++i) p.coefficients[i] = 1.0 + 0.1 * double(i);
+  const CalibratedCostModel plain(m, p);
+  const CalibratedCostModel padded(m, p, pad);
+  const CostModel counter(m, CostRates{});
+
+  // Ten prefills of 60 query tokens and 30 decodes: a pass of 630 tokens, padded by 10 rows.
+  BatchPlan mixed;
+  for (std::uint32_t i = 0; i < 10; ++i) {
+    PrefillItem item;
+    item.request = i;
+    item.query_tokens = item.prompt_tokens = item.computed_total = item.computed_now = 60;
+    item.first_chunk = item.last_chunk = true;
+    mixed.prefills.push_back(item);
+  }
+  for (std::uint32_t i = 0; i < 30; ++i) mixed.decodes.push_back(DecodeItem{100 + i, 900});
+  const StepWork w = counter.work(mixed);
+  const StepWork pw = padded.padded(w);
+  CHECK(pw.prefill_tokens == w.prefill_tokens + 10);
+  CHECK(pw.decode_tokens == w.decode_tokens);
+  CHECK(pw.gemm_flops == Approx(w.gemm_flops + 10 * m.layer_flops_per_token()));
+  CHECK(pw.hbm_bytes == Approx(w.hbm_bytes + 10.0 * double(m.kv_bytes_per_token())));
+  CHECK(pw.sequences == w.sequences);  // nothing samples the padding
+  CHECK(padded.price(mixed).duration_ns > plain.price(mixed).duration_ns);
+  CHECK(padded.price(mixed).duration_ns ==
+        SimTime(std::llround(calibrated_ns(calibration_features(pw, m, p.knee), p.coefficients))));
+  // A pass at a multiple of the bucket, or of at most `above` tokens, is priced as it is.
+  for (std::uint32_t i = 30; i < 40; ++i) mixed.decodes.push_back(DecodeItem{100 + i, 900});
+  CHECK(padded.price(mixed).duration_ns == plain.price(mixed).duration_ns);  // 640 tokens
+  mixed.prefills.resize(8);
+  mixed.decodes.resize(32);
+  CHECK(padded.price(mixed).duration_ns == plain.price(mixed).duration_ns);  // 512 tokens
+
+  // Decode-only steps of more than 512 requests pad their decode rows; price_decodes agrees
+  // with execute() there.
+  BatchPlan decodes;
+  std::uint64_t contexts = 0;
+  for (std::uint32_t i = 0; i < 600; ++i) {
+    decodes.decodes.push_back(DecodeItem{i, 300 + i});
+    contexts += decodes.decodes.back().context_tokens;
+  }
+  CHECK(padded.padded(counter.work(decodes)).decode_tokens == 640);
+  CalibratedExecutor ex(padded);
+  std::vector<SimTime> durations(4);
+  REQUIRE(ex.price_decodes(600, contexts, durations));
+  for (const SimTime d : durations) {
+    CHECK(d == ex.execute(decodes).duration_ns);
+    CHECK(d > plain.price(decodes).duration_ns);
+    for (auto& item : decodes.decodes) item.context_tokens += 1;
+  }
+}
+
 TEST_CASE("a profile names the model it was calibrated for") {
   const ModelConfig m = llama_8b();
   CalibrationProfile p;

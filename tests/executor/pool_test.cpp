@@ -88,6 +88,23 @@ TEST_CASE("host tier keeps block copies in chunks, reuses freed blocks and reser
   CHECK(reserved.reserved_bytes() == 9 * block);
 }
 
+TEST_CASE("host tier's copy warm-up leaves the pool as it was and stores no fact") {
+  const ModelConfig m = test::tiny_model();
+  const std::uint64_t block = FactPool::block_bytes(m, 4);
+  const std::unique_ptr<DeviceOps> ops = make_cpu_ops();
+  FactPool pool(m, 4 * block, 0, at::TensorOptions().dtype(at::kFloat));
+  pool.storage().copy_(at::randn(pool.storage().sizes()));
+  const at::Tensor before = pool.storage().clone();
+  HostTier host(pool, 3 * block);
+  host.warm_copies(pool, *ops);
+  CHECK(at::equal(pool.storage(), before));
+  CHECK(host.facts() == 0);
+  CHECK(host.reserved_bytes() == 3 * block);  // one chunk, then reused
+  host.warm_copies(pool, *ops);
+  CHECK(host.reserved_bytes() == 3 * block);
+  CHECK(at::equal(pool.storage(), before));
+}
+
 TEST_CASE("KV cache rows are handed out first-fit and merged when freed") {
   SlotAllocator rows(100);
   const auto a = rows.allocate(30), b = rows.allocate(30), c = rows.allocate(30);
