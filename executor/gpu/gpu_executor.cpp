@@ -506,14 +506,6 @@ void GpuExecutor::warm_up() {
   // run once, and the allocator grows to the largest step's activations (a first step larger
   // than the warm-up paid about 5 ms of allocations on an H200).
   c10::InferenceMode guard;
-  // Every byte of the KV cache and the fact pool written once (both are empty now): a
-  // diagnostic A/B for the first kv_inject prefill step of a run measuring ~5 ms more than the
-  // same step later (INFERSCALE_WARM_TOUCH=0 skips it).
-  if (const char* t = std::getenv("INFERSCALE_WARM_TOUCH"); t == nullptr || t[0] != '0') {
-    cache_.k.zero_();
-    cache_.v.zero_();
-    pool_->storage().zero_();
-  }
   const std::int32_t n = std::min<std::int32_t>(std::int32_t(options_.max_batch_tokens),
                                                 std::int32_t(cache_.rows()) / 4);
   if (n < 2) return;

@@ -17,9 +17,6 @@
 #   hil        configs/headline.yaml hardware-in-the-loop at USERS (default 50 100 150 200),
 #              with HIL_SET (extra --set arguments) if given, HIL_REPEATS times (default 1;
 #              more: results headline_hil_U_rN)
-#   touch_ab   kv_inject alone at TOUCH_USERS (default 50 100) with the KV cache and fact pool
-#              written once in warm_up() and without (INFERSCALE_WARM_TOUCH=1 / 0): the summary
-#              lists each run's prefill waves (the first one of a run measured ~5 ms slow)
 #   bench      `inferscale bench executor` (Llama-3.1-8B shape, random weights) with split-KV
 #              attention on and off (BENCH_SPLIT_KV="on" runs only on; issue: GPU executor targets),
 #              BENCH_REPS repetitions per row (default 9; about two minutes a grid)
@@ -154,27 +151,6 @@ if want hil; then
     done
   done
   rm -rf "$WORK"/results/*/.traces
-fi
-
-if want touch_ab; then
-  # The first kv_inject prefill step of a run with the KV cache and fact pool written once in
-  # warm_up() (INFERSCALE_WARM_TOUCH=1, the default) and without (=0), kv_inject runs only.
-  for u in ${TOUCH_USERS:-50 100}; do
-    for t in 0 1; do
-      INFERSCALE_WARM_TOUCH=$t step "touch_${t}_users_$u" 180 "$WORK/touch.log" "$BIN" run \
-        configs/headline.yaml --no-progress --runs kv_inject --set executor.kind=gpu \
-        --set trace.locomo.data="$LOCOMO" --set trace.locomo.users="$u" \
-        --set experiment="touch_${t}_$u" --set output.timeline=true --out "$WORK/results"
-      python3 - "$WORK/results/touch_${t}_$u/kv_inject/timeline.json" "$t" "$u" >>"$SUMMARY" <<'PY'
-import json, sys
-steps = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e["name"] == "step"]
-waves = [e for e in steps if e["args"]["prefills"] >= 30 and e["args"]["decodes"] == 0]
-print(f"    touch={sys.argv[2]} users={sys.argv[3]}: prefill waves (prefills, tokens, ms) " +
-      ", ".join(f"({e['args']['prefills']}, {e['args']['tokens']}, {e['dur'] / 1000:.2f})"
-                for e in waves))
-PY
-    done
-  done
 fi
 
 if want bench; then
