@@ -104,9 +104,15 @@ std::unique_ptr<Executor> make_executor(const RunConfig& run, int replica) {
     return std::make_unique<remote::RemoteExecutor>(options, executor_identity(run));
   }
   if (run.executor.kind == "calibrated") {
-    return std::make_unique<CalibratedExecutor>(CalibratedCostModel(
-        run.model, calibrated_profile(run),
-        RowPadding::of_executor(run.executor.warm_rows, run.scheduler.max_batch_tokens)));
+    CalibrationProfile profile = calibrated_profile(run);
+    // A profile of the GPU executor prices the rows it pads a pass with; the roofline cost
+    // model, profiled, pads nothing.
+    const RowPadding padding =
+        profile.executor == "gpu"
+            ? RowPadding::of_executor(run.executor.warm_rows, run.scheduler.max_batch_tokens)
+            : RowPadding{};
+    return std::make_unique<CalibratedExecutor>(
+        CalibratedCostModel(run.model, std::move(profile), padding));
   }
   return std::make_unique<CostModelExecutor>(CostModel(run.model, CostRates::from_gpu(run.gpu)));
 }

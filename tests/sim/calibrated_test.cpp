@@ -222,6 +222,26 @@ TEST_CASE("calibrated run: fitted on the cost model it reproduces the cost model
     CHECK(c.tpot_ms.p50 > 1.2 * a.tpot_ms.p50);  // other coefficients: another run
     CHECK(c.ttft_ms.p50 > 1.1 * a.ttft_ms.p50);
   }
+
+  // A profile of the GPU executor also prices the rows that executor pads a pass of more than
+  // executor.warm_rows tokens with (text prompts here make passes of up to 8,192 tokens); a
+  // profile of the cost model pads nothing, whatever warm_rows says.
+  p.coefficients = fit.coefficients;
+  p.executor = "gpu";
+  write_profile((dir / "gpu.yaml").string(), p);
+  auto with = [&](const std::string& profile, const std::string& warm_rows) {
+    return run_file(dir, base + "executor: {kind: calibrated, profile: " +
+                             (dir / profile).string() + ", warm_rows: " + warm_rows + "}\n");
+  };
+  const auto unpadded = with("fit.yaml", "0");
+  const auto gpu_plain = with("gpu.yaml", "0");
+  const auto gpu_padded = with("gpu.yaml", "512");
+  for (std::size_t i = 0; i < 2; ++i) {
+    INFO(plain[i].config.name);
+    CHECK(unpadded[i].summary.ttft_ms.mean == fitted[i].summary.ttft_ms.mean);
+    CHECK(gpu_plain[i].summary.ttft_ms.mean == fitted[i].summary.ttft_ms.mean);
+  }
+  CHECK(gpu_padded[0].summary.ttft_ms.mean > gpu_plain[0].summary.ttft_ms.mean);  // text
 }
 
 TEST_CASE("calibrated run: recompute costs for cost-aware policies come from the profile") {
