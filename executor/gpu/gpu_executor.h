@@ -108,7 +108,8 @@ class GpuExecutor : public Executor {
   /// positions 0.. in a scratch range of the cache (nothing is kept).
   at::Tensor prefill_logits(const std::vector<std::int32_t>& tokens);
   /// Runs the one-time work of a fresh executor (library handles, first launches, allocator
-  /// growth) outside any step, so that the first measured step costs what later ones do.
+  /// growth, the products of warm_rows, the copy lanes of a host tier) outside any step, so
+  /// that the first measured step costs what later ones do.
   void warm_up();
   /// Computes the shared header of `tokens` tokens into the pool's reserved area now (outside
   /// any step) if it is not there; steps that name it reuse it.
