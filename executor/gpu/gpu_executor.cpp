@@ -212,6 +212,28 @@ std::vector<std::int32_t> GpuExecutor::piece_tokens(const PromptPiece& piece, Re
 BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   c10::InferenceMode guard;
   StepClock& clock = ops_->clock();
+  // A diagnostic: INFERSCALE_PRESTEP_BUSY_MS=N keeps the device busy with forward passes for N ms
+  // before the run's first prefill step (is its first kv_inject wave slow because the device sat
+  // idle before it?).
+  if (!busied_ && !plan.prefills.empty()) {
+    busied_ = true;
+    if (const char* b = std::getenv("INFERSCALE_PRESTEP_BUSY_MS"); b != nullptr && b[0] != '\0') {
+      const double ms = std::strtod(b, nullptr);
+      const std::int32_t n = std::min<std::int32_t>(1024, std::int32_t(cache_.rows()) / 8);
+      const std::int32_t start = alloc_rows(n);
+      std::vector<std::int32_t> ids(std::size_t(n), 1);
+      const auto t0 = std::chrono::steady_clock::now();
+      while (
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() <
+          ms) {
+        ForwardBatch busy;
+        busy.add(start, 0, ids, {}, 0);
+        model_->forward(busy.finalize(*ops_, cache_.rows()), cache_, nullptr, false);
+        clock.synchronize();
+      }
+      rows_.free(start, n);
+    }
+  }
   clock.reset();
   stats_ = StepStats{};
   const AttentionCounts calls_before = ops_->attention_counts();
@@ -460,7 +482,8 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   }
   free_transients();
   if (trace.on()) {
-    trace.note("prefills=" + std::to_string(plan.prefills.size()) +
+    trace.note("gap_us=" + std::to_string(gap / 1000) +
+               " prefills=" + std::to_string(plan.prefills.size()) +
                " decodes=" + std::to_string(plan.decodes.size()) +
                " n_offloads=" + std::to_string(plan.offloads.size()) +
                " n_async_offloads=" + std::to_string(plan.async_offloads.size()) +

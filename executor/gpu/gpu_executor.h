@@ -201,6 +201,7 @@ class GpuExecutor : public Executor {
   /// Facts whose asynchronous loads no step has waited for yet, with their copy tickets.
   std::unordered_map<FactId, std::uint64_t> pending_loads_;
   bool copies_in_flight_ = false;  // at the end of the last step
+  bool busied_ = false;            // INFERSCALE_PRESTEP_BUSY_MS ran (a diagnostic)
   /// By pool block: the ticket of the last asynchronous offload that read it (a later write
   /// waits for it); by fact: the ticket of the offload that wrote its host copy.
   std::vector<std::uint64_t> block_offload_ticket_;

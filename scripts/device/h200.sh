@@ -17,6 +17,8 @@
 #   hil        configs/headline.yaml hardware-in-the-loop at USERS (default 50 100 150 200),
 #              with HIL_SET (extra --set arguments) if given, HIL_REPEATS times (default 1;
 #              more: results headline_hil_U_rN)
+#   first_wave kv_inject alone at 50 users, as is and with the device busy for 200 ms before the
+#              first prefill step (INFERSCALE_PRESTEP_BUSY_MS), SM clocks sampled (clocks_*.csv)
 #   bench      `inferscale bench executor` (Llama-3.1-8B shape, random weights) with split-KV
 #              attention on and off (BENCH_SPLIT_KV="on" runs only on; issue: GPU executor targets),
 #              BENCH_REPS repetitions per row (default 9; about two minutes a grid)
@@ -151,6 +153,32 @@ if want hil; then
     done
   done
   rm -rf "$WORK"/results/*/.traces
+fi
+
+if want first_wave; then
+  # kv_inject alone at 50 users (no host-tier traffic), as is and with the device kept busy for
+  # 200 ms before the first prefill step (INFERSCALE_PRESTEP_BUSY_MS), the SM clock sampled every
+  # 20 ms: is the run's first prefill wave slow (45 ms against 40 for the second) because the
+  # device sat idle before it?
+  for b in 0 200; do
+    nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,pstate --format=csv \
+      -lms 20 >"$WORK/clocks_busy$b.csv" 2>&1 &
+    smi=$!
+    INFERSCALE_HOST_TRACE=1 INFERSCALE_PRESTEP_BUSY_MS=$([ "$b" = 0 ] || echo "$b") \
+      step "first_wave_busy$b" 180 "$WORK/first_wave_busy$b.log" "$BIN" run configs/headline.yaml \
+      --no-progress --runs kv_inject --set executor.kind=gpu --set trace.locomo.data="$LOCOMO" \
+      --set trace.locomo.users=50 --set experiment="first_wave_busy$b" \
+      --set output.timeline=true --out "$WORK/results"
+    kill "$smi" 2>/dev/null
+    python3 - "$WORK/results/first_wave_busy$b/kv_inject/timeline.json" "$b" >>"$SUMMARY" <<'PY'
+import json, sys
+steps = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e["name"] == "step"]
+waves = [e for e in steps if e["args"]["prefills"] >= 30 and e["args"]["decodes"] == 0]
+print(f"    busy {sys.argv[2]} ms: prefill waves (prefills, tokens, ms) " +
+      ", ".join(f"({e['args']['prefills']}, {e['args']['tokens']}, {e['dur'] / 1000:.2f})"
+                for e in waves))
+PY
+  done
 fi
 
 if want bench; then
