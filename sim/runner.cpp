@@ -94,6 +94,7 @@ json executor_json(const ExecutorConfig& e) {
   if (e.kind == "gpu") {
     j["device"] = e.device;
     j["warm_rows"] = e.warm_rows;
+    j["settle_ms"] = e.settle_ms;
   }
   return j;
 }

@@ -212,27 +212,9 @@ std::vector<std::int32_t> GpuExecutor::piece_tokens(const PromptPiece& piece, Re
 BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   c10::InferenceMode guard;
   StepClock& clock = ops_->clock();
-  // A diagnostic: INFERSCALE_PRESTEP_BUSY_MS=N keeps the device busy with forward passes for N ms
-  // before the run's first prefill step (is its first kv_inject wave slow because the device sat
-  // idle before it?).
-  if (!busied_ && !plan.prefills.empty()) {
-    busied_ = true;
-    if (const char* b = std::getenv("INFERSCALE_PRESTEP_BUSY_MS"); b != nullptr && b[0] != '\0') {
-      const double ms = std::strtod(b, nullptr);
-      const std::int32_t n = std::min<std::int32_t>(1024, std::int32_t(cache_.rows()) / 8);
-      const std::int32_t start = alloc_rows(n);
-      std::vector<std::int32_t> ids(std::size_t(n), 1);
-      const auto t0 = std::chrono::steady_clock::now();
-      while (
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() <
-          ms) {
-        ForwardBatch busy;
-        busy.add(start, 0, ids, {}, 0);
-        model_->forward(busy.finalize(*ops_, cache_.rows()), cache_, nullptr, false);
-        clock.synchronize();
-      }
-      rows_.free(start, n);
-    }
+  if (!settled_ && !plan.prefills.empty()) {
+    settled_ = true;
+    settle_device();
   }
   clock.reset();
   stats_ = StepStats{};
@@ -521,6 +503,23 @@ at::Tensor GpuExecutor::prefill_logits(const std::vector<std::int32_t>& tokens) 
       model_->forward(batch.finalize(*ops_, cache_.rows()), cache_, nullptr, false);
   rows_.free(start, std::int32_t(tokens.size()));
   return logits.select(0, 0).to(at::kFloat).to(at::kCPU);
+}
+
+void GpuExecutor::settle_device() {
+  if (!(options_.settle_ms > 0)) return;
+  const std::int32_t n = std::min<std::int32_t>(1024, std::int32_t(cache_.rows()) / 8);
+  if (n < 1) return;
+  const std::int32_t start = alloc_rows(n);
+  const std::vector<std::int32_t> ids(std::size_t(n), 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() <
+         options_.settle_ms) {
+    ForwardBatch pass;
+    pass.add(start, 0, ids, {}, 0);
+    model_->forward(pass.finalize(*ops_, cache_.rows()), cache_, nullptr, false);
+    ops_->clock().synchronize();
+  }
+  rows_.free(start, n);
 }
 
 void GpuExecutor::warm_up() {

@@ -57,6 +57,12 @@ struct GpuExecutorOptions {
   /// also warms those multiples up to max_batch_tokens, so that no step meets a new row count.
   /// 0 or 1: no padding.
   std::uint32_t row_bucket = 64;
+  /// Before the first step with prefills (the start of serving, after any encode-only steps
+  /// such as a store filled before the run), forward passes of up to 1,024 rows for this many
+  /// milliseconds, not measured. On an H200 the first prefill wave after the pre-run encodes of
+  /// a warm store measured 12 % more than the same wave later, with the device idle for only
+  /// 0.2 ms before it; 200 ms of passes removed it (bench/results/headline_hil.md). 0: off.
+  double settle_ms = 0;
   SplitKvPolicy split_kv;        // split-KV attention where it pays; enabled = A/B
   CudaGraphPolicy cuda_graphs;   // forwards of recurring shapes as CUDA graphs (CUDA)
   SkinnyGemmPolicy skinny_gemm;  // few-row products by the skinny kernel (CUDA; off)
@@ -180,6 +186,8 @@ class GpuExecutor : public Executor {
   RequestState& state(RequestId request);
   void grow_region(RequestState& s, std::uint32_t rows);
   std::int32_t alloc_rows(std::int32_t rows);
+  /// Forward passes for options_.settle_ms (see GpuExecutorOptions::settle_ms).
+  void settle_device();
   /// Pads `batch` to a multiple of options_.row_bucket when it has more than warm_rows tokens.
   void pad(ForwardBatch& batch) const;
   std::vector<std::int32_t> piece_tokens(const PromptPiece& piece, RequestId request);
@@ -201,7 +209,7 @@ class GpuExecutor : public Executor {
   /// Facts whose asynchronous loads no step has waited for yet, with their copy tickets.
   std::unordered_map<FactId, std::uint64_t> pending_loads_;
   bool copies_in_flight_ = false;  // at the end of the last step
-  bool busied_ = false;            // INFERSCALE_PRESTEP_BUSY_MS ran (a diagnostic)
+  bool settled_ = false;           // options_.settle_ms ran (before the first prefill step)
   /// By pool block: the ticket of the last asynchronous offload that read it (a later write
   /// waits for it); by fact: the ticket of the offload that wrote its host copy.
   std::vector<std::uint64_t> block_offload_ticket_;

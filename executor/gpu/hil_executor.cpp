@@ -24,6 +24,7 @@ class DeviceBoundExecutor final : public Executor {
     g.max_batch_tokens = o.max_batch_tokens;
     g.decode_reserve_tokens = o.decode_reserve_tokens;
     g.warm_rows = o.warm_rows;
+    g.settle_ms = o.settle_ms;
     g.rope = o.rope_delta ? RopeMode::kDelta : RopeMode::kPreRope;
     g.seed = o.seed;
     inner_ = std::make_unique<GpuExecutor>(std::move(g));

@@ -291,8 +291,8 @@ RunConfig parse_run(const YamlView& v, const std::string& experiment, const std:
   r.executor.where = v.where("executor");
   if (v.has("executor")) {
     const auto e = v.child("executor");
-    e.reject_unknown(
-        {"kind", "profile", "endpoints", "device", "connect_timeout_s", "timeout_s", "warm_rows"});
+    e.reject_unknown({"kind", "profile", "endpoints", "device", "connect_timeout_s", "timeout_s",
+                      "warm_rows", "settle_ms"});
     r.executor.kind = e.text("kind", "cost_model");
     r.executor.where = e.where("kind");
     r.executor.profile = e.text("profile", "");
@@ -300,6 +300,7 @@ RunConfig parse_run(const YamlView& v, const std::string& experiment, const std:
     r.executor.connect_timeout_s = e.number("connect_timeout_s", 10, 0.001, 86400);
     r.executor.timeout_s = e.number("timeout_s", 60, 0.001, 86400);
     r.executor.warm_rows = static_cast<std::uint32_t>(e.integer("warm_rows", 512, 0, 65536));
+    r.executor.settle_ms = e.number("settle_ms", 200, 0, 60000);
     if (e.is_sequence("endpoints")) {
       for (const auto& n : e.node("endpoints")) {
         const auto endpoint = remote::parse_endpoint(n.Scalar());

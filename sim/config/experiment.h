@@ -84,6 +84,7 @@ struct ExecutorConfig {
   double timeout_s = 60;               // remote: the handshake's answer and each step's result
   std::string device = "cuda";         // gpu
   std::uint32_t warm_rows = 512;       // gpu: products warmed for row counts 1..warm_rows
+  double settle_ms = 200;              // gpu: forward passes before the first prefill step
   std::string where;                   // position of executor.kind, for errors
 };
 

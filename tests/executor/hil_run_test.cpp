@@ -50,7 +50,7 @@ std::string experiment(const std::string& extra) {
 TEST_CASE("hardware in the loop on the CPU: text and kv_inject runs complete every request") {
   const fs::path dir = fresh_dir("cpu");
   std::ofstream(dir / "exp.yaml") << experiment(
-      "executor: {kind: gpu, device: cpu, warm_rows: 4}\n"
+      "executor: {kind: gpu, device: cpu, warm_rows: 4, settle_ms: 1}\n"
       "runs:\n  - {name: text, serving: {mode: text}}\n"
       "  - {name: kv_inject, serving: {mode: kv_inject}}\n"
       "  - {name: kv_inject_async, serving: {mode: kv_inject}, store: {host: {capacity: 16KiB, "
@@ -65,6 +65,7 @@ TEST_CASE("hardware in the loop on the CPU: text and kv_inject runs complete eve
     const auto s = nlohmann::json::parse(read_text(dir / "out" / "hil_cpu" / run / "summary.json"));
     CHECK(s["requests"].get<int>() == 40);
     CHECK(s["config"]["executor"]["warm_rows"].get<int>() == 4);
+    CHECK(s["config"]["executor"]["settle_ms"].get<double>() == 1.0);
     if (std::string(run) != "text") {
       // The store is small on purpose: host loads, encodes of misses and GPU hits all happen.
       CHECK(s["work"]["host_loads"].get<int>() > 0);

@@ -122,6 +122,29 @@ TEST_CASE(
   CHECK(at::equal(plain.last_logits(), warm.last_logits()));
 }
 
+TEST_CASE("settling the device before the first prefill step leaves the steps bit-identical") {
+  PromptSpec p;
+  p.facts = {{31, 6, false}, {32, 9, false}};
+  GpuExecutorOptions settle_options = cpu_options();
+  settle_options.settle_ms = 1;
+  GpuExecutor plain(cpu_options()), settled(settle_options);
+  auto products = [](GpuExecutor& e) { return e.ops().gemm_counts().blas; };
+  BatchPlan whole;
+  add_prefill(whole, p, 0, p.computed_total());
+  const std::uint64_t p0 = products(plain), s0 = products(settled);
+  const BatchResult a = plain.execute(whole), b = settled.execute(whole);
+  const std::uint64_t p1 = products(plain), s1 = products(settled);
+  CHECK(s1 - s0 >= p1 - p0 + 5);  // at least one pass of five products before the step
+  CHECK(a.tokens == b.tokens);
+  CHECK(at::equal(plain.last_logits(), settled.last_logits()));
+  // Only before the first prefill step.
+  const BatchResult da = plain.execute(decode_plan(p.request, p.prompt_tokens() + 1));
+  const BatchResult db = settled.execute(decode_plan(p.request, p.prompt_tokens() + 1));
+  CHECK(products(settled) - s1 == products(plain) - p1);
+  CHECK(da.tokens == db.tokens);
+  CHECK(at::equal(plain.last_logits(), settled.last_logits()));
+}
+
 TEST_CASE("later chunks may name no facts: the layout of the first chunk holds") {
   // The simulator lists a prompt's facts on its first chunk only.
   PromptSpec p;

@@ -61,6 +61,8 @@ TEST_CASE("config errors carry file:line:column, key path and what was expected"
        "expected an integer"},
       {"negative_warm_rows", base + "executor:\n  warm_rows: -1\n", ":4:14: executor.warm_rows",
        "in [0, 65536]"},
+      {"negative_settle_ms", base + "executor:\n  settle_ms: -5\n", ":4:14: executor.settle_ms",
+       "in [0, 60000]"},
   };
   for (const auto& c : cases) {
     SECTION(c.name) {
