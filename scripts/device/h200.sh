@@ -17,8 +17,8 @@
 #   hil        configs/headline.yaml hardware-in-the-loop at USERS (default 50 100 150 200),
 #              with HIL_SET (extra --set arguments) if given, HIL_REPEATS times (default 1;
 #              more: results headline_hil_U_rN)
-#   first_wave kv_inject alone at 50 users, as is and with the device busy for 200 ms before the
-#              first prefill step (INFERSCALE_PRESTEP_BUSY_MS), SM clocks sampled (clocks_*.csv)
+#   first_wave kv_inject alone at 50 users with executor.settle_ms 0 and 200 (forward passes
+#              before the first prefill step), SM clocks sampled (clocks_*.csv)
 #   bench      `inferscale bench executor` (Llama-3.1-8B shape, random weights) with split-KV
 #              attention on and off (BENCH_SPLIT_KV="on" runs only on; issue: GPU executor targets),
 #              BENCH_REPS repetitions per row (default 9; about two minutes a grid)
@@ -156,17 +156,17 @@ if want hil; then
 fi
 
 if want first_wave; then
-  # kv_inject alone at 50 users (no host-tier traffic), as is and with the device kept busy for
-  # 200 ms before the first prefill step (INFERSCALE_PRESTEP_BUSY_MS), the SM clock sampled every
-  # 20 ms: is the run's first prefill wave slow (45 ms against 40 for the second) because the
-  # device sat idle before it?
+  # kv_inject alone at 50 users (no host-tier traffic), without and with 200 ms of forward passes
+  # before the first prefill step (executor.settle_ms; INFERSCALE_PRESTEP_BUSY_MS at 2f31a52),
+  # the SM clock sampled every 20 ms: the run's first prefill wave measured 45 ms against 40 for
+  # the second without them.
   for b in 0 200; do
     nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,pstate --format=csv \
       -lms 20 >"$WORK/clocks_busy$b.csv" 2>&1 &
     smi=$!
-    INFERSCALE_HOST_TRACE=1 INFERSCALE_PRESTEP_BUSY_MS=$([ "$b" = 0 ] || echo "$b") \
-      step "first_wave_busy$b" 180 "$WORK/first_wave_busy$b.log" "$BIN" run configs/headline.yaml \
-      --no-progress --runs kv_inject --set executor.kind=gpu --set trace.locomo.data="$LOCOMO" \
+    INFERSCALE_HOST_TRACE=1 step "first_wave_busy$b" 180 "$WORK/first_wave_busy$b.log" "$BIN" run \
+      configs/headline.yaml --no-progress --runs kv_inject --set executor.kind=gpu \
+      --set executor.settle_ms="$b" --set trace.locomo.data="$LOCOMO" \
       --set trace.locomo.users=50 --set experiment="first_wave_busy$b" \
       --set output.timeline=true --out "$WORK/results"
     kill "$smi" 2>/dev/null
