@@ -520,6 +520,9 @@ void GpuExecutor::settle_device() {
     ops_->clock().synchronize();
   }
   rows_.free(start, n);
+  // The step's idle gap (counted where copies were in flight) starts after the passes.
+  ops_->clock().reset();
+  ops_->clock().mark();
 }
 
 void GpuExecutor::warm_up() {
