@@ -8,6 +8,18 @@
 
 using namespace inferscale;
 
+namespace {
+
+/// A float pool of `blocks` blocks of the tiny model, every block filled with random values.
+FactPool random_pool(std::uint64_t blocks) {
+  const ModelConfig m = test::tiny_model();
+  FactPool pool(m, blocks * FactPool::block_bytes(m, 4), 0, at::TensorOptions().dtype(at::kFloat));
+  pool.storage().copy_(at::randn(pool.storage().sizes()));
+  return pool;
+}
+
+}  // namespace
+
 TEST_CASE("fact pool allocates whole blocks within its capacity") {
   const ModelConfig m = test::tiny_model();
   const std::uint64_t block = FactPool::block_bytes(m, 4);
@@ -49,11 +61,9 @@ TEST_CASE("fact pool allocates whole blocks within its capacity") {
 }
 
 TEST_CASE("host tier keeps block copies in chunks, reuses freed blocks and reserves up front") {
-  const ModelConfig m = test::tiny_model();
-  const std::uint64_t block = FactPool::block_bytes(m, 4);
+  const std::uint64_t block = FactPool::block_bytes(test::tiny_model(), 4);
   const std::unique_ptr<DeviceOps> ops = make_cpu_ops();
-  FactPool pool(m, 8 * block, 0, at::TensorOptions().dtype(at::kFloat));
-  pool.storage().copy_(at::randn(pool.storage().sizes()));
+  FactPool pool = random_pool(8);
   HostTier host(pool, 3 * block);  // chunks of 3 blocks
   CHECK(host.reserved_bytes() == 0);
   const FactPool::Entry a = pool.allocate(1, 40, 2);  // 3 blocks, 8 tokens of the last
@@ -89,11 +99,9 @@ TEST_CASE("host tier keeps block copies in chunks, reuses freed blocks and reser
 }
 
 TEST_CASE("host tier's copy warm-up leaves the pool as it was and stores no fact") {
-  const ModelConfig m = test::tiny_model();
-  const std::uint64_t block = FactPool::block_bytes(m, 4);
+  const std::uint64_t block = FactPool::block_bytes(test::tiny_model(), 4);
   const std::unique_ptr<DeviceOps> ops = make_cpu_ops();
-  FactPool pool(m, 4 * block, 0, at::TensorOptions().dtype(at::kFloat));
-  pool.storage().copy_(at::randn(pool.storage().sizes()));
+  FactPool pool = random_pool(4);
   const at::Tensor before = pool.storage().clone();
   HostTier host(pool, 3 * block);
   host.warm_copies(pool, *ops);
