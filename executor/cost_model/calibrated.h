@@ -88,7 +88,6 @@ class CalibratedCostModel {
   /// The asynchronous copy lanes as the profile describes them.
   CopyEngineParams copy_engine_params() const;
   const CalibrationProfile& profile() const { return profile_; }
-  const RowPadding& padding() const { return padding_; }
   /// `w` with the padding rows' work added (matrix products, one key each, their KV written),
   /// counted as rows of the pass they pad: prefill (or decode, in a step without prefills) and
   /// encode tokens. Encodes are counted as one pass.

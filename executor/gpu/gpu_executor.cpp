@@ -494,13 +494,17 @@ at::Tensor GpuExecutor::request_keys(RequestId request, std::uint32_t layer,
   return cache_.k.select(0, layer).narrow(0, it->second.region_start, n);
 }
 
+at::Tensor GpuExecutor::scratch_forward(std::int32_t start, std::int32_t position,
+                                        const std::vector<std::int32_t>& ids) {
+  ForwardBatch batch;
+  batch.add(start, position, ids, {}, 0);
+  return model_->forward(batch.finalize(*ops_, cache_.rows()), cache_, nullptr, false);
+}
+
 at::Tensor GpuExecutor::prefill_logits(const std::vector<std::int32_t>& tokens) {
   c10::InferenceMode guard;
   const std::int32_t start = alloc_rows(std::int32_t(tokens.size()));
-  ForwardBatch batch;
-  batch.add(start, 0, tokens, {}, 0);
-  const at::Tensor logits =
-      model_->forward(batch.finalize(*ops_, cache_.rows()), cache_, nullptr, false);
+  const at::Tensor logits = scratch_forward(start, 0, tokens);
   rows_.free(start, std::int32_t(tokens.size()));
   return logits.select(0, 0).to(at::kFloat).to(at::kCPU);
 }
@@ -514,9 +518,7 @@ void GpuExecutor::settle_device() {
   const auto t0 = std::chrono::steady_clock::now();
   while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() <
          options_.settle_ms) {
-    ForwardBatch pass;
-    pass.add(start, 0, ids, {}, 0);
-    model_->forward(pass.finalize(*ops_, cache_.rows()), cache_, nullptr, false);
+    (void)scratch_forward(start, 0, ids);
     ops_->clock().synchronize();
   }
   rows_.free(start, n);
@@ -537,13 +539,8 @@ void GpuExecutor::warm_up() {
   std::vector<std::int32_t> ids(std::size_t(n), 0);
   for (std::int32_t i = 0; i < n; ++i) ids[std::size_t(i)] = i % std::int32_t(options_.model.vocab);
   const std::int32_t start = alloc_rows(n + 1);
-  ForwardBatch first;
-  first.add(start, 0, ids, {}, 0);
-  model_->forward(first.finalize(*ops_, cache_.rows()), cache_, nullptr, false);
-  ForwardBatch next;
-  next.add(start, n, {ids[0]}, {}, 0);
-  const at::Tensor logits =
-      model_->forward(next.finalize(*ops_, cache_.rows()), cache_, nullptr, false);
+  (void)scratch_forward(start, 0, ids);
+  const at::Tensor logits = scratch_forward(start, n, {ids[0]});
   (void)ops_->to_host(ops_->argmax_rows(logits));
   // With a host tier, start both copy lanes now (their streams, threads and events, the first
   // use of libtorch's stream pool, a first copy each way); otherwise the first step with

@@ -186,6 +186,10 @@ class GpuExecutor : public Executor {
   RequestState& state(RequestId request);
   void grow_region(RequestState& s, std::uint32_t rows);
   std::int32_t alloc_rows(std::int32_t rows);
+  /// One sequence of `ids` through the model outside any step, in cache rows from `start` at
+  /// positions from `position` (no pool, one sampled row); its logits.
+  at::Tensor scratch_forward(std::int32_t start, std::int32_t position,
+                             const std::vector<std::int32_t>& ids);
   /// Forward passes for options_.settle_ms (see GpuExecutorOptions::settle_ms).
   void settle_device();
   /// Pads `batch` to a multiple of options_.row_bucket when it has more than warm_rows tokens.

@@ -94,7 +94,7 @@ void HostTier::load(const Entry& from, const FactPool::Entry& to, FactPool& pool
 
 void HostTier::warm_copies(FactPool& pool, DeviceOps& ops) {
   if (pool.storage().size(0) == 0) return;
-  if (chunks_.empty()) add_chunk();
+  if (free_.empty()) add_chunk();
   char* host = block(free_.back());
   char* device = pool_block(pool, 0);
   const auto block_tokens = std::uint32_t(chunk_shape_[3]);
