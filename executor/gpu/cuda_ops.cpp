@@ -81,11 +81,9 @@ class CudaClock : public StepClock {
     return used_++;
   }
   void synchronize() override {
-    if (used_ > 0) {
-      INFERSCALE_CUDA_CHECK(cudaEventSynchronize(events_[used_ - 1]));
-    } else {
-      INFERSCALE_CUDA_CHECK(cudaStreamSynchronize(current_stream()));
-    }
+    // The whole stream, not the last mark: work issued after it (warm-up and settling passes,
+    // a header encode between steps) must be done too.
+    INFERSCALE_CUDA_CHECK(cudaStreamSynchronize(current_stream()));
   }
   std::int64_t elapsed_ns(int from, int to) override {
     float ms = 0;

@@ -151,7 +151,7 @@ class StepClock {
   virtual void reset() = 0;
   /// Records a mark now (in stream order); returns its index.
   virtual int mark() = 0;
-  /// Waits for everything issued so far.
+  /// Waits for everything issued so far on the compute stream, marked or not.
   virtual void synchronize() = 0;
   /// Nanoseconds between two marks (after synchronize()).
   virtual std::int64_t elapsed_ns(int from, int to) = 0;

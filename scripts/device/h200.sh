@@ -9,7 +9,8 @@
 # Phases (run in this order):
 #   build      the CLI and the GPU test binaries with CUDA and libtorch (build-device/)
 #   tests      kernel tests (also under compute-sanitizer memcheck; MEMCHECK="" skips it),
-#              executor tests (bf16 on the GPU)
+#              executor tests (bf16 on the GPU); GPU_TESTS="executor" (or kernel, attention)
+#              runs only those named
 #   calibrate  `inferscale calibrate --executor gpu --grid full` (CAL_GRID=full_mixed: with
 #              headline-shaped mixed steps; COPY_LANES=1: also --copy-lanes, the copy lanes'
 #              speed and stall measured, alone and beside decode steps)
@@ -120,11 +121,17 @@ fi
 BIN=$BUILD/inferscale
 
 if want tests; then
-  step kernel_tests 90 "$WORK/tests.log" "$BUILD/tests/kernels/kernels_gpu_tests" --durations yes
-  step attention_tests 90 "$WORK/tests.log" "$BUILD/tests/kernels/kernels_attention_gpu_tests" \
-    --durations yes
-  step executor_tests 120 "$WORK/tests.log" "$BUILD/tests/executor/executor_gpu_tests" \
-    --durations yes
+  for t in ${GPU_TESTS:-kernel attention executor}; do
+    case $t in
+      kernel) step kernel_tests 90 "$WORK/tests.log" "$BUILD/tests/kernels/kernels_gpu_tests" \
+        --durations yes ;;
+      attention) step attention_tests 90 "$WORK/tests.log" \
+        "$BUILD/tests/kernels/kernels_attention_gpu_tests" --durations yes ;;
+      executor) step executor_tests 120 "$WORK/tests.log" \
+        "$BUILD/tests/executor/executor_gpu_tests" --durations yes ;;
+      *) note "  GPU_TESTS: unknown '$t' (kernel, attention, executor)" ;;
+    esac
+  done
   for t in ${MEMCHECK-kernels_gpu_tests kernels_attention_gpu_tests}; do
     step "memcheck_$t" 150 "$WORK/tests.log" compute-sanitizer --tool memcheck \
       --error-exitcode 99 --print-limit 20 "$BUILD/tests/kernels/$t"

@@ -1,6 +1,6 @@
 // Forward passes as CUDA graphs (CudaGraphPolicy, DeviceOps::run_forward): the inputs re-viewed
 // on another buffer (CPU), and on a CUDA GPU replayed steps give bit-identical logits to the same
-// steps run eagerly.
+// steps run eagerly. Also the step clock (on a CUDA GPU: synchronize() waits for unmarked work).
 #include <ATen/ATen.h>
 
 #include <memory>
@@ -141,4 +141,20 @@ TEST_CASE("CUDA graph replays of decode steps give the eager steps' logits bit f
     CHECK(a[i].isfinite().all().item<bool>());
     CHECK(at::equal(a[i], b[i]));
   }
+}
+
+TEST_CASE("the step clock's synchronize() waits for work issued after its last mark") {
+  if (!cuda_ops_available()) INFERSCALE_SKIP("no CUDA device");
+  auto ops = make_cuda_ops();
+  StepClock& clock = ops->clock();
+  clock.reset();
+  (void)clock.mark();
+  // Tens of milliseconds of products after the mark, then a copy of their sum to the host.
+  // Each product keeps a matrix of ones (n ones summed, over n), so the sum is n * n exactly.
+  const std::int64_t n = 4096;
+  at::Tensor a = at::ones({n, n}, at::TensorOptions().dtype(at::kFloat).device(ops->device()));
+  for (int i = 0; i < 24; ++i) a = at::mm(a, a).div_(double(n));
+  const at::Tensor host = ops->to_host(a.sum());
+  clock.synchronize();
+  CHECK(host.item<float>() == float(n * n));
 }
