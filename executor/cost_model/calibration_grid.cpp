@@ -517,7 +517,7 @@ CalibrationNeeds calibration_needs(const CalibrationGrid& grid, const ModelConfi
   CalibrationPlanner planner(model, grid.shape);
   std::map<RequestId, std::uint32_t> live;  // request -> prompt tokens
   std::map<FactId, std::uint64_t> pool;     // fact -> blocks
-  std::set<FactId> host;
+  std::map<FactId, std::uint64_t> host;  // fact -> blocks
   std::uint64_t live_tokens = 0, pool_blocks = 0;
   std::map<RequestId, std::uint32_t> decoded;
   auto walk = [&](const std::vector<CalibrationStep>& steps) {
@@ -526,7 +526,7 @@ CalibrationNeeds calibration_needs(const CalibrationGrid& grid, const ModelConfi
       ++n.steps;
       if (s.measured) ++n.measured_steps;
       for (const FactLoad& o : p.offloads) {
-        host.insert(o.fact);
+        host[o.fact] = blocks_of(o.tokens);
       }
       for (FactId f : p.evictions) {
         if (auto it = pool.find(f); it != pool.end()) {
@@ -541,6 +541,9 @@ CalibrationNeeds calibration_needs(const CalibrationGrid& grid, const ModelConfi
         }
       }
       n.host_facts = std::max<std::uint64_t>(n.host_facts, host.size());
+      std::uint64_t host_blocks = 0;
+      for (const auto& [fact, blocks] : host) host_blocks += blocks;
+      n.host_blocks = std::max(n.host_blocks, host_blocks);
       for (FactId f : p.host_evictions) host.erase(f);
       std::uint64_t scratch = 0;
       for (const FactEncode& e : p.encodes) {

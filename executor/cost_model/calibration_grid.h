@@ -135,6 +135,7 @@ struct CalibrationNeeds {
   std::uint64_t requests = 0;      // requests live at once (each also reserves decode rows)
   std::uint64_t pool_blocks = 0;   // fact blocks resident at once (16 tokens each)
   std::uint64_t host_facts = 0;    // facts held in the host tier at once
+  std::uint64_t host_blocks = 0;   // their blocks (16 tokens each)
   std::uint32_t max_position = 0;  // largest composed position
   std::uint32_t decode_steps = 0;  // most decode steps of one request
   std::uint64_t steps = 0;         // steps in all (measured or not)

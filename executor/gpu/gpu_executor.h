@@ -122,6 +122,13 @@ class GpuExecutor : public Executor {
   void prepare_header(std::uint32_t tokens);
   /// Sum of StepStats::copy_gap_ns over the executor's life.
   std::int64_t total_copy_gap_ns() const { return total_copy_gap_ns_; }
+  /// Host time spent issuing asynchronous copies (offloads and loads, the compute stream idle
+  /// meanwhile) and the number issued, over the executor's life: the calibration's issue_ns.
+  struct CopyIssue {
+    std::int64_t ns = 0;
+    std::uint64_t copies = 0;
+  };
+  CopyIssue copy_issue() const { return copy_issue_; }
   /// Whether the host tier holds a fact.
   bool host_has(FactId fact) const { return host_tier_->find(fact) != nullptr; }
 
@@ -221,6 +228,7 @@ class GpuExecutor : public Executor {
   std::uint64_t last_offload_ticket_ = 0;
   std::uint64_t last_load_ticket_ = 0;
   std::int64_t total_copy_gap_ns_ = 0;
+  CopyIssue copy_issue_;
   RowPadding padding_;                // pad()'s rule (warm_rows, row_bucket)
   std::int32_t pad_rows_start_ = -1;  // cache rows of pad()'s segments; -1: no padding
 };

@@ -141,6 +141,9 @@ if want tests; then
 fi
 
 if want calibrate; then
+  # Written over the shipped profile: the async_copies fields --copy-lanes does not measure
+  # (duplex, batch_facts) are kept from it.
+  cp configs/profiles/h200-llama-3.1-8b.yaml "$WORK/h200-llama-3.1-8b.yaml"
   step calibrate 200 "$WORK/calibrate.log" "$BIN" calibrate --executor gpu --model llama-3.1-8b \
     --gpu h200 --grid "${CAL_GRID:-full}" --out "$WORK/h200-llama-3.1-8b.yaml" \
     --points "$WORK/calibration_h200.csv" ${COPY_LANES:+--copy-lanes}

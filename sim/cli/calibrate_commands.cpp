@@ -163,6 +163,7 @@ double forecast_s(const CalibrationGrid& grid, const ModelConfig& model, const G
 struct LaneMeasurements {
   CalibrationGrid grid;
   std::vector<PointMeasurement> measured;
+  CopyIssueTotals issue;  // while the grid ran; no copies: not measured
 };
 
 int fit_and_write(const CalibrateArgs& a, const CalibrationGrid& grid, const ModelConfig& model,
@@ -175,6 +176,7 @@ CalibrationNeeds max_needs(CalibrationNeeds a, const CalibrationNeeds& b) {
   a.requests = std::max(a.requests, b.requests);
   a.pool_blocks = std::max(a.pool_blocks, b.pool_blocks);
   a.host_facts = std::max(a.host_facts, b.host_facts);
+  a.host_blocks = std::max(a.host_blocks, b.host_blocks);
   a.max_position = std::max(a.max_position, b.max_position);
   a.decode_steps = std::max(a.decode_steps, b.decode_steps);
   a.steps += b.steps;
@@ -250,7 +252,12 @@ int run_calibrate(const CalibrateArgs& a) {
   const auto measured = profile_executor(*profiled.executor, grid, model, options, log);
   if (a.copy_lanes) {
     std::fprintf(stderr, "copy lanes: grid copy_lanes, %zu points\n", lanes.grid.points.size());
+    const CopyIssueTotals before = profiled.copy_issue ? profiled.copy_issue() : CopyIssueTotals{};
     lanes.measured = profile_executor(*profiled.executor, lanes.grid, model, options, log);
+    if (profiled.copy_issue) {
+      const CopyIssueTotals after = profiled.copy_issue();
+      lanes.issue = {after.ns - before.ns, after.copies - before.copies};
+    }
   }
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -294,6 +301,13 @@ int fit_and_write(const CalibrateArgs& a, const CalibrationGrid& grid, const Mod
     }
   }
   if (lanes != nullptr) {  // the lanes measured, against this fit's coefficients
+    const bool issue_measured = lanes->issue.copies > 0;
+    if (issue_measured) {
+      p.async_copies.issue_ns = double(lanes->issue.ns) / double(lanes->issue.copies);
+      std::printf("copy lanes: issue_ns %.0f (host time per asynchronous copy, %llu copies)\n",
+                  p.async_copies.issue_ns,
+                  static_cast<unsigned long long>(lanes->issue.copies));
+    }
     const CopyLaneFit lf =
         fit_copy_lanes(lanes->grid, lanes->measured, p, model, ProfileOptions{a.warmup, a.repeats});
     for (std::size_t i = 0; i < lanes->measured.size(); ++i) {
@@ -304,12 +318,13 @@ int fit_and_write(const CalibrateArgs& a, const CalibrationGrid& grid, const Mod
     std::printf("copy lanes: lane_speed %.3f", lf.lane_speed);
     if (lf.stall_fitted) std::printf(", stall_ns %.0f", lf.stall_ns);
     std::printf(" (MAPE %.2f %%, worst %.2f %%)\n", lf.mape_pct, lf.max_ape_pct);
-    char source[320];
+    char source[400];
     std::snprintf(source, sizeof source,
-                  "%s measured by --copy-lanes (%zu points, MAPE %.2f %%, worst %.2f %%); "
+                  "%s measured by --copy-lanes (%zu points, MAPE %.2f %%, worst %.2f %%%s); "
                   "the other fields %s",
                   lf.stall_fitted ? "lane_speed and stall_ns" : "lane_speed",
                   lanes->measured.size(), lf.mape_pct, lf.max_ape_pct,
+                  issue_measured ? "; issue_ns: the host's time per copy issued" : "",
                   kept ? "kept from the profile written over" : "at their defaults");
     p.async_copies.present = true;
     p.async_copies.lane_speed = lf.lane_speed;

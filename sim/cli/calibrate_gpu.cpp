@@ -27,9 +27,16 @@ ProfiledExecutor make_gpu_executor(const CalibrationTarget& t) {
   o.kv_cache_tokens = std::uint32_t(n.cache_rows());
   o.rope_positions = std::int32_t(n.positions());
   o.max_batch_tokens = 16384;
+  // The host tier page-locked up front and its copy lanes started, as a run's executor has them
+  // (a tier that grows inside a step stalls the device).
+  o.host_bytes = (n.host_blocks + 64) * block;
   auto executor = std::make_unique<GpuExecutor>(o);
   ProfiledExecutor p;
   p.machine = executor->ops().device_name();
+  p.copy_issue = [e = executor.get()] {
+    const GpuExecutor::CopyIssue c = e->copy_issue();
+    return CopyIssueTotals{c.ns, c.copies};
+  };
   p.executor = std::move(executor);
   return p;
 }

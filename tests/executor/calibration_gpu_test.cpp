@@ -1,7 +1,7 @@
 // The calibration grid on the libtorch executor (fp32 on the CPU, the tiny model): its step
 // sequences pass the executor's state checks (requests prefilled before they decode, injected
-// facts resident, loads served by the host tier), everything is freed at the end, and the fit
-// runs on what was measured. No timing is asserted.
+// facts resident, loads served by the host tier), everything is freed at the end, the copies
+// issued are counted, and the fit runs on what was measured. No timing is asserted.
 #include <cmath>
 
 // The torch headers first: glog's CHECK must not replace Catch's.
@@ -24,10 +24,11 @@ class CheckedExecutor : public Executor {
     fallbacks += ex_.last_stats().load_fallbacks;
     loads += plan.loads.size() + plan.async_loads.size();
     async_loads += plan.async_loads.size();
+    async_copies += plan.async_loads.size() + plan.async_offloads.size();
     return r;
   }
   std::string name() const override { return ex_.name(); }
-  std::uint64_t fallbacks = 0, loads = 0, async_loads = 0;
+  std::uint64_t fallbacks = 0, loads = 0, async_loads = 0, async_copies = 0;
 
  private:
   GpuExecutor& ex_;
@@ -80,6 +81,10 @@ TEST_CASE("calibration grid runs on the libtorch executor") {
   o.decode_reserve_tokens = n.decode_reserve_tokens();
   o.kv_cache_tokens = std::uint32_t(n.cache_rows());
   o.rope_positions = std::int32_t(n.positions());
+  // The host tier sized as `calibrate --executor gpu` sizes it: every fact the grid offloads.
+  REQUIRE(n.host_blocks >= n.host_facts);
+  REQUIRE(n.host_facts > 0);
+  o.host_bytes = (n.host_blocks + 64) * FactPool::block_bytes(o.model, 4);
   GpuExecutor ex(o);
   CheckedExecutor checked(ex);
   const auto measured = profile_executor(checked, grid, o.model, ProfileOptions{1, 2}, nullptr);
@@ -88,6 +93,9 @@ TEST_CASE("calibration grid runs on the libtorch executor") {
   CHECK(checked.loads > 0);
   CHECK(checked.async_loads > 0);
   CHECK(checked.fallbacks == 0);
+  // The host time of issuing the asynchronous copies is counted for each copy issued.
+  CHECK(ex.copy_issue().copies == checked.async_copies);
+  CHECK(ex.copy_issue().ns > 0);
   CHECK(ex.pool().resident_facts() == 0);  // the postamble freed the bank
   CHECK(ex.pool().used_bytes() == 0);
 
