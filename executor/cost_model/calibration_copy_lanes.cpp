@@ -46,10 +46,11 @@ CopyLaneFit fit_copy_lanes(const CalibrationGrid& grid,
   }
   const std::vector<std::vector<BatchPlan>> samples = first_samples(grid, model, options);
   // A fresh executor per sample: the lanes idle when it starts, as after the grid's clean-up.
-  auto predict = [&](double speed, double stall_ns) {
+  auto predict = [&](double speed, double stall_ns, double duplex) {
     CalibrationProfile p = profile;
     p.async_copies.lane_speed = speed;
     p.async_copies.stall_ns = stall_ns;
+    p.async_copies.duplex = duplex;
     const CalibratedCostModel cost(model, p);
     std::vector<double> out;
     for (const std::vector<BatchPlan>& sample : samples) {
@@ -67,13 +68,23 @@ CopyLaneFit fit_copy_lanes(const CalibrationGrid& grid,
   // several steps. Without them it keeps the profile's value.
   const bool stalls = std::any_of(samples.begin(), samples.end(),
                                   [](const std::vector<BatchPlan>& s) { return s.size() > 1; });
+  // The points whose loads move beside asynchronous offloads measure the duplex; the others
+  // the lane alone (and the stall).
+  std::vector<bool> both_lanes(samples.size());
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    both_lanes[i] = std::any_of(samples[i].begin(), samples[i].end(),
+                                [](const BatchPlan& p) { return !p.async_offloads.empty(); });
+  }
   CopyLaneFit best;
   best.stall_fitted = stalls;
+  best.duplex = profile.async_copies.duplex;
+  best.duplex_fitted = std::find(both_lanes.begin(), both_lanes.end(), true) != both_lanes.end();
   double best_loss = INFINITY;
-  auto consider = [&](double speed, double stall_ns) {
-    std::vector<double> pred = predict(speed, stall_ns);
+  auto consider_on = [&](bool duplex_points, double speed, double stall_ns, double duplex) {
+    std::vector<double> pred = predict(speed, stall_ns, duplex);
     double loss = 0;  // squared relative errors
     for (std::size_t i = 0; i < pred.size(); ++i) {
+      if (both_lanes[i] != duplex_points) continue;
       const double e = pred[i] / measured[i].duration_ns - 1;
       loss += e * e;
     }
@@ -81,8 +92,12 @@ CopyLaneFit fit_copy_lanes(const CalibrationGrid& grid,
       best_loss = loss;
       best.lane_speed = speed;
       best.stall_ns = stall_ns;
+      best.duplex = duplex;
       best.predicted_ns = std::move(pred);
     }
+  };
+  auto consider = [&](double speed, double stall_ns) {
+    consider_on(false, speed, stall_ns, best.duplex);
   };
   // Coarse: lane speed 0.25-4 by 0.01 (and stall 0-8 ms by 0.25 ms); then fine around the best:
   // speed by 0.001 (and stall by 10 us). Without stalls to fit, the profile's alone.
@@ -96,6 +111,15 @@ CopyLaneFit fit_copy_lanes(const CalibrationGrid& grid,
   for (int d = -10; d <= 10; ++d) {
     for (int e = -fine_stalls; e <= fine_stalls; ++e) {
       consider(std::max(0.25, speed0 + d / 1000.0), std::max(0.0, stall0 + e * 10e3));
+    }
+  }
+  if (best.duplex_fitted) {  // the lane alone known: how fast each moves beside the other
+    best_loss = INFINITY;
+    const double speed = best.lane_speed, stall = best.stall_ns;
+    for (int centi = 30; centi <= 100; ++centi) consider_on(true, speed, stall, centi / 100.0);
+    const double duplex0 = best.duplex;
+    for (int d = -10; d <= 10; ++d) {
+      consider_on(true, speed, stall, std::clamp(duplex0 + d / 1000.0, 0.3, 1.0));
     }
   }
   for (std::size_t i = 0; i < best.predicted_ns.size(); ++i) {

@@ -180,6 +180,14 @@ CalibrationGrid copy_lanes_grid() {
               {&P::async_loads, {256, 1024}},
               {&P::move_tokens, {24}},
               {&P::async_steps, {4}}});
+  // Both lanes at once: as many facts offloaded as loaded, in the same step (the duplex).
+  for (const auto& [n, tokens] : {std::pair{256u, 24u}, {1024u, 24u}, {64u, 256u}}) {
+    P p;
+    p.async_loads = n;
+    p.async_offloads = n;
+    p.move_tokens = tokens;
+    g.points.push_back(p);
+  }
   return g;
 }
 
@@ -260,6 +268,9 @@ std::string CalibrationPoint::label(const CalibrationShape& s) const {
   if (async_loads > 0) {
     part("async load " + std::to_string(async_loads) + "x" + std::to_string(move_tokens) +
          (async_steps > 0 ? " over " + std::to_string(async_steps) + " steps" : ""));
+  }
+  if (async_offloads > 0) {
+    part("async offload " + std::to_string(async_offloads) + "x" + std::to_string(move_tokens));
   }
   return out.empty() ? "empty" : out;
 }
@@ -392,11 +403,17 @@ std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& p
   // Facts to move: loads come from the host tier (encoded, offloaded, evicted first);
   // offloads copy facts resident in the pool.
   // Asynchronous loads are loads (load_facts) issued on the copy lanes.
+  // Asynchronous offloads (async_offloads) are offloads issued on the other lane.
+  if (pt.async_offloads > 0 && (pt.async_loads == 0 || pt.async_steps > 0)) {
+    throw std::invalid_argument("calibration point '" + pt.label(shape_) +
+                                "': async_offloads needs async_loads in one step");
+  }
   const std::uint32_t loads = pt.loads + pt.async_loads;
+  const std::uint32_t offloads = pt.offloads + pt.async_offloads;
   std::vector<FactId> load_facts, offload_facts;
-  if (loads + pt.offloads > 0) {
+  if (loads + offloads > 0) {
     CalibrationStep encode;
-    for (std::uint32_t i = 0; i < loads + pt.offloads; ++i) {
+    for (std::uint32_t i = 0; i < loads + offloads; ++i) {
       const FactId f = fresh_fact();
       (i < loads ? load_facts : offload_facts).push_back(f);
       encode.plan.encodes.push_back(FactEncode{f, 0, pt.move_tokens, 0, true});
@@ -481,8 +498,9 @@ std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& p
       add_prefill(m.plan, p, true, p.computed, true);
       m.plan.released.push_back(p.request);
     }
-    for (FactId f : offload_facts) {
-      m.plan.offloads.push_back(FactLoad{f, pt.move_tokens, move_bytes});
+    for (std::size_t i = 0; i < offload_facts.size(); ++i) {
+      (i < pt.offloads ? m.plan.offloads : m.plan.async_offloads)
+          .push_back(FactLoad{offload_facts[i], pt.move_tokens, move_bytes});
     }
     if (rep + 1 == measured) {
       for (const Prompt& d : decoders) m.plan.released.push_back(d.request);
@@ -517,7 +535,7 @@ CalibrationNeeds calibration_needs(const CalibrationGrid& grid, const ModelConfi
   CalibrationPlanner planner(model, grid.shape);
   std::map<RequestId, std::uint32_t> live;  // request -> prompt tokens
   std::map<FactId, std::uint64_t> pool;     // fact -> blocks
-  std::map<FactId, std::uint64_t> host;  // fact -> blocks
+  std::map<FactId, std::uint64_t> host;     // fact -> blocks
   std::uint64_t live_tokens = 0, pool_blocks = 0;
   std::map<RequestId, std::uint32_t> decoded;
   auto walk = [&](const std::vector<CalibrationStep>& steps) {
@@ -525,8 +543,8 @@ CalibrationNeeds calibration_needs(const CalibrationGrid& grid, const ModelConfi
       const BatchPlan& p = s.plan;
       ++n.steps;
       if (s.measured) ++n.measured_steps;
-      for (const FactLoad& o : p.offloads) {
-        host[o.fact] = blocks_of(o.tokens);
+      for (const auto* offloads : {&p.offloads, &p.async_offloads}) {
+        for (const FactLoad& o : *offloads) host[o.fact] = blocks_of(o.tokens);
       }
       for (FactId f : p.evictions) {
         if (auto it = pool.find(f); it != pool.end()) {

@@ -305,8 +305,7 @@ int fit_and_write(const CalibrateArgs& a, const CalibrationGrid& grid, const Mod
     if (issue_measured) {
       p.async_copies.issue_ns = double(lanes->issue.ns) / double(lanes->issue.copies);
       std::printf("copy lanes: issue_ns %.0f (host time per asynchronous copy, %llu copies)\n",
-                  p.async_copies.issue_ns,
-                  static_cast<unsigned long long>(lanes->issue.copies));
+                  p.async_copies.issue_ns, static_cast<unsigned long long>(lanes->issue.copies));
     }
     const CopyLaneFit lf =
         fit_copy_lanes(lanes->grid, lanes->measured, p, model, ProfileOptions{a.warmup, a.repeats});
@@ -317,18 +316,22 @@ int fit_and_write(const CalibrateArgs& a, const CalibrationGrid& grid, const Mod
     }
     std::printf("copy lanes: lane_speed %.3f", lf.lane_speed);
     if (lf.stall_fitted) std::printf(", stall_ns %.0f", lf.stall_ns);
+    if (lf.duplex_fitted) std::printf(", duplex %.3f", lf.duplex);
     std::printf(" (MAPE %.2f %%, worst %.2f %%)\n", lf.mape_pct, lf.max_ape_pct);
     char source[400];
     std::snprintf(source, sizeof source,
                   "%s measured by --copy-lanes (%zu points, MAPE %.2f %%, worst %.2f %%%s); "
                   "the other fields %s",
-                  lf.stall_fitted ? "lane_speed and stall_ns" : "lane_speed",
+                  lf.duplex_fitted ? (lf.stall_fitted ? "lane_speed, stall_ns and duplex"
+                                                      : "lane_speed and duplex")
+                                   : (lf.stall_fitted ? "lane_speed and stall_ns" : "lane_speed"),
                   lanes->measured.size(), lf.mape_pct, lf.max_ape_pct,
                   issue_measured ? "; issue_ns: the host's time per copy issued" : "",
                   kept ? "kept from the profile written over" : "at their defaults");
     p.async_copies.present = true;
     p.async_copies.lane_speed = lf.lane_speed;
     p.async_copies.stall_ns = lf.stall_ns;
+    p.async_copies.duplex = lf.duplex;
     p.async_copies.source =
         source + (p.async_copies.source.empty() ? "" : " (" + p.async_copies.source + ")");
   }
@@ -370,7 +373,8 @@ void add_calibrate_commands(CLI::App& app, Action& action) {
   cmd->add_option("--grid", args->grid, "small | full | full_mixed")->capture_default_str();
   cmd->add_flag("--copy-lanes", args->copy_lanes,
                 "also time the copy_lanes grid (asynchronous host loads) and fit the profile's "
-                "async_copies.lane_speed to it");
+                "async_copies (lane_speed, stall_ns, duplex; issue_ns where the executor "
+                "times it) to it");
   cmd->add_option("--repeats", args->repeats, "timed steps per point (median)")
       ->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "untimed steps per point first")->capture_default_str();

@@ -75,17 +75,20 @@ TEST_CASE("calibration grid: step sequences are valid for a stateful executor") 
     CalibrationPlanner planner(m, grid.shape);
     std::set<FactId> pool, host;
     std::map<RequestId, bool> running;  // request -> prefilled (last chunk done)
-    std::size_t measured = 0, measured_steps = 0;
+    std::size_t measured = 0, measured_steps = 0, async_offloads = 0;
     auto walk = [&](const std::vector<CalibrationStep>& steps) {
       for (const CalibrationStep& s : steps) {
         const BatchPlan& p = s.plan;
         measured += s.measured && !s.continues;  // samples (a run of continuing steps is one)
         measured_steps += s.measured;
-        for (const auto& o : p.offloads) {
-          CHECK(pool.count(o.fact) == 1);
-          // The rows of its tokens, as the executor copies them and the simulator prices them.
-          CHECK(o.bytes == std::uint64_t(o.tokens) * m.kv_bytes_per_token());
-          host.insert(o.fact);
+        for (const auto* offloads : {&p.offloads, &p.async_offloads}) {
+          for (const auto& o : *offloads) {
+            CHECK(pool.count(o.fact) == 1);
+            // The rows of its tokens, as the executor copies them and the simulator prices them.
+            CHECK(o.bytes == std::uint64_t(o.tokens) * m.kv_bytes_per_token());
+            host.insert(o.fact);
+          }
+          async_offloads += offloads == &p.async_offloads ? offloads->size() : 0;
         }
         for (FactId f : p.evictions) CHECK(pool.erase(f) == 1);
         for (const auto* loads : {&p.loads, &p.async_loads}) {
@@ -142,7 +145,9 @@ TEST_CASE("calibration grid: step sequences are valid for a stateful executor") 
       CHECK(n1.decode_steps == 3);
       CHECK(n1.max_position >= grid.shape.header_tokens + 16 * grid.shape.chunk_tokens);
     } else {
-      CHECK(n1.pool_blocks >= 256 * ((256 + 15) / 16));  // the largest point's facts at once
+      CHECK(n1.pool_blocks >= 256 * ((256 + 15) / 16));      // the largest point's facts at once
+      CHECK(async_offloads > 0);                             // both lanes at once (the duplex)
+      CHECK(n1.host_blocks >= 2 * 1024 * ((24 + 15) / 16));  // loads and offloads of 1024x24
     }
   }
 }
@@ -461,12 +466,18 @@ TEST_CASE(
   profile.async_copies.issue_ns = 1800;
   const CalibrationGrid lanes = make_calibration_grid("copy_lanes");
   const ProfileOptions options{1, 2};
-  // (lane speed, stall ns): the grid's loads beside decode steps make the stall measurable.
-  for (const auto& [truth, stall] : {std::pair{0.8, 0.0}, {1.37, 1.5e6}, {2.5, 4e5}}) {
-    INFO("lane_speed " << truth << ", stall_ns " << stall);
+  // (lane speed, stall ns, duplex): the grid's loads beside decode steps make the stall
+  // measurable, its loads beside as many offloads the duplex.
+  struct Lanes {
+    double speed, stall, duplex;
+  };
+  for (const auto& [truth, stall, duplex] :
+       {Lanes{0.8, 0.0, 1.0}, Lanes{1.37, 1.5e6, 0.66}, Lanes{2.5, 4e5, 0.9}}) {
+    INFO("lane_speed " << truth << ", stall_ns " << stall << ", duplex " << duplex);
     CalibrationProfile device = profile;
     device.async_copies.lane_speed = truth;
     device.async_copies.stall_ns = stall;
+    device.async_copies.duplex = duplex;
     ClockedExecutor clocked{CalibratedCostModel(m, device)};
     const auto measured = profile_executor(clocked, lanes, m, options, nullptr);
     // Fitted from a profile that says otherwise: the measurement decides.
@@ -474,6 +485,8 @@ TEST_CASE(
     CHECK(lf.lane_speed == Approx(truth).epsilon(0.002));
     CHECK(lf.stall_fitted);
     CHECK(lf.stall_ns == Approx(stall).margin(1e5));  // about 0.1 ms: it trades off a little speed
+    CHECK(lf.duplex_fitted);
+    CHECK(lf.duplex == Approx(duplex).margin(0.01));
     CHECK(lf.max_ape_pct < 0.5);
     // A slower lane takes longer to deliver the same loads: the measurement is not flat.
     REQUIRE(lf.predicted_ns.size() == lanes.points.size());
