@@ -13,7 +13,8 @@
 #              runs only those named
 #   calibrate  `inferscale calibrate --executor gpu --grid full` (CAL_GRID=full_mixed: with
 #              headline-shaped mixed steps; COPY_LANES=1: also --copy-lanes, the copy lanes'
-#              speed and stall measured, alone and beside decode steps)
+#              speed, stall, duplex and issue time measured: loads alone, beside decode steps
+#              and beside offloads), written over the shipped profile
 #              -> h200-llama-3.1-8b.yaml and the measured points (held-out error in the profile)
 #   hil        configs/headline.yaml hardware-in-the-loop at USERS (default 50 100 150 200),
 #              with HIL_SET (extra --set arguments) if given, HIL_REPEATS times (default 1;
