@@ -131,6 +131,12 @@ struct PhaseTimes {
   SimTime overhead_ns = 0;
 };
 
+/// Host time an executor spent issuing asynchronous copies, and how many it issued.
+struct CopyIssue {
+  std::int64_t ns = 0;
+  std::uint64_t copies = 0;
+};
+
 struct BatchResult {
   SimTime duration_ns = 0;
   PhaseTimes phases;

@@ -250,9 +250,16 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   trace.at("host_evictions");
   for (const FactLoad& o : plan.offloads) offload(o.fact);
   trace.at("sync_offloads");
-  const auto issue_start = std::chrono::steady_clock::now();
-  if (!plan.async_offloads.empty()) issue_async_offloads(plan.async_offloads);
-  auto issue_ns = std::chrono::steady_clock::now() - issue_start;
+  // The host's time issuing asynchronous copies (GpuExecutor::copy_issue).
+  std::chrono::steady_clock::duration issue_time{};
+  auto timed_issue = [&issue_time](auto&& issue) {
+    const auto t0 = std::chrono::steady_clock::now();
+    issue();
+    issue_time += std::chrono::steady_clock::now() - t0;
+  };
+  if (!plan.async_offloads.empty()) {
+    timed_issue([&] { issue_async_offloads(plan.async_offloads); });
+  }
   trace.at("async_offloads");
   // The pool hands out the blocks freed last first (its free list is a stack). With asynchronous
   // copies a load waits for the offload that frees its blocks: free in reverse, so that the
@@ -272,14 +279,10 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   if (!plan.loads.empty()) settle_offloads();  // they may write blocks an offload still reads
   for (const FactLoad& l : plan.loads) load(l, inj, encodes);
   if (!plan.async_loads.empty()) {
-    const auto loads_start = std::chrono::steady_clock::now();
-    issue_async_loads(plan.async_loads, inj, encodes);
-    issue_ns += std::chrono::steady_clock::now() - loads_start;
+    timed_issue([&] { issue_async_loads(plan.async_loads, inj, encodes); });
   }
-  if (const std::size_t n = plan.async_offloads.size() + plan.async_loads.size(); n > 0) {
-    copy_issue_.ns += std::chrono::duration_cast<std::chrono::nanoseconds>(issue_ns).count();
-    copy_issue_.copies += n;
-  }
+  copy_issue_.ns += std::chrono::duration_cast<std::chrono::nanoseconds>(issue_time).count();
+  copy_issue_.copies += plan.async_offloads.size() + plan.async_loads.size();
   trace.at("loads");
   // A prefill that injects an asynchronously loaded fact waits for its copy here.
   if (!pending_loads_.empty()) {

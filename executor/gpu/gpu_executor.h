@@ -124,10 +124,6 @@ class GpuExecutor : public Executor {
   std::int64_t total_copy_gap_ns() const { return total_copy_gap_ns_; }
   /// Host time spent issuing asynchronous copies (offloads and loads, the compute stream idle
   /// meanwhile) and the number issued, over the executor's life: the calibration's issue_ns.
-  struct CopyIssue {
-    std::int64_t ns = 0;
-    std::uint64_t copies = 0;
-  };
   CopyIssue copy_issue() const { return copy_issue_; }
   /// Whether the host tier holds a fact.
   bool host_has(FactId fact) const { return host_tier_->find(fact) != nullptr; }

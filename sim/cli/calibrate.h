@@ -24,18 +24,12 @@ struct CalibrationTarget {
   std::uint64_t seed = 0;  // random weights (timing does not depend on their values)
 };
 
-/// Host time spent issuing asynchronous copies and their number, over an executor's life.
-struct CopyIssueTotals {
-  std::int64_t ns = 0;
-  std::uint64_t copies = 0;
-};
-
 struct ProfiledExecutor {
   std::unique_ptr<Executor> executor;
   std::string machine;  // the device's name, recorded in the profile
   /// The executor's copy-issue totals so far; empty where it does not measure them (then
   /// --copy-lanes keeps the profile's issue_ns).
-  std::function<CopyIssueTotals()> copy_issue;
+  std::function<CopyIssue()> copy_issue;
 };
 
 using CalibrationExecutorFactory = ProfiledExecutor (*)(const CalibrationTarget& target);

@@ -163,7 +163,7 @@ double forecast_s(const CalibrationGrid& grid, const ModelConfig& model, const G
 struct LaneMeasurements {
   CalibrationGrid grid;
   std::vector<PointMeasurement> measured;
-  CopyIssueTotals issue;  // while the grid ran; no copies: not measured
+  CopyIssue issue;  // while the grid ran; no copies: not measured
 };
 
 int fit_and_write(const CalibrateArgs& a, const CalibrationGrid& grid, const ModelConfig& model,
@@ -252,10 +252,10 @@ int run_calibrate(const CalibrateArgs& a) {
   const auto measured = profile_executor(*profiled.executor, grid, model, options, log);
   if (a.copy_lanes) {
     std::fprintf(stderr, "copy lanes: grid copy_lanes, %zu points\n", lanes.grid.points.size());
-    const CopyIssueTotals before = profiled.copy_issue ? profiled.copy_issue() : CopyIssueTotals{};
+    const CopyIssue before = profiled.copy_issue ? profiled.copy_issue() : CopyIssue{};
     lanes.measured = profile_executor(*profiled.executor, lanes.grid, model, options, log);
     if (profiled.copy_issue) {
-      const CopyIssueTotals after = profiled.copy_issue();
+      const CopyIssue after = profiled.copy_issue();
       lanes.issue = {after.ns - before.ns, after.copies - before.copies};
     }
   }
