@@ -40,29 +40,45 @@ SimTime CopyEngineModel::issue(const BatchPlan& plan, SimTime now) {
   // A lane's past is settled up to clock_: nothing issued now runs before it.
   const SimTime at = std::max<SimTime>(now, SimTime(std::ceil(clock_)));
   const std::size_t k = params_.batch_facts;
-  offload_marks_.clear();
+  offload_ticket_.clear();
   double offload_bytes = 0;
   for (std::size_t i = 0; i < plan.async_offloads.size(); i += k) {
     const double work = batch_ns(plan.async_offloads, i, offload_bytes);
-    offload_marks_.emplace_back(offload_bytes, push(kToHost, work, at, 0));
+    const std::uint64_t ticket = push(kToHost, work, at, 0);
+    const std::size_t end = std::min(plan.async_offloads.size(), i + k);
+    for (std::size_t j = i; j < end; ++j) {
+      offload_ticket_[plan.async_offloads[j].fact] = {ticket, plan.async_offloads[j].bytes};
+    }
   }
+  // The blocks a load takes: the executor frees the step's evictions in reverse and its pool
+  // hands out the blocks freed last first, so the loads take the evicted facts' blocks in the
+  // plan's eviction order, then blocks that were free before the step. A load batch waits for
+  // the offload batches of the evicted facts whose blocks it takes (the executor tracks it block
+  // by block; here by bytes, a fact evicted without an offload counting as a mean load). An
+  // offload of a fact that stays resident frees nothing and holds no load back.
   double load_total = 0;
   for (const FactLoad& l : plan.async_loads) load_total += double(l.bytes);
-  // The blocks a load takes were freed by the step's evictions in their order: a load batch
-  // waits for the offloads up to the same share of the step's offloaded bytes as its share of
-  // the loaded bytes (the executor tracks it block by block).
+  freed_.clear();
+  double freed = 0;  // bytes of evicted blocks the loads take; the rest were free before
+  if (!offload_ticket_.empty() && !plan.async_loads.empty()) {
+    const double mean_load = load_total / double(plan.async_loads.size());
+    std::uint64_t ticket = 0;
+    for (FactId f : plan.evictions) {
+      if (freed >= load_total) break;
+      const auto it = offload_ticket_.find(f);
+      if (it != offload_ticket_.end()) ticket = std::max(ticket, it->second.first);
+      freed_.emplace_back(freed, ticket);  // the blocks from `freed` on wait for `ticket`
+      freed += it != offload_ticket_.end() ? double(it->second.second) : mean_load;
+    }
+  }
   double loaded = 0;
   std::size_t mark = 0;
   for (std::size_t i = 0; i < plan.async_loads.size(); i += k) {
+    const bool takes_freed = loaded < freed;
     const double work = batch_ns(plan.async_loads, i, loaded);
-    std::uint64_t after = 0;
-    if (!offload_marks_.empty()) {
-      const double need = load_total > 0 ? offload_bytes * loaded / load_total : offload_bytes;
-      while (mark + 1 < offload_marks_.size() && offload_marks_[mark].first < need * (1 - 1e-12)) {
-        ++mark;
-      }
-      after = offload_marks_[mark].second;
-    }
+    // The last eviction whose blocks start before this batch's end.
+    while (mark + 1 < freed_.size() && freed_[mark + 1].first < loaded * (1 - 1e-12)) ++mark;
+    const std::uint64_t after = takes_freed ? freed_[mark].second : 0;
     const std::uint64_t ticket = push(kToDevice, work, at, after);
     const std::size_t end = std::min(plan.async_loads.size(), i + k);
     for (std::size_t j = i; j < end; ++j) pending_[plan.async_loads[j].fact] = ticket;

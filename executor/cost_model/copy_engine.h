@@ -6,8 +6,9 @@
 // The GPU executor (executor/gpu/gpu_executor_kv.cpp) issues a step's asynchronous offloads, then
 // its loads, to two copy lanes (device -> host, host -> device), each a queue of batches of
 // `batch_facts` facts with a ticket; a lane runs its batches one after another in issue order. A
-// load batch first waits for the offload batch that frees its blocks (the step frees its
-// evictions in reverse, so the first loads take the first victims' blocks), and a prefill that
+// load batch first waits for the offload batches of the evicted facts whose blocks it takes (the
+// step frees its evictions in reverse, so the first loads take the first victims' blocks; an
+// offload of a fact that stays resident holds no load back), and a prefill that
 // injects a loaded fact waits for its batch's ticket before the step's forward pass. The model
 // follows that: a batch's work is its facts' copy time alone (`fact_ns` + bytes / rate), and while
 // both lanes move bytes each runs at `duplex` of its rate alone (the link and the host memory are
@@ -85,8 +86,10 @@ class CopyEngineModel {
   std::uint64_t batches_ = 0;
   std::uint64_t last_done_[2] = {0, 0};
   std::unordered_map<FactId, std::uint64_t> pending_;  // loaded fact -> its batch's ticket
-  /// Scratch of issue(): each offload batch of the step, with the offload bytes up to its end.
-  std::vector<std::pair<double, std::uint64_t>> offload_marks_;
+  /// Scratch of issue(): each offloaded fact's batch ticket and bytes; for each evicted fact in
+  /// the plan's order, the loaded bytes where its blocks start and the ticket they wait for.
+  std::unordered_map<FactId, std::pair<std::uint64_t, std::uint64_t>> offload_ticket_;
+  std::vector<std::pair<double, std::uint64_t>> freed_;
 };
 
 }  // namespace inferscale

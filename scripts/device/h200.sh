@@ -15,7 +15,8 @@
 #              headline-shaped mixed steps; COPY_LANES=1: also --copy-lanes, the copy lanes'
 #              speed, stall, duplex and issue time measured: loads alone, beside decode steps
 #              and beside offloads), written over the shipped profile
-#              -> h200-llama-3.1-8b.yaml and the measured points (held-out error in the profile)
+#              -> h200-llama-3.1-8b.yaml and the measured points (held-out error in the profile;
+#              with COPY_LANES, the lanes' points in calibration_h200_copy_lanes.csv)
 #   hil        configs/headline.yaml hardware-in-the-loop at USERS (default 50 100 150 200),
 #              with HIL_SET (extra --set arguments) if given, HIL_REPEATS times (default 1;
 #              more: results headline_hil_U_rN)

@@ -143,6 +143,36 @@ std::vector<std::vector<double>> read_points_samples(const std::string& path,
   return samples;
 }
 
+/// Where --points puts the copy_lanes grid's points (with --copy-lanes): beside the step grid's,
+/// `<points>_copy_lanes.csv` (`.csv` dropped first); --refit with --copy-lanes reads it there.
+std::string lanes_points_path(const std::string& points) {
+  std::string stem = points;
+  if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".csv") == 0)
+    stem.resize(stem.size() - 4);
+  return stem + "_copy_lanes.csv";
+}
+
+/// The copy_lanes grid's points: measured (median) and priced at the fitted fields, and the
+/// timed samples (what --refit reads).
+std::string lanes_points_csv(const CalibrationGrid& grid,
+                             const std::vector<PointMeasurement>& measured,
+                             const std::vector<double>& predicted_ns) {
+  std::ostringstream o;
+  o << "point,label,measured_ns,predicted_ns,error_pct,samples_ns\n";
+  for (std::size_t i = 0; i < measured.size(); ++i) {
+    const double m = measured[i].duration_ns, q = predicted_ns[i];
+    char row[160];
+    std::snprintf(row, sizeof row, "%zu,\"%s\",%.0f,%.0f,%.3f,", i,
+                  grid.points[i].label(grid.shape).c_str(), m, q, 100.0 * (q - m) / m);
+    o << row;
+    for (std::size_t j = 0; j < measured[i].samples_ns.size(); ++j) {
+      o << (j ? " " : "") << static_cast<long long>(std::llround(measured[i].samples_ns[j]));
+    }
+    o << "\n";
+  }
+  return o.str();
+}
+
 /// Executor time of the whole grid as the datasheet roofline prices it (a forecast).
 double forecast_s(const CalibrationGrid& grid, const ModelConfig& model, const GpuConfig& gpu,
                   std::uint32_t timed) {
@@ -201,7 +231,6 @@ int run_calibrate(const CalibrateArgs& a) {
   }
   if (!a.refit.empty()) {
     if (a.machine.empty()) throw InputError("--machine", "required with --refit");
-    if (a.copy_lanes) throw InputError("--copy-lanes", "measures the executor: not with --refit");
     std::vector<PointMeasurement> measured;
     try {
       measured = replay_measurements(grid, model, options, read_points_samples(a.refit, grid));
@@ -210,7 +239,27 @@ int run_calibrate(const CalibrateArgs& a) {
     }
     std::fprintf(stderr, "refitting %zu points of %s (measured on %s)\n", measured.size(),
                  a.refit.c_str(), a.machine.c_str());
-    return fit_and_write(a, grid, model, gpu, measured, a.machine, 0.0, nullptr);
+    if (!a.copy_lanes) return fit_and_write(a, grid, model, gpu, measured, a.machine, 0.0, nullptr);
+    // The lanes' points beside the steps'; issue_ns is not in them: the profile written over
+    // keeps the one measured with them.
+    LaneMeasurements lanes;
+    lanes.grid = make_calibration_grid("copy_lanes");
+    const std::string path = lanes_points_path(a.refit);
+    try {
+      lanes.measured =
+          replay_measurements(lanes.grid, model, options, read_points_samples(path, lanes.grid));
+    } catch (const std::invalid_argument& e) {
+      throw InputError(path, e.what());
+    }
+    if (!std::filesystem::exists(a.out)) {
+      throw InputError("--out",
+                       "with --refit and --copy-lanes: the profile the lanes were "
+                       "measured with (its issue_ns is kept), not found: " +
+                           a.out);
+    }
+    std::fprintf(stderr, "refitting %zu copy-lane points of %s\n", lanes.measured.size(),
+                 path.c_str());
+    return fit_and_write(a, grid, model, gpu, measured, a.machine, 0.0, &lanes);
   }
   const std::uint32_t timed = a.warmup + a.repeats;
   LaneMeasurements lanes;
@@ -293,6 +342,7 @@ int fit_and_write(const CalibrateArgs& a, const CalibrationGrid& grid, const Mod
   p.held_out_max_ape_pct = fit.held_out_max_ape_pct;
   // The grid does not measure asynchronous copies: a profile written over keeps its section.
   bool kept = false;
+  std::vector<double> lane_predicted_ns;
   if (std::filesystem::exists(a.out)) {
     try {
       p.async_copies = load_profile(a.out, "--out").async_copies;
@@ -309,6 +359,7 @@ int fit_and_write(const CalibrateArgs& a, const CalibrationGrid& grid, const Mod
     }
     const CopyLaneFit lf =
         fit_copy_lanes(lanes->grid, lanes->measured, p, model, ProfileOptions{a.warmup, a.repeats});
+    lane_predicted_ns = lf.predicted_ns;
     for (std::size_t i = 0; i < lanes->measured.size(); ++i) {
       std::printf("copy lanes: %-24s measured %9.3f ms, priced %9.3f ms\n",
                   lanes->grid.points[i].label(lanes->grid.shape).c_str(),
@@ -338,6 +389,10 @@ int fit_and_write(const CalibrateArgs& a, const CalibrationGrid& grid, const Mod
   write_profile(a.out, p);
   if (!a.points.empty()) {
     write_text(a.points, calibration_points_csv(grid, measured, fit, model), "--points");
+    if (lanes != nullptr) {
+      write_text(lanes_points_path(a.points),
+                 lanes_points_csv(lanes->grid, lanes->measured, lane_predicted_ns), "--points");
+    }
   }
 
   const auto& names = calibration_feature_names();
@@ -382,11 +437,12 @@ void add_calibrate_commands(CLI::App& app, Action& action) {
   cmd->add_option("--seed", args->seed, "seed of the random weights (gpu executor)")
       ->capture_default_str();
   cmd->add_option("--points", args->points,
-                  "also write every point (CSV: measured, predicted, "
-                  "features)");
+                  "also write every point (CSV: measured, predicted, features; with "
+                  "--copy-lanes, the lanes' points beside it in <points>_copy_lanes.csv)");
   cmd->add_option("--refit", args->refit,
                   "fit again the points of an earlier --points CSV (same grid, warm-up and "
-                  "repeats) instead of profiling: for new feature definitions");
+                  "repeats) instead of profiling: for new feature definitions; with "
+                  "--copy-lanes, its _copy_lanes.csv too, keeping --out's issue_ns");
   cmd->add_option("--machine", args->machine,
                   "with --refit: the device the points were measured on (the profile records it)");
   cmd->callback([&action, args] { action = [args] { return run_calibrate(*args); }; });

@@ -23,14 +23,16 @@ CopyEngineParams params(double duplex = 1, double issue_ns = 0) {
   return p;
 }
 
-/// A plan that issues `offloads` asynchronous offloads (facts 1000..) and `loads` asynchronous
-/// loads (facts 0..), and whose one first chunk injects `inject`.
+/// A plan that issues `offloads` asynchronous offloads of victims it evicts (facts 1000..; as
+/// the simulator plans them) and `loads` asynchronous loads (facts 0..), and whose one first
+/// chunk injects `inject`.
 BatchPlan plan_of(std::size_t offloads, std::size_t loads, std::vector<FactId> inject,
                   SimTime now) {
   BatchPlan plan;
   plan.now = now;
   for (std::size_t i = 0; i < offloads; ++i) {
     plan.async_offloads.push_back(FactLoad{FactId(1000 + i), 8, kFactBytes});
+    plan.evictions.push_back(FactId(1000 + i));
   }
   for (std::size_t i = 0; i < loads; ++i) {
     plan.async_loads.push_back(FactLoad{FactId(i), 8, kFactBytes});
@@ -79,6 +81,32 @@ TEST_CASE("copy lanes: a load batch starts after the offloads that free its bloc
   two.issue(plan_of(32, 32, {}, 0), 0);
   CHECK(two.ready(plan_of(0, 0, {0}, 0), 0) == 32 * 1000);
   CHECK(two.ready(plan_of(0, 0, {31}, 0), 0) == 48 * 1000);
+  // 16 victims for 32 loads: the second load batch takes blocks free before the step and starts
+  // at once (the load lane runs in order: it is done after the first).
+  CopyEngineModel more(params());
+  more.issue(plan_of(16, 32, {}, 0), 0);
+  CHECK(more.ready(plan_of(0, 0, {0}, 0), 0) == 32 * 1000);
+  CHECK(more.ready(plan_of(0, 0, {31}, 0), 0) == 48 * 1000);
+}
+
+TEST_CASE("copy lanes: only the offloads of evicted facts hold loads back") {
+  // Offloads of facts that stay resident (a copy to the host only) free no blocks: the loads
+  // run beside them from the start.
+  BatchPlan keep = plan_of(16, 16, {}, 0);
+  keep.evictions.clear();
+  CopyEngineModel a(params());
+  a.issue(keep, 0);
+  CHECK(a.ready(plan_of(0, 0, {0}, 0), 0) == 16 * 1000);
+  // Victims evicted without an offload come first: the first load batch takes their blocks and
+  // starts at once; the second takes the offloaded victims' blocks and waits for their batch.
+  BatchPlan mixed = plan_of(16, 32, {}, 0);
+  std::vector<FactId> resident_victims;
+  for (FactId f = 2000; f < 2016; ++f) resident_victims.push_back(f);
+  mixed.evictions.insert(mixed.evictions.begin(), resident_victims.begin(), resident_victims.end());
+  CopyEngineModel b(params());
+  b.issue(mixed, 0);
+  CHECK(b.ready(plan_of(0, 0, {0}, 0), 0) == 16 * 1000);
+  CHECK(b.ready(plan_of(0, 0, {31}, 0), 0) == 32 * 1000);
 }
 
 TEST_CASE("copy lanes: both lanes moving share the link") {

@@ -381,15 +381,16 @@ TEST_CASE("inferscale calibrate: cost_model profile, errors exit 2 and write not
   CHECK(run_cli(common + " --executor nothing --out " + bad, dir / "e2.txt") == 2);
   CHECK(read_text(dir / "e2.txt").find("cost_model") != std::string::npos);
   CHECK(run_cli(common + " --executor cost_model --repeats 0 --out " + bad, dir / "e3.txt") == 2);
-  // copy_lanes is measured beside a grid (--copy-lanes), not fitted alone, and not refitted.
+  // copy_lanes is measured beside a grid (--copy-lanes), not fitted alone; refitted only from
+  // the lanes' points written beside the grid's (points.csv has none).
   CHECK(run_cli("calibrate --model " + model + " --gpu " + gpu +
                     " --executor cost_model --grid copy_lanes --out " + bad,
                 dir / "e5.txt") == 2);
   CHECK(read_text(dir / "e5.txt").find("--copy-lanes") != std::string::npos);
-  CHECK(run_cli(common + " --executor cost_model --copy-lanes --refit " +
+  CHECK(run_cli(common + " --executor cost_model --repeats 1 --warmup 0 --copy-lanes --refit " +
                     (dir / "points.csv").string() + " --machine m --out " + bad,
                 dir / "e6.txt") == 2);
-  CHECK(read_text(dir / "e6.txt").find("--copy-lanes") != std::string::npos);
+  CHECK(read_text(dir / "e6.txt").find("points_copy_lanes.csv") != std::string::npos);
   CHECK(run_cli("calibrate --executor cost_model --model nosuch --out " + bad, dir / "e4.txt") ==
         2);
   CHECK_FALSE(std::filesystem::exists(bad));
@@ -429,6 +430,33 @@ TEST_CASE("inferscale calibrate --refit: the points of a profile fit again to th
   CHECK(kept.async_copies.present);
   CHECK(kept.async_copies.duplex == 0.5);
   CHECK(kept.async_copies.stall_ns == 1e6);
+
+  // --copy-lanes with --points: the lanes' points beside the grid's; --refit --copy-lanes fits
+  // them again over the profile they were measured with, to the same fields.
+  const auto lanes_points = (dir / "lanes.csv").string();
+  const auto lanes_first = (dir / "lanes_first.yaml").string();
+  REQUIRE(run_cli(common + " --copy-lanes --out " + lanes_first + " --points " + lanes_points,
+                  dir / "log4.txt") == 0);
+  const auto lanes_csv = read_csv(dir / "lanes_copy_lanes.csv");
+  CHECK(lanes_csv.size() == make_calibration_grid("copy_lanes").points.size());
+  const auto lanes_again = (dir / "lanes_again.yaml").string();
+  std::filesystem::copy_file(lanes_first, lanes_again);
+  REQUIRE(run_cli(common + " --copy-lanes --refit " + lanes_points + " --machine m --out " +
+                      lanes_again,
+                  dir / "log5.txt") == 0);
+  const CalibrationProfile l1 = load_profile(lanes_first, "test"),
+                           l2 = load_profile(lanes_again, "test");
+  CHECK(l2.async_copies.lane_speed == Approx(l1.async_copies.lane_speed).margin(1e-9));
+  CHECK(l2.async_copies.duplex == Approx(l1.async_copies.duplex).margin(1e-9));
+  CHECK(l2.async_copies.stall_ns == Approx(l1.async_copies.stall_ns).margin(1e-9));
+  CHECK(l2.async_copies.issue_ns == l1.async_copies.issue_ns);
+  CHECK(l2.command.find("--copy-lanes") != std::string::npos);
+  // Without the profile the lanes were measured with (its issue_ns): exit 2, nothing written.
+  const auto nowhere = (dir / "nowhere.yaml").string();
+  CHECK(run_cli(common + " --copy-lanes --refit " + lanes_points + " --machine m --out " + nowhere,
+                dir / "e5.txt") == 2);
+  CHECK(read_text(dir / "e5.txt").find("--out") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(nowhere));
 
   // A points file of another grid, other repeats or a damaged line: exit 2 at the place.
   std::string csv = read_text(points);
