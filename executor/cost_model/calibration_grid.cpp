@@ -164,14 +164,19 @@ CalibrationGrid full_mixed_grid() {
   return g;
 }
 
-/// Asynchronous loads of 64-1,024 facts of 24 tokens and 16-256 of 256 tokens, each step with a
-/// one-request prefill that injects the last one: what the copy lanes deliver, for
-/// `inferscale calibrate --copy-lanes` (calibration_copy_lanes.h), not for the step fit.
+/// Asynchronous loads of 64-1,024 facts of 24 tokens, 16-256 of 256 tokens and 1,024 of 13, 17
+/// and 20 tokens, each step with a one-request prefill that injects the last one: what the copy
+/// lanes deliver, for `inferscale calibrate --copy-lanes` (calibration_copy_lanes.h), not for the
+/// step fit.
 CalibrationGrid copy_lanes_grid() {
   CalibrationGrid g;
   g.name = "copy_lanes";
   add_family(g.points, g.shape, {{&P::async_loads, {64, 256, 1024}}, {&P::move_tokens, {24}}});
   add_family(g.points, g.shape, {{&P::async_loads, {16, 64, 256}}, {&P::move_tokens, {256}}});
+  // LoCoMo's facts (19 tokens on average): a part of one 16-token block (13), a whole block and
+  // one token of the next (17), a whole block and four tokens (20). A part of a block moves as
+  // one strided copy of a row per layer's K and V.
+  add_family(g.points, g.shape, {{&P::async_loads, {1024}}, {&P::move_tokens, {13, 17, 20}}});
   // The lanes beside compute: loads issued with the first of four decode steps of 64 or 128
   // requests over 1,616-token contexts (the headline's waves), injected in the fifth.
   add_family(g.points, g.shape,
