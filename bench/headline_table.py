@@ -22,6 +22,7 @@ import glob
 import json
 import os
 import subprocess
+import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -34,13 +35,17 @@ def figures(s):
     return s["throughput"]["requests_per_s"], s["ttft_ms"]["p50"], s["ttft_ms"]["p99"]
 
 
-def hardware_runs(tag, users, mode):
-    """The summaries of the hardware runs of a tag at `users`: the run, then its repeats."""
-    suffix = f"_{tag}" if tag else ""
-    first = os.path.join(HIL, f"{users}_{mode}{suffix}.json")
-    rest = sorted(p for p in glob.glob(os.path.join(HIL, f"{users}_{mode}{suffix}_*.json"))
-                  if not p.endswith("_timeline.json")) if tag else []
-    return [json.load(open(p)) for p in [first] + rest if os.path.exists(p)]
+def hardware_runs(tags, users, mode):
+    """The summaries of the hardware runs of the tags at `users`: each tag's run, then its
+    repeats."""
+    runs = []
+    for tag in tags:
+        suffix = f"_{tag}" if tag else ""
+        first = os.path.join(HIL, f"{users}_{mode}{suffix}.json")
+        rest = sorted(p for p in glob.glob(os.path.join(HIL, f"{users}_{mode}{suffix}_*.json"))
+                      if not p.endswith("_timeline.json")) if tag else []
+        runs += [json.load(open(p)) for p in [first] + rest if os.path.exists(p)]
+    return runs
 
 
 def mean_figures(runs):
@@ -70,12 +75,14 @@ def main():
                     help="populations to compare (default: all four)")
     ap.add_argument("--tag", default="",
                     help="read the hardware runs U_MODE_TAG.json (and _timeline.json) instead of "
-                         "U_MODE.json, e.g. a commit")
+                         "U_MODE.json, e.g. a commit; several, comma-separated: all their runs "
+                         "(steps: the first tag's)")
     ap.add_argument("--profile", default="h200-llama-3.1-8b",
                     help="the calibrated simulation's profile: a name under configs/profiles/ or "
                          "a path (default: the shipped H200 profile)")
     a = ap.parse_args()
-    suffix = f"_{a.tag}" if a.tag else ""
+    tags = a.tag.split(",")
+    suffix = f"_{tags[0]}" if tags[0] else ""
     profile = a.profile if not os.path.exists(a.profile) else os.path.abspath(a.profile)
     calibrated = ["--set", "executor.kind=calibrated", "--set", f"executor.profile={profile}",
                   "--set", "output.timeline=true"]
@@ -84,7 +91,9 @@ def main():
     ratios, step_rows, detail_rows = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for u in [int(x) for x in a.users.split(",")]:
-            hil = {m: hardware_runs(a.tag, u, m) for m in MODES}
+            hil = {m: hardware_runs(tags, u, m) for m in MODES}
+            if not all(hil.values()):
+                sys.exit(f"no hardware runs of {u} users for tag(s) {a.tag}")
             cal = simulate(a.inferscale, a.data, u, calibrated, os.path.join(tmp, "cal"))
             sheet = simulate(a.inferscale, a.data, u, [], os.path.join(tmp, "sheet"))
             for m in MODES:

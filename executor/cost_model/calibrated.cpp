@@ -107,6 +107,7 @@ CopyEngineParams CalibratedCostModel::copy_engine_params() const {
   const double speed = profile_.async_copies.lane_speed;
   p.bytes_per_ns = profile_.knee.pcie_bytes_per_s * 1e-9 / pcie * speed;
   p.fact_ns = c[kFeatureTransfers] / speed;
+  p.block_ns = profile_.async_copies.block_ns;
   p.duplex = profile_.async_copies.duplex;
   p.issue_ns = profile_.async_copies.issue_ns;
   p.stall_ns = profile_.async_copies.stall_ns;

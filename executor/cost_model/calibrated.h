@@ -41,13 +41,14 @@ struct CalibrationProfile {
   double held_out_mape_pct = 0;
   double held_out_max_ape_pct = 0;
   /// Asynchronous host-tier copies (store.host.async_loads): what the grid's steps do not
-  /// measure, fitted from hardware-in-the-loop step timelines. The lanes' rate alone is the
-  /// fit's (pcie and transfers coefficients). Defaults: the lanes at their rate alone, no issue
-  /// time, no stall.
+  /// measure, fitted to the copy_lanes grid (`calibrate --copy-lanes`). The lanes' rate alone is
+  /// the fit's (pcie and transfers coefficients). Defaults: the lanes at their rate alone, no
+  /// block, issue or stall time.
   struct AsyncCopies {
     bool present = false;   // read from the profile (else the defaults)
     double duplex = 1;      // each lane's rate while both lanes move, a fraction of its rate alone
     double lane_speed = 1;  // a lane's rate alone, a multiple of a load's inside a step
+    double block_ns = 0;    // a lane's time per 16-token block copied, besides its bytes
     double issue_ns = 0;    // host time a step spends issuing one asynchronous copy
     double stall_ns = 0;    // added to a step whose forward pass starts while copies are in flight
     std::uint32_t batch_facts = 16;  // facts per copy batch (the GPU executor's tickets)

@@ -46,11 +46,12 @@ CopyLaneFit fit_copy_lanes(const CalibrationGrid& grid,
   }
   const std::vector<std::vector<BatchPlan>> samples = first_samples(grid, model, options);
   // A fresh executor per sample: the lanes idle when it starts, as after the grid's clean-up.
-  auto predict = [&](double speed, double stall_ns, double duplex) {
+  auto predict = [&](double speed, double stall_ns, double duplex, double block_ns) {
     CalibrationProfile p = profile;
     p.async_copies.lane_speed = speed;
     p.async_copies.stall_ns = stall_ns;
     p.async_copies.duplex = duplex;
+    p.async_copies.block_ns = block_ns;
     const CalibratedCostModel cost(model, p);
     std::vector<double> out;
     for (const std::vector<BatchPlan>& sample : samples) {
@@ -75,13 +76,31 @@ CopyLaneFit fit_copy_lanes(const CalibrationGrid& grid,
     both_lanes[i] = std::any_of(samples[i].begin(), samples[i].end(),
                                 [](const BatchPlan& p) { return !p.async_offloads.empty(); });
   }
+  // block_ns apart from the bytes: the lane-alone points move facts of several blocks per token
+  // (e.g. 13, 17 and 24 tokens: 1, 2 and 2 blocks).
+  std::vector<double> blocks_per_token;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    if (both_lanes[i]) continue;
+    for (const BatchPlan& plan : samples[i]) {
+      for (const FactLoad& l : plan.async_loads) {
+        const double r = double((l.tokens + kBlockTokens - 1) / kBlockTokens) / double(l.tokens);
+        if (std::none_of(blocks_per_token.begin(), blocks_per_token.end(),
+                         [r](double x) { return std::abs(x - r) < 1e-9; })) {
+          blocks_per_token.push_back(r);
+        }
+      }
+    }
+  }
   CopyLaneFit best;
   best.stall_fitted = stalls;
   best.duplex = profile.async_copies.duplex;
   best.duplex_fitted = std::find(both_lanes.begin(), both_lanes.end(), true) != both_lanes.end();
+  best.block_ns = profile.async_copies.block_ns;
+  best.block_fitted = blocks_per_token.size() > 1;
   double best_loss = INFINITY;
-  auto consider_on = [&](bool duplex_points, double speed, double stall_ns, double duplex) {
-    std::vector<double> pred = predict(speed, stall_ns, duplex);
+  auto consider_on = [&](bool duplex_points, double speed, double stall_ns, double duplex,
+                         double block_ns) {
+    std::vector<double> pred = predict(speed, stall_ns, duplex, block_ns);
     double loss = 0;  // squared relative errors
     for (std::size_t i = 0; i < pred.size(); ++i) {
       if (both_lanes[i] != duplex_points) continue;
@@ -93,33 +112,66 @@ CopyLaneFit fit_copy_lanes(const CalibrationGrid& grid,
       best.lane_speed = speed;
       best.stall_ns = stall_ns;
       best.duplex = duplex;
+      best.block_ns = block_ns;
       best.predicted_ns = std::move(pred);
     }
   };
-  auto consider = [&](double speed, double stall_ns) {
-    consider_on(false, speed, stall_ns, best.duplex);
+  auto consider = [&](double speed, double stall_ns, double block_ns) {
+    consider_on(false, speed, stall_ns, best.duplex, block_ns);
   };
-  // Coarse: lane speed 0.25-4 by 0.01 (and stall 0-8 ms by 0.25 ms); then fine around the best:
-  // speed by 0.001 (and stall by 10 us). Without stalls to fit, the profile's alone.
+  // Coarse: lane speed 0.25-4 by 0.01 (and stall 0-8 ms by 0.25 ms) at the profile's block_ns;
+  // then block_ns 0-20 us by 0.5 us with the speed around the best; then fine, a pair at a time:
+  // speed by 0.001 with block_ns by 50 ns, with stall by 10 us, with block_ns again. Without
+  // stalls (or blocks) to fit, the profile's.
   const int stall_steps = stalls ? 32 : 0;
   for (int i = 0; i <= stall_steps; ++i) {
     const double stall = stalls ? i * 250e3 : profile.async_copies.stall_ns;
-    for (int centi = 25; centi <= 400; ++centi) consider(centi / 100.0, stall);
+    for (int centi = 25; centi <= 400; ++centi) consider(centi / 100.0, stall, best.block_ns);
   }
-  const double speed0 = best.lane_speed, stall0 = best.stall_ns;
-  const int fine_stalls = stalls ? 25 : 0;
-  for (int d = -10; d <= 10; ++d) {
-    for (int e = -fine_stalls; e <= fine_stalls; ++e) {
-      consider(std::max(0.25, speed0 + d / 1000.0), std::max(0.0, stall0 + e * 10e3));
+  if (best.block_fitted) {
+    const double speed0 = best.lane_speed, stall0 = best.stall_ns;
+    for (int b = 0; b <= 40; ++b) {
+      for (int d = -30; d <= 60; ++d) {
+        consider(std::max(0.25, speed0 + d / 100.0), stall0, b * 500.0);
+      }
+    }
+  }
+  auto fine_blocks = [&] {
+    if (!best.block_fitted) return;
+    const double speed0 = best.lane_speed, stall0 = best.stall_ns, block0 = best.block_ns;
+    for (int d = -10; d <= 10; ++d) {
+      for (int b = -10; b <= 10; ++b) {
+        consider(std::max(0.25, speed0 + d / 1000.0), stall0, std::max(0.0, block0 + b * 50.0));
+      }
+    }
+  };
+  // Rounds of the pairs until none moves (at most 6).
+  for (int round = 0; round < 6; ++round) {
+    const double before[3] = {best.lane_speed, best.stall_ns, best.block_ns};
+    fine_blocks();
+    {
+      const double speed0 = best.lane_speed, stall0 = best.stall_ns, block0 = best.block_ns;
+      const int fine_stalls = stalls ? 25 : 0;
+      for (int d = -10; d <= 10; ++d) {
+        for (int e = -fine_stalls; e <= fine_stalls; ++e) {
+          consider(std::max(0.25, speed0 + d / 1000.0), std::max(0.0, stall0 + e * 10e3), block0);
+        }
+      }
+    }
+    fine_blocks();
+    if (before[0] == best.lane_speed && before[1] == best.stall_ns && before[2] == best.block_ns) {
+      break;
     }
   }
   if (best.duplex_fitted) {  // the lane alone known: how fast each moves beside the other
     best_loss = INFINITY;
-    const double speed = best.lane_speed, stall = best.stall_ns;
-    for (int centi = 30; centi <= 100; ++centi) consider_on(true, speed, stall, centi / 100.0);
+    const double speed = best.lane_speed, stall = best.stall_ns, block = best.block_ns;
+    for (int centi = 30; centi <= 100; ++centi) {
+      consider_on(true, speed, stall, centi / 100.0, block);
+    }
     const double duplex0 = best.duplex;
     for (int d = -10; d <= 10; ++d) {
-      consider_on(true, speed, stall, std::clamp(duplex0 + d / 1000.0, 0.3, 1.0));
+      consider_on(true, speed, stall, std::clamp(duplex0 + d / 1000.0, 0.3, 1.0), block);
     }
   }
   for (std::size_t i = 0; i < best.predicted_ns.size(); ++i) {

@@ -9,10 +9,11 @@ namespace inferscale {
 
 CopyEngineModel::CopyEngineModel(CopyEngineParams params) : params_(params) {
   if (!(params_.bytes_per_ns > 0) || !(params_.duplex > 0) || params_.duplex > 1 ||
-      params_.fact_ns < 0 || params_.issue_ns < 0 || params_.batch_facts == 0) {
+      params_.fact_ns < 0 || params_.block_ns < 0 || params_.issue_ns < 0 ||
+      params_.batch_facts == 0) {
     throw std::invalid_argument(
-        "copy engine: rate and duplex must be positive (duplex at most 1), fact_ns and "
-        "issue_ns non-negative, batch_facts at least 1");
+        "copy engine: rate and duplex must be positive (duplex at most 1), fact_ns, block_ns "
+        "and issue_ns non-negative, batch_facts at least 1");
   }
 }
 
@@ -28,7 +29,7 @@ double CopyEngineModel::batch_ns(const std::vector<FactLoad>& facts, std::size_t
   const std::size_t end = std::min(facts.size(), begin + params_.batch_facts);
   double work = 0;
   for (std::size_t j = begin; j < end; ++j) {
-    work += copy_ns(facts[j].bytes);
+    work += copy_ns(facts[j]);
     bytes += double(facts[j].bytes);
   }
   return work;

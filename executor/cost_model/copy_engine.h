@@ -10,7 +10,8 @@
 // step frees its evictions in reverse, so the first loads take the first victims' blocks; an
 // offload of a fact that stays resident holds no load back), and a prefill that
 // injects a loaded fact waits for its batch's ticket before the step's forward pass. The model
-// follows that: a batch's work is its facts' copy time alone (`fact_ns` + bytes / rate), and while
+// follows that: a batch's work is its facts' copy time alone (`fact_ns` + `block_ns` per 16-token
+// block + bytes / rate: the executor copies a fact block by block), and while
 // both lanes move bytes each runs at `duplex` of its rate alone (the link and the host memory are
 // shared). The step itself pays the host time to issue its copies (`issue_ns` each: the compute
 // stream idles meanwhile) and, when its forward pass starts while copies still move, a fixed
@@ -29,6 +30,7 @@ namespace inferscale {
 struct CopyEngineParams {
   double bytes_per_ns = 0;  // one lane's rate while the other is idle
   double fact_ns = 0;       // per fact copied, besides its bytes
+  double block_ns = 0;      // per 16-token block copied (the executor copies block by block)
   double duplex = 1;        // each lane's rate while both move, as a fraction of bytes_per_ns
   double issue_ns = 0;      // host time a step spends issuing one asynchronous copy
   /// Added to a step whose forward pass starts while copies are in flight, ns.
@@ -73,8 +75,9 @@ class CopyEngineModel {
   /// Runs the lanes until `ticket` is done (or, with ticket 0, until `until` or both lanes are
   /// empty); returns the lanes' clock then (ns).
   double run(std::uint64_t ticket, double until = 0);
-  double copy_ns(std::uint64_t bytes) const {
-    return params_.fact_ns + double(bytes) / params_.bytes_per_ns;
+  double copy_ns(const FactLoad& f) const {
+    const double blocks = double((std::uint64_t(f.tokens) + kBlockTokens - 1) / kBlockTokens);
+    return params_.fact_ns + params_.block_ns * blocks + double(f.bytes) / params_.bytes_per_ns;
   }
   /// The copy time on a lane alone of the batch of `facts` that starts at `begin`; adds its
   /// bytes to `bytes`, fact by fact.

@@ -366,25 +366,39 @@ int fit_and_write(const CalibrateArgs& a, const CalibrationGrid& grid, const Mod
                   lanes->measured[i].duration_ns / 1e6, lf.predicted_ns[i] / 1e6);
     }
     std::printf("copy lanes: lane_speed %.3f", lf.lane_speed);
+    if (lf.block_fitted) std::printf(", block_ns %.0f", lf.block_ns);
     if (lf.stall_fitted) std::printf(", stall_ns %.0f", lf.stall_ns);
     if (lf.duplex_fitted) std::printf(", duplex %.3f", lf.duplex);
     std::printf(" (MAPE %.2f %%, worst %.2f %%)\n", lf.mape_pct, lf.max_ape_pct);
-    char source[400];
-    std::snprintf(source, sizeof source,
-                  "%s measured by --copy-lanes (%zu points, MAPE %.2f %%, worst %.2f %%%s); "
-                  "the other fields %s",
-                  lf.duplex_fitted ? (lf.stall_fitted ? "lane_speed, stall_ns and duplex"
-                                                      : "lane_speed and duplex")
-                                   : (lf.stall_fitted ? "lane_speed and stall_ns" : "lane_speed"),
-                  lanes->measured.size(), lf.mape_pct, lf.max_ape_pct,
-                  issue_measured ? "; issue_ns: the host's time per copy issued" : "",
-                  kept ? "kept from the profile written over" : "at their defaults");
+    // What was measured, and where the rest comes from (once: the kept fields' own source).
+    std::vector<std::string> fitted{"lane_speed"}, others;
+    (lf.block_fitted ? fitted : others).push_back("block_ns");
+    (lf.stall_fitted ? fitted : others).push_back("stall_ns");
+    (lf.duplex_fitted ? fitted : others).push_back("duplex");
+    if (!issue_measured) others.push_back("issue_ns");
+    auto join = [](const std::vector<std::string>& v) {
+      std::string out;
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        out += (i == 0 ? "" : i + 1 == v.size() ? " and " : ", ") + v[i];
+      }
+      return out;
+    };
+    char fit_text[160];
+    std::snprintf(fit_text, sizeof fit_text, " (%zu points, MAPE %.2f %%, worst %.2f %%)",
+                  lanes->measured.size(), lf.mape_pct, lf.max_ape_pct);
+    std::string source = join(fitted) + " measured by --copy-lanes" + fit_text;
+    if (issue_measured) source += "; issue_ns: the host's time per copy issued";
+    if (!others.empty()) {
+      source += "; " + join(others) +
+                (kept ? " kept from the profile written over" : " at their defaults");
+      if (kept && !p.async_copies.source.empty()) source += " (" + p.async_copies.source + ")";
+    }
     p.async_copies.present = true;
     p.async_copies.lane_speed = lf.lane_speed;
+    p.async_copies.block_ns = lf.block_ns;
     p.async_copies.stall_ns = lf.stall_ns;
     p.async_copies.duplex = lf.duplex;
-    p.async_copies.source =
-        source + (p.async_copies.source.empty() ? "" : " (" + p.async_copies.source + ")");
+    p.async_copies.source = source;
   }
   write_profile(a.out, p);
   if (!a.points.empty()) {

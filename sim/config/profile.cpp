@@ -152,11 +152,13 @@ CalibrationProfile load_profile(const std::string& name_or_path, const std::stri
   }
   if (v.has("async_copies")) {
     const YamlView a = v.child("async_copies");
-    a.reject_unknown({"duplex", "lane_speed", "issue_ns", "stall_ns", "batch_facts", "source"});
+    a.reject_unknown(
+        {"duplex", "lane_speed", "block_ns", "issue_ns", "stall_ns", "batch_facts", "source"});
     auto& ac = p.async_copies;
     ac.present = true;
     ac.duplex = a.number("duplex", ac.duplex, 0.01, 1);
     ac.lane_speed = a.number("lane_speed", ac.lane_speed, 0.01, 100);
+    ac.block_ns = a.number("block_ns", ac.block_ns, 0, 1e9);
     ac.issue_ns = a.number("issue_ns", ac.issue_ns, 0, 1e9);
     ac.stall_ns = a.number("stall_ns", ac.stall_ns, 0, 1e12);
     ac.batch_facts =
@@ -226,6 +228,8 @@ std::string profile_yaml(const CalibrationProfile& p) {
          "  # each copy lane's rate while both move, a fraction of its rate alone");
     line("  lane_speed: " + number(a.lane_speed) +
          "  # a lane's rate alone, a multiple of a load's inside a step (pcie, transfers)");
+    line("  block_ns: " + number(a.block_ns) +
+         "  # a lane's time per 16-token block copied (one copy each), besides its bytes");
     line("  issue_ns: " + number(a.issue_ns) + "  # host time to issue one asynchronous copy");
     line("  stall_ns: " + number(a.stall_ns) +
          "  # added to a step whose forward pass starts while copies move");

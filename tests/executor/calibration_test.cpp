@@ -466,23 +466,28 @@ TEST_CASE(
   profile.async_copies.issue_ns = 1800;
   const CalibrationGrid lanes = make_calibration_grid("copy_lanes");
   const ProfileOptions options{1, 2};
-  // (lane speed, stall ns, duplex): the grid's loads beside decode steps make the stall
-  // measurable, its loads beside as many offloads the duplex.
+  // (lane speed, stall ns, duplex, block ns): the grid's loads beside decode steps make the stall
+  // measurable, its loads beside as many offloads the duplex, its facts of 13-256 tokens the
+  // time per block.
   struct Lanes {
-    double speed, stall, duplex;
+    double speed, stall, duplex, block;
   };
-  for (const auto& [truth, stall, duplex] :
-       {Lanes{0.8, 0.0, 1.0}, Lanes{1.37, 1.5e6, 0.66}, Lanes{2.5, 4e5, 0.9}}) {
-    INFO("lane_speed " << truth << ", stall_ns " << stall << ", duplex " << duplex);
+  for (const auto& [truth, stall, duplex, block] :
+       {Lanes{0.8, 0.0, 1.0, 0.0}, Lanes{1.37, 1.5e6, 0.66, 3000.0}, Lanes{2.5, 4e5, 0.9, 800.0}}) {
+    INFO("lane_speed " << truth << ", stall_ns " << stall << ", duplex " << duplex << ", block_ns "
+                       << block);
     CalibrationProfile device = profile;
     device.async_copies.lane_speed = truth;
     device.async_copies.stall_ns = stall;
     device.async_copies.duplex = duplex;
+    device.async_copies.block_ns = block;
     ClockedExecutor clocked{CalibratedCostModel(m, device)};
     const auto measured = profile_executor(clocked, lanes, m, options, nullptr);
     // Fitted from a profile that says otherwise: the measurement decides.
     const CopyLaneFit lf = fit_copy_lanes(lanes, measured, profile, m, options);
     CHECK(lf.lane_speed == Approx(truth).epsilon(0.002));
+    CHECK(lf.block_fitted);
+    CHECK(lf.block_ns == Approx(block).margin(100));
     CHECK(lf.stall_fitted);
     CHECK(lf.stall_ns == Approx(stall).margin(1e5));  // about 0.1 ms: it trades off a little speed
     CHECK(lf.duplex_fitted);

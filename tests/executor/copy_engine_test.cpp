@@ -121,6 +121,21 @@ TEST_CASE("copy lanes: both lanes moving share the link") {
   CHECK(alone.ready(plan_of(0, 0, {31}, 0), 0) == 32 * 1000);
 }
 
+TEST_CASE("copy lanes: a fact costs its bytes, fact_ns and block_ns per 16-token block") {
+  CopyEngineParams p = params();
+  p.fact_ns = 100;
+  p.block_ns = 250;
+  CopyEngineModel m(p);
+  BatchPlan plan;
+  // 13 tokens: one block; 17: two; 33: three.
+  plan.async_loads = {FactLoad{1, 13, 1000}, FactLoad{2, 17, 1000}, FactLoad{3, 33, 1000}};
+  m.issue(plan, 0);
+  BatchPlan inject = plan_of(0, 0, {3}, 0);
+  CHECK(m.ready(inject, 0) == 3 * (100 + 1000) + (1 + 2 + 3) * 250);
+  p.block_ns = -1;
+  CHECK_THROWS(CopyEngineModel(p));
+}
+
 TEST_CASE("copy lanes: issue time per copy, and a later step's copies queue behind earlier ones") {
   CopyEngineModel m(params(1, 250));
   CHECK(m.issue(plan_of(3, 5, {}, 0), 0) == 8 * 250);
