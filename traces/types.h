@@ -19,5 +19,9 @@ inline constexpr FactId kNoFact = std::numeric_limits<FactId>::max();
 
 /// Tokens per paged-KV block (vLLM's default).
 inline constexpr std::uint32_t kBlockTokens = 16;
+/// Blocks that hold `tokens` tokens.
+inline constexpr std::uint64_t blocks_of(std::uint64_t tokens) {
+  return (tokens + kBlockTokens - 1) / kBlockTokens;
+}
 
 }  // namespace inferscale

@@ -83,7 +83,7 @@ CopyLaneFit fit_copy_lanes(const CalibrationGrid& grid,
     if (both_lanes[i]) continue;
     for (const BatchPlan& plan : samples[i]) {
       for (const FactLoad& l : plan.async_loads) {
-        const double r = double((l.tokens + kBlockTokens - 1) / kBlockTokens) / double(l.tokens);
+        const double r = double(blocks_of(l.tokens)) / double(l.tokens);
         if (std::none_of(blocks_per_token.begin(), blocks_per_token.end(),
                          [r](double x) { return std::abs(x - r) < 1e-9; })) {
           blocks_per_token.push_back(r);
@@ -145,19 +145,20 @@ CopyLaneFit fit_copy_lanes(const CalibrationGrid& grid,
       }
     }
   };
+  auto fine_stalls = [&] {  // speed alone where there is no stall to fit
+    const double speed0 = best.lane_speed, stall0 = best.stall_ns, block0 = best.block_ns;
+    const int n = stalls ? 25 : 0;
+    for (int d = -10; d <= 10; ++d) {
+      for (int e = -n; e <= n; ++e) {
+        consider(std::max(0.25, speed0 + d / 1000.0), std::max(0.0, stall0 + e * 10e3), block0);
+      }
+    }
+  };
   // Rounds of the pairs until none moves (at most 6).
   for (int round = 0; round < 6; ++round) {
     const double before[3] = {best.lane_speed, best.stall_ns, best.block_ns};
     fine_blocks();
-    {
-      const double speed0 = best.lane_speed, stall0 = best.stall_ns, block0 = best.block_ns;
-      const int fine_stalls = stalls ? 25 : 0;
-      for (int d = -10; d <= 10; ++d) {
-        for (int e = -fine_stalls; e <= fine_stalls; ++e) {
-          consider(std::max(0.25, speed0 + d / 1000.0), std::max(0.0, stall0 + e * 10e3), block0);
-        }
-      }
-    }
+    fine_stalls();
     fine_blocks();
     if (before[0] == best.lane_speed && before[1] == best.stall_ns && before[2] == best.block_ns) {
       break;

@@ -244,10 +244,6 @@ std::string describe(const CalibrationGrid& g) {
          std::to_string(kMaxDecodeKvTokens) + " decoder KV tokens a step";
 }
 
-std::uint64_t blocks_of(std::uint32_t tokens) {
-  return (tokens + kBlockTokens - 1) / kBlockTokens;
-}
-
 }  // namespace
 
 std::string CalibrationPoint::label(const CalibrationShape& s) const {

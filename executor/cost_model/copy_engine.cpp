@@ -25,12 +25,12 @@ std::uint64_t CopyEngineModel::push(Lane lane, double work_ns, SimTime issued,
 }
 
 double CopyEngineModel::batch_ns(const std::vector<FactLoad>& facts, std::size_t begin,
-                                 double& bytes) const {
+                                 double* bytes) const {
   const std::size_t end = std::min(facts.size(), begin + params_.batch_facts);
   double work = 0;
   for (std::size_t j = begin; j < end; ++j) {
     work += copy_ns(facts[j]);
-    bytes += double(facts[j].bytes);
+    if (bytes != nullptr) *bytes += double(facts[j].bytes);
   }
   return work;
 }
@@ -42,9 +42,8 @@ SimTime CopyEngineModel::issue(const BatchPlan& plan, SimTime now) {
   const SimTime at = std::max<SimTime>(now, SimTime(std::ceil(clock_)));
   const std::size_t k = params_.batch_facts;
   offload_ticket_.clear();
-  double offload_bytes = 0;
   for (std::size_t i = 0; i < plan.async_offloads.size(); i += k) {
-    const double work = batch_ns(plan.async_offloads, i, offload_bytes);
+    const double work = batch_ns(plan.async_offloads, i);
     const std::uint64_t ticket = push(kToHost, work, at, 0);
     const std::size_t end = std::min(plan.async_offloads.size(), i + k);
     for (std::size_t j = i; j < end; ++j) {
@@ -76,7 +75,7 @@ SimTime CopyEngineModel::issue(const BatchPlan& plan, SimTime now) {
   std::size_t mark = 0;
   for (std::size_t i = 0; i < plan.async_loads.size(); i += k) {
     const bool takes_freed = loaded < freed;
-    const double work = batch_ns(plan.async_loads, i, loaded);
+    const double work = batch_ns(plan.async_loads, i, &loaded);
     // The last eviction whose blocks start before this batch's end.
     while (mark + 1 < freed_.size() && freed_[mark + 1].first < loaded * (1 - 1e-12)) ++mark;
     const std::uint64_t after = takes_freed ? freed_[mark].second : 0;

@@ -76,12 +76,13 @@ class CopyEngineModel {
   /// empty); returns the lanes' clock then (ns).
   double run(std::uint64_t ticket, double until = 0);
   double copy_ns(const FactLoad& f) const {
-    const double blocks = double((std::uint64_t(f.tokens) + kBlockTokens - 1) / kBlockTokens);
-    return params_.fact_ns + params_.block_ns * blocks + double(f.bytes) / params_.bytes_per_ns;
+    return params_.fact_ns + params_.block_ns * double(blocks_of(f.tokens)) +
+           double(f.bytes) / params_.bytes_per_ns;
   }
   /// The copy time on a lane alone of the batch of `facts` that starts at `begin`; adds its
-  /// bytes to `bytes`, fact by fact.
-  double batch_ns(const std::vector<FactLoad>& facts, std::size_t begin, double& bytes) const;
+  /// bytes to `*bytes` (where given), fact by fact.
+  double batch_ns(const std::vector<FactLoad>& facts, std::size_t begin,
+                  double* bytes = nullptr) const;
 
   CopyEngineParams params_;
   std::deque<Batch> lanes_[2];
