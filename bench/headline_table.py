@@ -5,7 +5,7 @@ the datasheet cost model, which this script runs here.
 
     python3 bench/headline_table.py [--inferscale build/inferscale] [--data ../shared/data/locomo10]
         [--figure bench/results/headline_hil.png] [--steps] [--step-details [--slow 1.25]]
-        [--tag TAG] [--profile NAME|PATH] [--users 50,100,150,200]
+        [--tag TAG] [--profile NAME|PATH] [--users 50,100,150,200] [--clusters]
 
 --steps also compares the runs step by step where both took the same steps (copies inside the
 step: the same decisions): total time of each kind of step in hardware in the loop and in
@@ -15,11 +15,16 @@ mean (each figure averaged), and the calibrated figures are also compared with e
 --step-details lists, for each run with a step timeline (U_MODE_TAG_timeline.json and
 U_MODE_TAG_r2_timeline.json) that took the calibrated run's steps, every prefill step against its
 price, the median calibrated / hardware ratio of its decode steps, and the decode steps measured
-more than --slow times their price.
+more than --slow times their price. --clusters says, for each run with its requests
+(U_MODE_TAG_requests.csv) and for the calibrated run, where TTFT p50 and p99 sit among the
+groups of requests of equal TTFT: how many requests would have to take their first token later
+(or sooner) for the percentile to land on the next group, and how far that group is.
 """
 import argparse
+import csv
 import glob
 import json
+import math
 import os
 import subprocess
 import sys
@@ -32,25 +37,70 @@ MODES = ("text", "kv_inject")
 
 
 def figures(s):
-    return s["throughput"]["requests_per_s"], s["ttft_ms"]["p50"], s["ttft_ms"]["p99"]
+    return (s["throughput"]["requests_per_s"], s["ttft_ms"]["p50"], s["ttft_ms"]["p99"],
+            s["ttft_ms"]["mean"])
 
 
-def hardware_runs(tags, users, mode):
-    """The summaries of the hardware runs of the tags at `users`: each tag's run, then its
-    repeats."""
-    runs = []
+def hardware_run_paths(tags, users, mode):
+    """The summaries (paths) of the hardware runs of the tags at `users`: each tag's run, then
+    its repeats."""
+    paths = []
     for tag in tags:
         suffix = f"_{tag}" if tag else ""
         first = os.path.join(HIL, f"{users}_{mode}{suffix}.json")
         rest = sorted(p for p in glob.glob(os.path.join(HIL, f"{users}_{mode}{suffix}_*.json"))
                       if not p.endswith("_timeline.json")) if tag else []
-        runs += [json.load(open(p)) for p in [first] + rest if os.path.exists(p)]
-    return runs
+        paths += [p for p in [first] + rest if os.path.exists(p)]
+    return paths
+
+
+def hardware_runs(tags, users, mode):
+    return [json.load(open(p)) for p in hardware_run_paths(tags, users, mode)]
+
+
+def ttft_groups(requests_csv):
+    """A run's TTFTs sorted, in groups of equal value (the requests that arrived at the end of
+    one step and took their first token at the end of another share their TTFT exactly)."""
+    with open(requests_csv) as f:
+        ttfts = sorted(float(r["ttft"]) for r in csv.DictReader(f))
+    groups = []  # [value, first rank, end rank]
+    for i, t in enumerate(ttfts):
+        if groups and abs(t - groups[-1][0]) < 1e-3:
+            groups[-1][2] = i + 1
+        else:
+            groups.append([t, i, i + 1])
+    return ttfts, groups
+
+
+def percentile_edges(requests_csv, q):
+    """Where a TTFT percentile sits among the run's groups of equal TTFT (the simulator's
+    nearest-rank percentile: rank ceil(q n)): its value, its group (requests), the next group up
+    and the requests that would have to finish their prefill later for the percentile to land in
+    it, and the same downwards."""
+    ttfts, groups = ttft_groups(requests_csv)
+    i = min(math.ceil(q * len(ttfts)) - 1, len(ttfts) - 1)
+    g = next(k for k, (_, lo, hi) in enumerate(groups) if lo <= i < hi)
+    value, lo, hi = groups[g]
+    up = (groups[g + 1][0], hi - i) if g + 1 < len(groups) else None
+    down = (groups[g - 1][0], i - lo + 1) if g > 0 else None
+    return value, hi - lo, up, down
+
+
+def cluster_rows(users, mode, sources):
+    """Rows of the --clusters table: for TTFT p50 and p99 of each source (name, requests.csv)."""
+    rows = []
+    for name, path in sources:
+        for label, q in (("p50", 0.50), ("p99", 0.99)):
+            value, size, up, down = percentile_edges(path, q)
+            def edge(e):
+                return f"{e[0]:.1f} ({e[0] / value - 1:+.1%}) if {e[1]} move" if e else ""
+            rows.append((users, mode, label, name, f"{value:.1f}", size, edge(down), edge(up)))
+    return rows
 
 
 def mean_figures(runs):
-    """Each figure (req/s, TTFT p50, TTFT p99) averaged over the runs."""
-    return tuple(sum(f[i] for f in map(figures, runs)) / len(runs) for i in range(3))
+    """Each figure (req/s, TTFT p50, p99 and mean) averaged over the runs."""
+    return tuple(sum(f[i] for f in map(figures, runs)) / len(runs) for i in range(4))
 
 
 def simulate(binary, data, users, extra, out):
@@ -71,6 +121,9 @@ def main():
                     help="also list each run's prefill steps and its decode steps measured more "
                          "than --slow times their price")
     ap.add_argument("--slow", type=float, default=1.25)
+    ap.add_argument("--clusters", action="store_true",
+                    help="also say where each run's TTFT p50 and p99 sit among its groups of "
+                         "equal TTFT (runs with a U_MODE_TAG_requests.csv)")
     ap.add_argument("--users", default=",".join(map(str, USERS)),
                     help="populations to compare (default: all four)")
     ap.add_argument("--tag", default="",
@@ -86,9 +139,10 @@ def main():
     profile = a.profile if not os.path.exists(a.profile) else os.path.abspath(a.profile)
     calibrated = ["--set", "executor.kind=calibrated", "--set", f"executor.profile={profile}",
                   "--set", "output.timeline=true"]
-    print("| users | mode | source | req/s | TTFT p50 ms | TTFT p99 ms | GPU hit | host loads |")
-    print("|---:|---|---|---:|---:|---:|---:|---:|")
-    ratios, step_rows, detail_rows = [], [], []
+    print("| users | mode | source | req/s | TTFT p50 ms | TTFT p99 ms | TTFT mean ms | GPU hit "
+          "| host loads |")
+    print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
+    ratios, step_rows, detail_rows, cluster_table = [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for u in [int(x) for x in a.users.split(",")]:
             hil = {m: hardware_runs(tags, u, m) for m in MODES}
@@ -106,10 +160,11 @@ def main():
                              for i, r in enumerate(runs)]
                 rows += [("calibrated simulation", figures(cal[m]), cal[m]),
                          ("cost model (datasheet)", figures(sheet[m]), sheet[m])]
-                for name, (rps, p50, p99), s in rows:
+                for name, (rps, p50, p99, mean), s in rows:
                     hit = f"{100 * s['hit_ratio']['gpu_object']:.1f} %" if m == "kv_inject" else ""
                     loads = s["work"]["host_loads"] if m == "kv_inject" else ""
-                    print(f"| {u} | {m} | {name} | {rps:.2f} | {p50:.1f} | {p99:.1f} | {hit} | {loads} |")
+                    print(f"| {u} | {m} | {name} | {rps:.2f} | {p50:.1f} | {p99:.1f} | {mean:.1f} | {hit} "
+                          f"| {loads} |")
                 c = figures(cal[m])
                 print(f"| {u} | {m} | calibrated / hardware{' (mean)' if len(runs) > 1 else ''} | "
                       + " | ".join(f"{x / y:.2f}x" for x, y in zip(c, hw)) + " | | |")
@@ -120,6 +175,14 @@ def main():
                           + " | ".join(f"{v:.2f}x" for v in worst) + " | | |")
             ratios.append((u, mean_figures(hil["kv_inject"]), mean_figures(hil["text"]),
                            figures(cal["kv_inject"]), figures(cal["text"])))
+            for m in MODES if a.clusters else ():
+                csvs = [p[:-len(".json")] + "_requests.csv"
+                        for p in hardware_run_paths(tags, u, m)]
+                sources = [(f"hardware, run {i + 1}", p) for i, p in enumerate(csvs)
+                           if os.path.exists(p)]
+                sources.append(("calibrated", os.path.join(tmp, "cal", f"h{u}", m,
+                                                           "requests.csv")))
+                cluster_table += cluster_rows(u, m, sources)
             for m in MODES:
                 cal_timeline = os.path.join(tmp, "cal", f"h{u}", m, "timeline.json")
                 if a.steps:
@@ -144,6 +207,13 @@ def main():
               "| hardware us per host load |")
         print("|---:|---|---|---:|---:|---:|---:|---:|")
         for row in step_rows:
+            print("| " + " | ".join(str(x) for x in row) + " |")
+    if a.clusters:
+        print()
+        print("| users | mode | TTFT | run | ms | requests at this TTFT | next lower TTFT (if that "
+              "many requests moved below) | next higher TTFT (if that many moved above) |")
+        print("|---:|---|---|---|---:|---:|---|---|")
+        for row in cluster_table:
             print("| " + " | ".join(str(x) for x in row) + " |")
     if a.step_details:
         print()
