@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Checks bench/headline_table.py's --clusters arithmetic: its percentile is the simulator's (the
+same value as summary.json's p50 and p99 for a small run), and on a hand-made run the groups of
+equal TTFT and the requests that would have to move for a percentile to jump.
+
+    headline_table_test.py INFERSCALE WORK_DIR
+"""
+import csv
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import headline_table  # noqa: E402
+
+
+def write_requests(path, ttfts):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["id", "ttft"])
+        for i, t in enumerate(ttfts):
+            w.writerow([i, t])
+
+
+def check(cond, what):
+    if not cond:
+        sys.exit("FAILED: " + what)
+
+
+def main():
+    binary, work = sys.argv[1], sys.argv[2]
+    os.makedirs(work, exist_ok=True)
+
+    # 10 requests in groups 1.0 x3, 2.0 x4, 5.0 x3. p50 is rank 5 (index 4), the second group's
+    # second request: it lands on 1.0 if 2 requests from the rank up took their first token
+    # sooner than 1.0, on 5.0 if 3 from the rank down took it later than 2.0.
+    path = os.path.join(work, "hand.csv")
+    write_requests(path, [2.0, 1.0, 5.0, 2.0, 1.0, 2.0, 5.0, 1.0, 2.0, 5.0])
+    ttfts, groups = headline_table.ttft_groups(path)
+    check(groups == [[1.0, 0, 3], [2.0, 3, 7], [5.0, 7, 10]], f"groups {groups}")
+    value, size, up, down = headline_table.percentile_edges(path, 0.5)
+    check(value == 2.0 and size == 4, f"p50 {value} in a group of {size}")
+    check(up == (5.0, 3), f"next group up {up}")
+    check(down == (1.0, 2), f"next group down {down}")
+    value, size, up, down = headline_table.percentile_edges(path, 0.99)
+    check(value == 5.0 and up is None and down == (2.0, 3), f"p99 {value} {up} {down}")
+
+    # The simulator's percentiles (nearest rank) on a run of its own.
+    out = os.path.join(work, "run")
+    subprocess.run([binary, "run", os.path.join(ROOT, "configs", "k_sweep.yaml"), "--no-progress",
+                    "--runs", "kv_inject_k50", "--set", "trace.generate.requests=301",
+                    "--set", "experiment=clusters", "--out", out],
+                   check=True, stdout=subprocess.DEVNULL)
+    run = os.path.join(out, "clusters", "kv_inject_k50")
+    summary = json.load(open(os.path.join(run, "summary.json")))
+    for key, q in (("p50", 0.50), ("p99", 0.99)):
+        value = headline_table.percentile_edges(os.path.join(run, "requests.csv"), q)[0]
+        check(abs(value - summary["ttft_ms"][key]) <= 1e-6 * summary["ttft_ms"][key],
+              f"{key}: {value} against summary.json's {summary['ttft_ms'][key]}")
+    print("headline_table --clusters: groups and percentiles as the simulator's")
+
+
+if __name__ == "__main__":
+    main()
