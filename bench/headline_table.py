@@ -202,25 +202,24 @@ def main():
     if a.figure:
         draw(ratios, a.figure)
     if a.steps:
-        print()
-        print("| users | mode | steps | count | hardware ms | calibrated ms | calibrated / hardware "
-              "| hardware us per host load |")
-        print("|---:|---|---|---:|---:|---:|---:|---:|")
-        for row in step_rows:
-            print("| " + " | ".join(str(x) for x in row) + " |")
+        print_table(("users", "mode", "steps", "count", "hardware ms", "calibrated ms",
+                     "calibrated / hardware", "hardware us per host load"), "rllrrrrr", step_rows)
     if a.clusters:
-        print()
-        print("| users | mode | TTFT | run | ms | requests at this TTFT | next lower TTFT (if that "
-              "many requests moved below) | next higher TTFT (if that many moved above) |")
-        print("|---:|---|---|---|---:|---:|---|---|")
-        for row in cluster_table:
-            print("| " + " | ".join(str(x) for x in row) + " |")
+        print_table(("users", "mode", "TTFT", "run", "ms", "requests at this TTFT",
+                     "next lower TTFT (if that many requests moved below)",
+                     "next higher TTFT (if that many moved above)"), "rlllrrll", cluster_table)
     if a.step_details:
-        print()
-        print("| users | mode | run | steps | hardware ms | calibrated ms | calibrated / hardware |")
-        print("|---:|---|---:|---|---:|---:|---:|")
-        for row in detail_rows:
-            print("| " + " | ".join(str(x) for x in row) + " |")
+        print_table(("users", "mode", "run", "steps", "hardware ms", "calibrated ms",
+                     "calibrated / hardware"), "rlrlrrr", detail_rows)
+
+
+def print_table(header, align, rows):
+    """A Markdown table after a blank line; align: r (right) or l per column."""
+    print()
+    print("| " + " | ".join(header) + " |")
+    print("|" + "|".join("---:" if c == "r" else "---" for c in align) + "|")
+    for row in rows:
+        print("| " + " | ".join(str(x) for x in row) + " |")
 
 
 def read_steps(hil_path, cal_path):
