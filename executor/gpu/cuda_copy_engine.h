@@ -93,11 +93,8 @@ class CopyEngine {
       batch_.ticket = ticket;
       pending_.insert(ticket);
       lane.queue.push_back(std::move(batch_));
-      // Recycle the events of tickets that are done (at most recycle_limit_ queried per call when
-      // it is set: a diagnostic).
-      std::size_t queried = 0;
+      // Recycle the events of tickets that are done.
       for (auto it = tickets_.begin(); it != tickets_.end() && tickets_.size() > 8;) {
-        if (recycle_limit_ > 0 && queried++ >= recycle_limit_) break;
         if (cudaEventQuery(it->second) == cudaSuccess) {
           spare_.push_back(it->second);
           it = tickets_.erase(it);
@@ -144,14 +141,6 @@ class CopyEngine {
     return std::size_t(mb > 0 ? mb : 64) << 20;
   }
   const std::size_t in_flight_bytes_ = in_flight_limit();
-  /// Events queried for recycling per end(): all unless INFERSCALE_COPY_RECYCLE_MAX says how many
-  /// (a diagnostic: after a long pause every ticket of the last burst is queried at once).
-  static std::size_t recycle_limit() {
-    const char* env = std::getenv("INFERSCALE_COPY_RECYCLE_MAX");
-    const long n = env != nullptr ? std::strtol(env, nullptr, 10) : 0;
-    return std::size_t(n > 0 ? n : 0);
-  }
-  const std::size_t recycle_limit_ = recycle_limit();
   /// A progress event per 16 MiB (at most a quarter of the in-flight limit).
   const std::size_t mark_bytes_ = std::min(std::size_t(16) << 20, in_flight_bytes_ / 4);
 
