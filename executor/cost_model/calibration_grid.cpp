@@ -193,6 +193,16 @@ CalibrationGrid copy_lanes_grid() {
     p.move_tokens = tokens;
     g.points.push_back(p);
   }
+  // The offloads of the step's victims, whose blocks the loads take (a full pool, as in a
+  // serving run's first wave): each load waits for the offload that frees its blocks.
+  for (const auto& [n, tokens] : {std::pair{256u, 24u}, {1024u, 24u}, {1024u, 17u}}) {
+    P p;
+    p.async_loads = n;
+    p.async_offloads = n;
+    p.offload_victims = true;
+    p.move_tokens = tokens;
+    g.points.push_back(p);
+  }
   return g;
 }
 
@@ -271,7 +281,8 @@ std::string CalibrationPoint::label(const CalibrationShape& s) const {
          (async_steps > 0 ? " over " + std::to_string(async_steps) + " steps" : ""));
   }
   if (async_offloads > 0) {
-    part("async offload " + std::to_string(async_offloads) + "x" + std::to_string(move_tokens));
+    part("async offload " + std::to_string(async_offloads) + "x" + std::to_string(move_tokens) +
+         (offload_victims ? " victims" : ""));
   }
   return out.empty() ? "empty" : out;
 }
@@ -409,6 +420,10 @@ std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& p
     throw std::invalid_argument("calibration point '" + pt.label(shape_) +
                                 "': async_offloads needs async_loads in one step");
   }
+  if (pt.offload_victims && pt.async_offloads == 0) {
+    throw std::invalid_argument("calibration point '" + pt.label(shape_) +
+                                "': offload_victims needs async_offloads");
+  }
   const std::uint32_t loads = pt.loads + pt.async_loads;
   const std::uint32_t offloads = pt.offloads + pt.async_offloads;
   std::vector<FactId> load_facts, offload_facts;
@@ -503,6 +518,7 @@ std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& p
       (i < pt.offloads ? m.plan.offloads : m.plan.async_offloads)
           .push_back(FactLoad{offload_facts[i], pt.move_tokens, move_bytes});
     }
+    if (pt.offload_victims) m.plan.evictions = offload_facts;
     if (rep + 1 == measured) {
       for (const Prompt& d : decoders) m.plan.released.push_back(d.request);
     }
@@ -511,6 +527,11 @@ std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& p
       CalibrationStep evict;
       evict.plan.evictions = encoded;
       evict.plan.evictions.insert(evict.plan.evictions.end(), load_facts.begin(), load_facts.end());
+      if (pt.offload_victims) {  // the victims back (their offloads done first: a loads' rule)
+        for (FactId f : offload_facts) {
+          evict.plan.loads.push_back(FactLoad{f, pt.move_tokens, move_bytes});
+        }
+      }
       out.push_back(std::move(evict));
     }
   }

@@ -57,10 +57,14 @@ struct CalibrationPoint {
   // asynchronously in the same step, so that both lanes move at once (grid copy_lanes: the
   // profile's duplex).
   std::uint32_t async_offloads = 0;
+  // With async_offloads: the offloaded facts are evicted in the same step (victims, as when a
+  // full pool makes room), so that the loads take their blocks and each waits for the offload
+  // that frees its blocks; they are loaded back in an unmeasured step after.
+  bool offload_victims = false;
 
   /// "decode 64@2128 + prefill 4x512 k50 + encode 16x24 w128 + load 8x24", "async load 256x24",
   /// "decode 64@1616 + async load 1024x24 over 4 steps", "async load 256x24 + async offload
-  /// 256x24".
+  /// 256x24", "async load 1024x24 + async offload 1024x24 victims".
   std::string label(const CalibrationShape& shape) const;
 };
 

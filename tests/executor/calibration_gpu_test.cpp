@@ -64,6 +64,9 @@ CalibrationGrid every_kind() {
   add([](CalibrationPoint& p) { p.async_loads = 5, p.move_tokens = 40; });  // copy_lanes' kinds
   add([](CalibrationPoint& p) { p.async_loads = 4, p.async_offloads = 4, p.move_tokens = 24; });
   add([](CalibrationPoint& p) {
+    p.async_loads = 4, p.async_offloads = 4, p.offload_victims = true, p.move_tokens = 17;
+  });
+  add([](CalibrationPoint& p) {
     p.decode_batch = 2, p.decode_chunks = 1, p.async_loads = 3, p.move_tokens = 24;
     p.async_steps = 2;
   });

@@ -75,7 +75,7 @@ TEST_CASE("calibration grid: step sequences are valid for a stateful executor") 
     CalibrationPlanner planner(m, grid.shape);
     std::set<FactId> pool, host;
     std::map<RequestId, bool> running;  // request -> prefilled (last chunk done)
-    std::size_t measured = 0, measured_steps = 0, async_offloads = 0;
+    std::size_t measured = 0, measured_steps = 0, async_offloads = 0, victim_steps = 0;
     auto walk = [&](const std::vector<CalibrationStep>& steps) {
       for (const CalibrationStep& s : steps) {
         const BatchPlan& p = s.plan;
@@ -89,6 +89,14 @@ TEST_CASE("calibration grid: step sequences are valid for a stateful executor") 
             host.insert(o.fact);
           }
           async_offloads += offloads == &p.async_offloads ? offloads->size() : 0;
+        }
+        // A step whose asynchronous offloads are its victims: the loads take their blocks.
+        if (!p.async_offloads.empty() && p.evictions.size() == p.async_offloads.size()) {
+          bool same = true;
+          for (std::size_t i = 0; i < p.evictions.size(); ++i) {
+            same = same && p.evictions[i] == p.async_offloads[i].fact;
+          }
+          victim_steps += same && p.async_loads.size() == p.async_offloads.size();
         }
         for (FactId f : p.evictions) CHECK(pool.erase(f) == 1);
         for (const auto* loads : {&p.loads, &p.async_loads}) {
@@ -145,8 +153,9 @@ TEST_CASE("calibration grid: step sequences are valid for a stateful executor") 
       CHECK(n1.decode_steps == 3);
       CHECK(n1.max_position >= grid.shape.header_tokens + 16 * grid.shape.chunk_tokens);
     } else {
-      CHECK(n1.pool_blocks >= 256 * ((256 + 15) / 16));      // the largest point's facts at once
-      CHECK(async_offloads > 0);                             // both lanes at once (the duplex)
+      CHECK(n1.pool_blocks >= 256 * ((256 + 15) / 16));  // the largest point's facts at once
+      CHECK(async_offloads > 0);                         // both lanes at once (the duplex)
+      CHECK(victim_steps == 3 * 3);  // three points whose loads take their offloads' blocks
       CHECK(n1.host_blocks >= 2 * 1024 * ((24 + 15) / 16));  // loads and offloads of 1024x24
     }
   }
