@@ -5,7 +5,7 @@ the datasheet cost model, which this script runs here.
 
     python3 bench/headline_table.py [--inferscale build/inferscale] [--data ../shared/data/locomo10]
         [--figure bench/results/headline_hil.png] [--steps] [--step-details [--slow 1.25]]
-        [--tag TAG] [--profile NAME|PATH] [--users 50,100,150,200] [--clusters]
+        [--tag TAG] [--profile NAME|PATH] [--users 50,100,150,200] [--clusters] [--first-issue]
 
 --steps also compares the runs step by step where both took the same steps (copies inside the
 step: the same decisions): total time of each kind of step in hardware in the loop and in
@@ -19,13 +19,18 @@ more than --slow times their price. --clusters says, for each run with its reque
 (U_MODE_TAG_requests.csv) and for the calibrated run, where TTFT p50 and p99 sit among the
 groups of requests of equal TTFT: how many requests would have to take their first token later
 (or sooner) for the percentile to land on the next group, and how far that group is.
+--first-issue lists, for each tag with a host trace (host_trace_TAG.log.gz, the device script's
+hil.log with INFERSCALE_HOST_TRACE=1), the host's time per copy issued in kv_inject's first step
+with copies, beside that run's kv_inject TTFT p50.
 """
 import argparse
 import csv
 import glob
+import gzip
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -121,6 +126,10 @@ def main():
                     help="also list each run's prefill steps and its decode steps measured more "
                          "than --slow times their price")
     ap.add_argument("--slow", type=float, default=1.25)
+    ap.add_argument("--first-issue", action="store_true",
+                    help="also list, for each tag with a host trace (host_trace_TAG.log.gz), the "
+                         "host's time per copy issued in kv_inject's first step with copies, "
+                         "beside that run's kv_inject TTFT p50")
     ap.add_argument("--clusters", action="store_true",
                     help="also say where each run's TTFT p50 and p99 sit among its groups of "
                          "equal TTFT (runs with a U_MODE_TAG_requests.csv)")
@@ -204,6 +213,19 @@ def main():
     if a.steps:
         print_table(("users", "mode", "steps", "count", "hardware ms", "calibrated ms",
                      "calibrated / hardware", "hardware us per host load"), "rllrrrrr", step_rows)
+    if a.first_issue:
+        rows = []
+        for u in [int(x) for x in a.users.split(",")]:
+            for tag in tags:
+                issue = first_copy_issue(os.path.join(HIL, f"host_trace_{tag}.log.gz"), u)
+                run = os.path.join(HIL, f"{u}_kv_inject_{tag}.json")
+                if issue is None or not os.path.exists(run):
+                    continue
+                copies, us = issue
+                p50 = json.load(open(run))["ttft_ms"]["p50"]
+                rows.append((u, tag, copies, f"{us / 1000:.1f}", f"{us / copies:.2f}", f"{p50:.1f}"))
+        print_table(("users", "tag", "copies of the first step", "host ms issuing them",
+                     "us per copy", "kv_inject TTFT p50 ms"), "rlrrrr", rows)
     if a.clusters:
         print_table(("users", "mode", "TTFT", "run", "ms", "requests at this TTFT",
                      "next lower TTFT (if that many requests moved below)",
@@ -211,6 +233,27 @@ def main():
     if a.step_details:
         print_table(("users", "mode", "run", "steps", "hardware ms", "calibrated ms",
                      "calibrated / hardware"), "rlrlrrr", detail_rows)
+
+
+def first_copy_issue(path, users):
+    """In a device script's host trace (hil.log, gzipped), the `users` run's first step with
+    asynchronous copies (kv_inject's first wave): its copies and the host's microseconds issuing
+    them (asynchronous offloads and loads). None without a trace or such a step."""
+    if not os.path.exists(path):
+        return None
+    section = False
+    with gzip.open(path, "rt", errors="replace") as f:
+        for line in f:
+            if line.startswith("== hil_users_"):
+                section = line.split()[1] == f"hil_users_{users}"
+            if not (section and line.startswith("host trace:")):
+                continue
+            v = {k: int(x) for k, x in re.findall(r"(\w+)=(-?\d+)", line)}
+            copies = v.get("n_async_offloads", 0) + v.get("n_async_loads", 0)
+            if copies > 0:
+                us = (v["async_offloads"] - v["sync_offloads"]) + (v["loads"] - v["evictions"])
+                return copies, us
+    return None
 
 
 def print_table(header, align, rows):
