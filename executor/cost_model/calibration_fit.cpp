@@ -19,7 +19,7 @@ const std::array<const char*, kFeatureCount>& calibration_feature_meanings() {
       "max((gemm_flops + attention_flops) / F, (weight_bytes + KV bytes) / B) in ns",
       "per forward pass, max(gemm_flops / F, weight_bytes / B), summed, in ns",
       "attention_flops / F in ns",
-      "forward KV bytes read and written / B in ns",
+      "max(forward KV bytes read and written / B, decode_floor_ns x decode items) in ns",
       "injected KV bytes (read + write) / B in ns",
       "host <-> GPU bytes / P in ns",
       "ns per fact loaded from or offloaded to the host tier",
@@ -52,7 +52,7 @@ FeatureVector calibration_features(const StepWork& w, const ModelConfig& model,
   f[kFeatureLinear] = (main_pass ? std::max((w.gemm_flops - encode_gemm) * f_s, w_ns) : 0.0) +
                       (encode_pass ? std::max(encode_gemm * f_s, w_ns) : 0.0);
   f[kFeatureAttention] = w.attention_flops * f_s;
-  f[kFeatureKv] = kv * b_s;
+  f[kFeatureKv] = std::max(kv * b_s, knee.decode_floor_ns * w.decode_tokens);
   f[kFeatureInject] = w.inject_bytes * b_s;
   f[kFeaturePcie] = w.pcie_bytes * 1e9 / knee.pcie_bytes_per_s;
   f[kFeatureTransfers] = w.transfers;
@@ -193,30 +193,52 @@ CalibrationFit fit_calibration(const std::vector<FitSample>& samples, const Mode
   }
   if (train == 0) throw std::invalid_argument("calibration: no training samples");
 
-  // Coarse log grid of the GEMM rate, then a finer one around the best.
-  auto knee_at = [&](double factor) {
-    KneeRates k = datasheet;
-    k.gemm_flops_per_s = datasheet.gemm_flops_per_s * factor;
-    return k;
-  };
-  constexpr double kLo = 0.1, kHi = 1.5;
-  constexpr int kCoarse = 48, kFine = 24;
-  const double step = std::log(kHi / kLo) / (kCoarse - 1);
-  Trial best;
-  double best_factor = 1.0;
-  for (int i = 0; i < kCoarse; ++i) {
-    const double factor = kLo * std::exp(step * i);
-    Trial t = fit_at(samples, model, knee_at(factor));
-    if (t.loss < best.loss) {
-      best = t;
-      best_factor = factor;
+  // At a decode floor: a coarse log grid of the GEMM rate, then a finer one around the best.
+  auto search_gemm = [&](double floor_ns) {
+    auto knee_at = [&](double factor) {
+      KneeRates k = datasheet;
+      k.gemm_flops_per_s = datasheet.gemm_flops_per_s * factor;
+      k.decode_floor_ns = floor_ns;
+      return k;
+    };
+    constexpr double kLo = 0.1, kHi = 1.5;
+    constexpr int kCoarse = 48, kFine = 24;
+    const double step = std::log(kHi / kLo) / (kCoarse - 1);
+    Trial best;
+    double best_factor = 1.0;
+    for (int i = 0; i < kCoarse; ++i) {
+      const double factor = kLo * std::exp(step * i);
+      Trial t = fit_at(samples, model, knee_at(factor));
+      if (t.loss < best.loss) {
+        best = t;
+        best_factor = factor;
+      }
     }
+    const double lo = best_factor * std::exp(-step);
+    for (int i = 0; i <= kFine; ++i) {
+      const double factor = lo * std::exp(2 * step * i / kFine);
+      Trial t = fit_at(samples, model, knee_at(factor));
+      if (t.loss < best.loss) best = t;
+    }
+    return best;
+  };
+  // A floor only where it lowers the loss (not by rounding: data without one keeps none).
+  auto better = [](const Trial& t, const Trial& than) { return t.loss < than.loss * (1 - 1e-6); };
+  constexpr double kFloorStep = 1000, kFloorMax = 20000, kFineFloorStep = 100;
+  Trial best = search_gemm(0);
+  for (double floor_ns = kFloorStep; floor_ns <= kFloorMax; floor_ns += kFloorStep) {
+    Trial t = search_gemm(floor_ns);
+    if (better(t, best)) best = t;
   }
-  const double lo = best_factor * std::exp(-step);
-  for (int i = 0; i <= kFine; ++i) {
-    const double factor = lo * std::exp(2 * step * i / kFine);
-    Trial t = fit_at(samples, model, knee_at(factor));
-    if (t.loss < best.loss) best = t;
+  const double coarse_floor = best.knee.decode_floor_ns;
+  const int fine = int(kFloorStep / kFineFloorStep);
+  for (int i = 1 - fine; i < fine; ++i) {
+    const double floor_ns = coarse_floor + i * kFineFloorStep;
+    if (floor_ns <= 0 || i == 0) continue;
+    KneeRates k = best.knee;
+    k.decode_floor_ns = floor_ns;
+    Trial t = fit_at(samples, model, k);
+    if (better(t, best)) best = t;
   }
 
   CalibrationFit fit;

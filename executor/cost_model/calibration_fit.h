@@ -28,7 +28,9 @@ enum CalibrationFeature : std::size_t {
   kFeatureLinear,     // per forward pass, max(gemm_flops / F, W / B), summed: the matmuls,
                       // compute- or weight-bound, ns (encodes run as a pass of their own)
   kFeatureAttention,  // attention_flops / F, ns
-  kFeatureKv,         // KV bytes the forward reads and writes / B, ns
+  kFeatureKv,         // max(KV bytes the forward reads and writes / B, the knee's decode
+                      // floor x decode items): a decode's attention costs at least a fixed
+                      // time however short its context, ns
   kFeatureInject,     // injected KV bytes (read + write) / B, ns
   kFeaturePcie,       // host <-> GPU bytes / P, ns
   kFeatureTransfers,  // facts moved between host and GPU (each a set of per-block copies)
@@ -53,7 +55,9 @@ struct KneeRates {
   double gemm_flops_per_s = 0;
   double hbm_bytes_per_s = 0;
   double pcie_bytes_per_s = 0;
-  /// Datasheet peaks (no efficiency factors).
+  /// The kv feature's floor per decode item, ns (0: none, as in profiles written before it).
+  double decode_floor_ns = 0;
+  /// Datasheet peaks (no efficiency factors), no decode floor.
   static KneeRates datasheet(const GpuConfig& gpu);
 };
 
@@ -86,7 +90,9 @@ struct CalibrationFit {
 
 /// Fits the coefficients on the samples not held out, minimizing squared relative error; the
 /// GEMM rate of the knee is searched over 0.1-1.5x the datasheet (HBM and PCIe stay at the
-/// datasheet; only the compute/memory ratio moves the knee). Reports MAPE on both sets.
+/// datasheet; only the compute/memory ratio moves the knee) at each decode floor of 0-20 us (in
+/// 1 us steps, then 0.1 us around the best; a floor is taken only where it lowers the loss).
+/// Reports MAPE on both sets.
 /// Throws std::invalid_argument with no training sample or a non-positive duration.
 CalibrationFit fit_calibration(const std::vector<FitSample>& samples, const ModelConfig& model,
                                const KneeRates& datasheet);

@@ -391,7 +391,16 @@ int fit_and_write(const CalibrateArgs& a, const CalibrationGrid& grid, const Mod
     if (!others.empty()) {
       source += "; " + join(others) +
                 (kept ? " kept from the profile written over" : " at their defaults");
-      if (kept && !p.async_copies.source.empty()) source += " (" + p.async_copies.source + ")";
+      if (kept && !p.async_copies.source.empty()) {
+        // What the profile written over said, one level: a source this wrote before is
+        // unwrapped to what it kept, so that refits do not nest sources.
+        std::string prior = p.async_copies.source;
+        const std::string nest = " kept from the profile written over (";
+        if (const auto at = prior.find(nest); at != std::string::npos && prior.back() == ')') {
+          prior = prior.substr(at + nest.size(), prior.size() - at - nest.size() - 1);
+        }
+        source += " (" + prior + ")";
+      }
     }
     p.async_copies.present = true;
     p.async_copies.lane_speed = lf.lane_speed;
@@ -410,9 +419,9 @@ int fit_and_write(const CalibrateArgs& a, const CalibrationGrid& grid, const Mod
   }
 
   const auto& names = calibration_feature_names();
-  std::printf("knee: F %.1f TFLOP/s, B %.0f GB/s, P %.1f GB/s\ncoefficients:",
+  std::printf("knee: F %.1f TFLOP/s, B %.0f GB/s, P %.1f GB/s, decode floor %.1f us\ncoefficients:",
               fit.knee.gemm_flops_per_s / 1e12, fit.knee.hbm_bytes_per_s / 1e9,
-              fit.knee.pcie_bytes_per_s / 1e9);
+              fit.knee.pcie_bytes_per_s / 1e9, fit.knee.decode_floor_ns / 1e3);
   for (std::size_t i = 0; i < kFeatureCount; ++i) {
     std::printf(" %s=%.4g", names[i], fit.coefficients[i]);
   }

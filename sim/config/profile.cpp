@@ -114,11 +114,12 @@ CalibrationProfile load_profile(const std::string& name_or_path, const std::stri
   p.command = v.text("command", "");
 
   const YamlView k = required_child(v, "knee");
-  k.reject_unknown({"gemm_flops_per_s", "hbm_bytes_per_s", "pcie_bytes_per_s"});
+  k.reject_unknown({"gemm_flops_per_s", "hbm_bytes_per_s", "pcie_bytes_per_s", "decode_floor_ns"});
   constexpr double kBig = 1e30;
   p.knee.gemm_flops_per_s = required_number(k, "gemm_flops_per_s", 1, kBig);
   p.knee.hbm_bytes_per_s = required_number(k, "hbm_bytes_per_s", 1, kBig);
   p.knee.pcie_bytes_per_s = required_number(k, "pcie_bytes_per_s", 1, kBig);
+  p.knee.decode_floor_ns = k.number("decode_floor_ns", 0.0, 0, kBig);  // 0 before it existed
 
   const YamlView c = required_child(v, "coefficients");
   const auto& names = calibration_feature_names();
@@ -200,6 +201,8 @@ std::string profile_yaml(const CalibrationProfile& p) {
   line("  gemm_flops_per_s: " + number(p.knee.gemm_flops_per_s));
   line("  hbm_bytes_per_s: " + number(p.knee.hbm_bytes_per_s));
   line("  pcie_bytes_per_s: " + number(p.knee.pcie_bytes_per_s));
+  line("  decode_floor_ns: " + number(p.knee.decode_floor_ns) +
+       "  # the kv feature's least per decode item");
   line("coefficients:  # x feature");
   const auto& names = calibration_feature_names();
   const auto& meanings = calibration_feature_meanings();

@@ -257,6 +257,52 @@ TEST_CASE("calibration fit recovers known coefficients from noisy synthetic time
   for (double c : fit.coefficients) CHECK(c >= 0);
 }
 
+TEST_CASE("calibration fit finds a decode step's floor per sequence") {
+  // Times whose decodes cost at least 9 us each in the kv term, however short their contexts
+  // (the grid's decodes of 1-512 requests over 80-4,176 tokens); without the floor the fit
+  // misses them by more.
+  const ModelConfig m = llama_8b();
+  const CalibrationGrid grid = make_calibration_grid("full");
+  const std::vector<StepWork> work = grid_work(grid, m);
+  const KneeRates datasheet = KneeRates::datasheet(h200());
+  KneeRates truth_knee = datasheet;
+  truth_knee.gemm_flops_per_s *= 0.8;
+  truth_knee.decode_floor_ns = 9000;
+  FeatureVector truth{};
+  truth[kFeatureRoofline] = 0.2;
+  truth[kFeatureLinear] = 0.7;
+  truth[kFeatureAttention] = 2.0;
+  truth[kFeatureKv] = 1.05;
+  truth[kFeatureInject] = 1.1;
+  truth[kFeaturePcie] = 1.2;
+  truth[kFeatureTransfers] = 1000;
+  truth[kFeaturePasses] = 2e6;
+  truth[kFeatureTokens] = 7000;
+  truth[kFeatureSequences] = 500;
+  truth[kFeatureMixed] = 1e6;
+  truth[kFeatureStep] = 8000;
+  std::vector<FitSample> samples;
+  for (std::size_t i = 0; i < work.size(); ++i) {
+    const double t = calibrated_ns(calibration_features(work[i], m, truth_knee), truth);
+    samples.push_back({work[i], t * (1.0 + noise(i, 0.002)), calibration_held_out(i)});
+  }
+  const CalibrationFit fit = fit_calibration(samples, m, datasheet);
+  CHECK(fit.knee.decode_floor_ns == Approx(9000).margin(300));
+  CHECK(fit.coefficients[kFeatureKv] == Approx(1.05).epsilon(0.05));
+  CHECK(fit.held_out_mape_pct < 0.5);
+  // The floor is where the decodes' error went: a fit without it misses them.
+  FeatureVector at_zero = fit.coefficients;
+  KneeRates no_floor = fit.knee;
+  no_floor.decode_floor_ns = 0;
+  double worst = 0;
+  for (std::size_t i = 0; i < work.size(); ++i) {
+    if (work[i].decode_tokens < 64 || work[i].prefill_tokens > 0) continue;
+    const double t = calibrated_ns(calibration_features(work[i], m, no_floor), at_zero);
+    worst = std::max(worst, std::abs(t / samples[i].duration_ns - 1));
+  }
+  CHECK(worst > 0.02);
+}
+
 TEST_CASE("calibration fit rejects samples without training points or time") {
   const ModelConfig m = llama_8b();
   const KneeRates k = KneeRates::datasheet(h200());

@@ -60,7 +60,7 @@ TEST_CASE("a profile writes and loads back identically") {
   const auto dir = temp_dir("profile_roundtrip");
   CalibrationProfile p = tiny_profile(1234.5);
   for (std::size_t i = 0; i < kFeatureCount; ++i) p.coefficients[i] = 0.1 + 1.0 / 3.0 * double(i);
-  p.knee = KneeRates{6.4285e14 / 3, 4.8e12, 6.4e10 * 0.7};
+  p.knee = KneeRates{6.4285e14 / 3, 4.8e12, 6.4e10 * 0.7, 8900.0 / 3};
   p.machine = "NVIDIA \"H200\" \\ test";
   p.date = "2025-01-02T03:04:05Z";
   p.command = "inferscale calibrate --executor gpu --out x.yaml";
@@ -91,6 +91,7 @@ TEST_CASE("a profile writes and loads back identically") {
   CHECK(q.command == p.command);
   CHECK(q.knee.gemm_flops_per_s == p.knee.gemm_flops_per_s);  // exact: shortest round trip
   CHECK(q.knee.pcie_bytes_per_s == p.knee.pcie_bytes_per_s);
+  CHECK(q.knee.decode_floor_ns == p.knee.decode_floor_ns);
   for (std::size_t i = 0; i < kFeatureCount; ++i) CHECK(q.coefficients[i] == p.coefficients[i]);
   CHECK(q.grid.name == p.grid.name);
   CHECK(q.grid.description == p.grid.description);
@@ -115,6 +116,12 @@ TEST_CASE("a profile writes and loads back identically") {
   CHECK(plain.async_copies.lane_speed == 1);
   CHECK(plain.async_copies.stall_ns == 0);
   CHECK(profile_yaml(plain).find("async_copies") == std::string::npos);
+  // A profile written before the decode floor existed: none.
+  std::string old = profile_yaml(tiny_profile(1500));
+  const auto floor_line = old.find("  decode_floor_ns:");
+  REQUIRE(floor_line != std::string::npos);
+  old.erase(floor_line, old.find('\n', floor_line) + 1 - floor_line);
+  CHECK(load_profile(write_text(dir / "old.yaml", old), "test").knee.decode_floor_ns == 0);
 }
 
 TEST_CASE("a malformed profile is an error at its file, line and column") {
@@ -451,6 +458,11 @@ TEST_CASE("inferscale calibrate --refit: the points of a profile fit again to th
   CHECK(l2.async_copies.stall_ns == Approx(l1.async_copies.stall_ns).margin(1e-9));
   CHECK(l2.async_copies.issue_ns == l1.async_copies.issue_ns);
   CHECK(l2.command.find("--copy-lanes") != std::string::npos);
+  // Refitted again over its own output: the same source (what it kept is not nested again).
+  REQUIRE(run_cli(common + " --copy-lanes --refit " + lanes_points + " --machine m --out " +
+                      lanes_again,
+                  dir / "log6.txt") == 0);
+  CHECK(load_profile(lanes_again, "test").async_copies.source == l2.async_copies.source);
   // Without the profile the lanes were measured with (its issue_ns): exit 2, nothing written.
   const auto nowhere = (dir / "nowhere.yaml").string();
   CHECK(run_cli(common + " --copy-lanes --refit " + lanes_points + " --machine m --out " + nowhere,
