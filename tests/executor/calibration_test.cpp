@@ -64,6 +64,19 @@ std::vector<StepWork> grid_work(const CalibrationGrid& grid, const ModelConfig& 
   return out;
 }
 
+/// The steps' times as `truth` prices them at `knee`, each off by up to +-`amplitude`
+/// (deterministic), split as the calibration splits them.
+std::vector<FitSample> synthetic_samples(const std::vector<StepWork>& work, const ModelConfig& m,
+                                         const KneeRates& knee, const FeatureVector& truth,
+                                         double amplitude) {
+  std::vector<FitSample> samples;
+  for (std::size_t i = 0; i < work.size(); ++i) {
+    const double t = calibrated_ns(calibration_features(work[i], m, knee), truth);
+    samples.push_back({work[i], t * (1.0 + noise(i, amplitude)), calibration_held_out(i)});
+  }
+  return samples;
+}
+
 }  // namespace
 
 TEST_CASE("calibration grid: step sequences are valid for a stateful executor") {
@@ -237,11 +250,7 @@ TEST_CASE("calibration fit recovers known coefficients from noisy synthetic time
   truth[kFeatureMixed] = 300000;     // ns per step of prefills beside decodes
   truth[kFeatureEncodes] = 20000;    // ns per encode
   truth[kFeatureStep] = 1500000;     // ns per step
-  std::vector<FitSample> samples;
-  for (std::size_t i = 0; i < work.size(); ++i) {
-    const double t = calibrated_ns(calibration_features(work[i], m, truth_knee), truth);
-    samples.push_back({work[i], t * (1.0 + noise(i, 0.01)), calibration_held_out(i)});
-  }
+  const std::vector<FitSample> samples = synthetic_samples(work, m, truth_knee, truth, 0.01);
   const CalibrationFit fit = fit_calibration(samples, m, datasheet);
   CHECK(fit.train + fit.held_out == samples.size());
   CHECK(fit.held_out == samples.size() / 5);
@@ -268,24 +277,11 @@ TEST_CASE("calibration fit finds a decode step's floor per sequence") {
   KneeRates truth_knee = datasheet;
   truth_knee.gemm_flops_per_s *= 0.8;
   truth_knee.decode_floor_ns = 9000;
-  FeatureVector truth{};
-  truth[kFeatureRoofline] = 0.2;
-  truth[kFeatureLinear] = 0.7;
-  truth[kFeatureAttention] = 2.0;
-  truth[kFeatureKv] = 1.05;
-  truth[kFeatureInject] = 1.1;
-  truth[kFeaturePcie] = 1.2;
-  truth[kFeatureTransfers] = 1000;
-  truth[kFeaturePasses] = 2e6;
-  truth[kFeatureTokens] = 7000;
-  truth[kFeatureSequences] = 500;
-  truth[kFeatureMixed] = 1e6;
-  truth[kFeatureStep] = 8000;
-  std::vector<FitSample> samples;
-  for (std::size_t i = 0; i < work.size(); ++i) {
-    const double t = calibrated_ns(calibration_features(work[i], m, truth_knee), truth);
-    samples.push_back({work[i], t * (1.0 + noise(i, 0.002)), calibration_held_out(i)});
-  }
+  // Near the H200's fit, in feature order: roofline, linear, attention, kv, inject, pcie,
+  // transfers, passes, tokens, sequences, mixed, encodes, step.
+  const FeatureVector truth = {0.2, 0.7, 2.0, 1.05, 1.1, 1.2, 1000, 2e6, 7000, 500, 1e6, 0, 8000};
+  static_assert(kFeatureCount == 13 && kFeatureKv == 3 && kFeatureStep == 12);
+  const std::vector<FitSample> samples = synthetic_samples(work, m, truth_knee, truth, 0.002);
   const CalibrationFit fit = fit_calibration(samples, m, datasheet);
   CHECK(fit.knee.decode_floor_ns == Approx(9000).margin(300));
   CHECK(fit.coefficients[kFeatureKv] == Approx(1.05).epsilon(0.05));
