@@ -172,8 +172,8 @@ def main():
                 for name, (rps, p50, p99, mean), s in rows:
                     hit = f"{100 * s['hit_ratio']['gpu_object']:.1f} %" if m == "kv_inject" else ""
                     loads = s["work"]["host_loads"] if m == "kv_inject" else ""
-                    print(f"| {u} | {m} | {name} | {rps:.2f} | {p50:.1f} | {p99:.1f} | {mean:.1f} | {hit} "
-                          f"| {loads} |")
+                    print(f"| {u} | {m} | {name} | {rps:.2f} | {p50:.1f} | {p99:.1f} "
+                          f"| {mean:.1f} | {hit} | {loads} |")
                 c = figures(cal[m])
                 print(f"| {u} | {m} | calibrated / hardware{' (mean)' if len(runs) > 1 else ''} | "
                       + " | ".join(f"{x / y:.2f}x" for x, y in zip(c, hw)) + " | | |")
@@ -223,7 +223,8 @@ def main():
                     continue
                 copies, us = issue
                 p50 = json.load(open(run))["ttft_ms"]["p50"]
-                rows.append((u, tag, copies, f"{us / 1000:.1f}", f"{us / copies:.2f}", f"{p50:.1f}"))
+                rows.append((u, tag, copies, f"{us / 1000:.1f}", f"{us / copies:.2f}",
+                             f"{p50:.1f}"))
         print_table(("users", "tag", "copies of the first step", "host ms issuing them",
                      "us per copy", "kv_inject TTFT p50 ms"), "rlrrrr", rows)
     if a.clusters:
