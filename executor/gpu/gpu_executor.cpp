@@ -222,6 +222,7 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   const std::uint64_t replays_before = ops_->graph_replays();
   const int m_start = clock.mark();
   HostTrace trace;
+  offload_parts_ = OffloadIssueParts{trace.on()};
 
   // Requests starting now own their cache rows before loads and encodes write into them.
   for (const PrefillItem& p : plan.prefills) {
@@ -485,6 +486,11 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
                " n_evictions=" + std::to_string(plan.evictions.size()) +
                " n_host_evictions=" + std::to_string(plan.host_evictions.size()) +
                " n_async_loads=" + std::to_string(plan.async_loads.size()) +
+               " offl_begin_us=" + std::to_string(offload_parts_.begin / 1000) +
+               " offl_settle_us=" + std::to_string(offload_parts_.settle / 1000) +
+               " offl_store_us=" + std::to_string(offload_parts_.store / 1000) +
+               " offl_end_us=" + std::to_string(offload_parts_.end / 1000) +
+               " offl_tickets_us=" + std::to_string(offload_parts_.tickets / 1000) +
                " tier_mb=" + std::to_string(host_tier_->reserved_bytes() >> 20) +
                " tokens=" + std::to_string(stats_.computed_tokens) + " device_us=" +
                std::to_string(result.duration_ns / 1000) + " " + ops_->allocator_counters());

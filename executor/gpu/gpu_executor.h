@@ -225,6 +225,12 @@ class GpuExecutor : public Executor {
   std::uint64_t last_load_ticket_ = 0;
   std::int64_t total_copy_gap_ns_ = 0;
   CopyIssue copy_issue_;
+  /// INFERSCALE_HOST_TRACE only: the step's host time issuing asynchronous offloads, by part
+  /// (batch begins, settles of pending loads, host-tier stores, batch ends, ticket records), ns.
+  struct OffloadIssueParts {
+    bool on = false;
+    std::int64_t begin = 0, settle = 0, store = 0, end = 0, tickets = 0;
+  } offload_parts_;
   RowPadding padding_;                // pad()'s rule (warm_rows, row_bucket)
   std::int32_t pad_rows_start_ = -1;  // cache rows of pad()'s segments; -1: no padding
 };

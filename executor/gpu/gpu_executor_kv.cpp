@@ -1,6 +1,7 @@
 // GpuExecutor: fact KV movement. The host tier (offload, load), Context-Window Encoding into
 // the pool, the replica's header KV, and the fused injection of pool KV into request caches.
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 #include <string>
 
@@ -59,11 +60,22 @@ void GpuExecutor::settle_offloads() {
 
 void GpuExecutor::issue_async_offloads(const std::vector<FactLoad>& offloads) {
   if (block_offload_ticket_.empty()) block_offload_ticket_.assign(pool_->storage().size(0), 0);
+  OffloadIssueParts& parts = offload_parts_;
+  auto lap = [&parts](std::int64_t& into, std::chrono::steady_clock::time_point& since) {
+    if (!parts.on) return;
+    const auto now = std::chrono::steady_clock::now();
+    into += std::chrono::duration_cast<std::chrono::nanoseconds>(now - since).count();
+    since = now;
+  };
   for (std::size_t i = 0; i < offloads.size(); i += kCopyChunk) {
     const std::size_t n = std::min(kCopyChunk, offloads.size() - i);
+    auto t = std::chrono::steady_clock::now();
     ops_->begin_copies(DeviceOps::CopyDirection::kToHost);
+    lap(parts.begin, t);
     for (std::size_t j = i; j < i + n; ++j) offload(offloads[j].fact);
+    t = std::chrono::steady_clock::now();
     const std::uint64_t ticket = ops_->end_copies();
+    lap(parts.end, t);
     for (std::size_t j = i; j < i + n; ++j) {
       const FactPool::Entry* e = pool_->find(offloads[j].fact);
       if (e == nullptr) continue;
@@ -71,6 +83,7 @@ void GpuExecutor::issue_async_offloads(const std::vector<FactLoad>& offloads) {
       host_write_ticket_[offloads[j].fact] = ticket;
     }
     last_offload_ticket_ = ticket;
+    lap(parts.tickets, t);
   }
 }
 
@@ -124,8 +137,18 @@ void GpuExecutor::issue_async_loads(const std::vector<FactLoad>& loads, Injectio
 void GpuExecutor::offload(FactId fact) {
   const FactPool::Entry* e = pool_->find(fact);
   if (e == nullptr) return;  // not resident here: nothing to copy
+  if (!offload_parts_.on) {
+    settle(fact);
+    host_tier_->store(fact, *e, *pool_, *ops_);
+    return;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
   settle(fact);
+  const auto t1 = std::chrono::steady_clock::now();
   host_tier_->store(fact, *e, *pool_, *ops_);
+  const auto t2 = std::chrono::steady_clock::now();
+  offload_parts_.settle += std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
+  offload_parts_.store += std::chrono::duration_cast<std::chrono::nanoseconds>(t2 - t1).count();
 }
 
 void GpuExecutor::load(const FactLoad& l, Injections& inj, std::vector<PendingEncode>& fallback) {
