@@ -99,6 +99,12 @@ GpuExecutor::GpuExecutor(GpuExecutorOptions options)
   pool_ = std::make_unique<FactPool>(m, options_.pool_bytes, options_.reserved_pool_tokens, opts);
   host_tier_ = std::make_unique<HostTier>(*pool_);
   host_tier_->reserve(options_.host_bytes);
+  if (const char* v = std::getenv("INFERSCALE_HOST_TIER_RESERVE_MAPS");
+      v != nullptr && v[0] == '1') {
+    host_write_ticket_.reserve(
+        host_tier_->reserved_bytes() /
+        FactPool::block_bytes(options_.model, std::uint32_t(dtype_bytes(options_.dtype))));
+  }
   cache_ = model_->make_cache(std::int32_t(options_.kv_cache_tokens));
   // No pass has more than max_batch_tokens tokens (encodes are cut to it): warmed up to there,
   // none needs padding.
