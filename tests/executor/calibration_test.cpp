@@ -77,6 +77,19 @@ std::vector<FitSample> synthetic_samples(const std::vector<StepWork>& work, cons
   return samples;
 }
 
+/// The full grid's work for the 8B shape and the H200's datasheet knee: the synthetic fits' data.
+struct FullGrid {
+  ModelConfig m = llama_8b();
+  std::vector<StepWork> work = grid_work(make_calibration_grid("full"), m);
+  KneeRates datasheet = KneeRates::datasheet(h200());
+  /// The datasheet knee with its GEMM rate scaled.
+  KneeRates knee(double gemm_factor) const {
+    KneeRates k = datasheet;
+    k.gemm_flops_per_s *= gemm_factor;
+    return k;
+  }
+};
+
 }  // namespace
 
 TEST_CASE("calibration grid: step sequences are valid for a stateful executor") {
@@ -230,12 +243,10 @@ TEST_CASE("nonnegative least squares: exact solutions, active constraints, KKT")
 }
 
 TEST_CASE("calibration fit recovers known coefficients from noisy synthetic times") {
-  const ModelConfig m = llama_8b();
-  const CalibrationGrid grid = make_calibration_grid("full");
-  const std::vector<StepWork> work = grid_work(grid, m);
-  const KneeRates datasheet = KneeRates::datasheet(h200());
-  KneeRates truth_knee = datasheet;
-  truth_knee.gemm_flops_per_s *= 0.62;
+  const FullGrid g;
+  const ModelConfig& m = g.m;
+  const std::vector<StepWork>& work = g.work;
+  KneeRates truth_knee = g.knee(0.62);
   FeatureVector truth{};
   truth[kFeatureRoofline] = 0.4;
   truth[kFeatureLinear] = 1.3;
@@ -251,7 +262,7 @@ TEST_CASE("calibration fit recovers known coefficients from noisy synthetic time
   truth[kFeatureEncodes] = 20000;    // ns per encode
   truth[kFeatureStep] = 1500000;     // ns per step
   const std::vector<FitSample> samples = synthetic_samples(work, m, truth_knee, truth, 0.01);
-  const CalibrationFit fit = fit_calibration(samples, m, datasheet);
+  const CalibrationFit fit = fit_calibration(samples, m, g.datasheet);
   CHECK(fit.train + fit.held_out == samples.size());
   CHECK(fit.held_out == samples.size() / 5);
   CHECK(fit.held_out_mape_pct < 1.0);  // the noise is +-1 %
@@ -270,19 +281,17 @@ TEST_CASE("calibration fit finds a decode step's floor per sequence") {
   // Times whose decodes cost at least 9 us each in the kv term, however short their contexts
   // (the grid's decodes of 1-512 requests over 80-4,176 tokens); without the floor the fit
   // misses them by more.
-  const ModelConfig m = llama_8b();
-  const CalibrationGrid grid = make_calibration_grid("full");
-  const std::vector<StepWork> work = grid_work(grid, m);
-  const KneeRates datasheet = KneeRates::datasheet(h200());
-  KneeRates truth_knee = datasheet;
-  truth_knee.gemm_flops_per_s *= 0.8;
+  const FullGrid g;
+  const ModelConfig& m = g.m;
+  const std::vector<StepWork>& work = g.work;
+  KneeRates truth_knee = g.knee(0.8);
   truth_knee.decode_floor_ns = 9000;
   // Near the H200's fit, in feature order: roofline, linear, attention, kv, inject, pcie,
   // transfers, passes, tokens, sequences, mixed, encodes, step.
   const FeatureVector truth = {0.2, 0.7, 2.0, 1.05, 1.1, 1.2, 1000, 2e6, 7000, 500, 1e6, 0, 8000};
   static_assert(kFeatureCount == 13 && kFeatureKv == 3 && kFeatureStep == 12);
   const std::vector<FitSample> samples = synthetic_samples(work, m, truth_knee, truth, 0.002);
-  const CalibrationFit fit = fit_calibration(samples, m, datasheet);
+  const CalibrationFit fit = fit_calibration(samples, m, g.datasheet);
   CHECK(fit.knee.decode_floor_ns == Approx(9000).margin(300));
   CHECK(fit.coefficients[kFeatureKv] == Approx(1.05).epsilon(0.05));
   CHECK(fit.held_out_mape_pct < 0.5);
