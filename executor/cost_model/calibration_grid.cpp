@@ -558,7 +558,7 @@ CalibrationNeeds calibration_needs(const CalibrationGrid& grid, const ModelConfi
   std::map<RequestId, std::uint32_t> live;  // request -> prompt tokens
   std::map<FactId, std::uint64_t> pool;     // fact -> blocks
   std::map<FactId, std::uint64_t> host;     // fact -> blocks
-  std::uint64_t live_tokens = 0, pool_blocks = 0;
+  std::uint64_t live_tokens = 0, pool_blocks = 0, host_blocks = 0;
   std::map<RequestId, std::uint32_t> decoded;
   auto walk = [&](const std::vector<CalibrationStep>& steps) {
     for (const CalibrationStep& s : steps) {
@@ -566,7 +566,11 @@ CalibrationNeeds calibration_needs(const CalibrationGrid& grid, const ModelConfi
       ++n.steps;
       if (s.measured) ++n.measured_steps;
       for (const auto* offloads : {&p.offloads, &p.async_offloads}) {
-        for (const FactLoad& o : *offloads) host[o.fact] = blocks_of(o.tokens);
+        for (const FactLoad& o : *offloads) {
+          std::uint64_t& blocks = host[o.fact];  // 0 when new
+          host_blocks += blocks_of(o.tokens) - blocks;
+          blocks = blocks_of(o.tokens);
+        }
       }
       for (FactId f : p.evictions) {
         if (auto it = pool.find(f); it != pool.end()) {
@@ -581,10 +585,13 @@ CalibrationNeeds calibration_needs(const CalibrationGrid& grid, const ModelConfi
         }
       }
       n.host_facts = std::max<std::uint64_t>(n.host_facts, host.size());
-      std::uint64_t host_blocks = 0;
-      for (const auto& [fact, blocks] : host) host_blocks += blocks;
       n.host_blocks = std::max(n.host_blocks, host_blocks);
-      for (FactId f : p.host_evictions) host.erase(f);
+      for (FactId f : p.host_evictions) {
+        if (auto it = host.find(f); it != host.end()) {
+          host_blocks -= it->second;
+          host.erase(it);
+        }
+      }
       std::uint64_t scratch = 0;
       for (const FactEncode& e : p.encodes) {
         if (!pool.count(e.fact)) pool_blocks += blocks_of(e.tokens);

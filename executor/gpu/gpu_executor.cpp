@@ -99,11 +99,12 @@ GpuExecutor::GpuExecutor(GpuExecutorOptions options)
   pool_ = std::make_unique<FactPool>(m, options_.pool_bytes, options_.reserved_pool_tokens, opts);
   host_tier_ = std::make_unique<HostTier>(*pool_);
   host_tier_->reserve(options_.host_bytes);
+  // INFERSCALE_HOST_TIER_RESERVE_MAPS=1 (a diagnostic): the tier's fact map and the offload
+  // tickets' map sized for a fact per tier block up front, so that no store makes them grow.
   if (const char* v = std::getenv("INFERSCALE_HOST_TIER_RESERVE_MAPS");
       v != nullptr && v[0] == '1') {
-    host_write_ticket_.reserve(
-        host_tier_->reserved_bytes() /
-        FactPool::block_bytes(options_.model, std::uint32_t(dtype_bytes(options_.dtype))));
+    host_tier_->reserve_entries();
+    host_write_ticket_.reserve(host_tier_->block_count());
   }
   cache_ = model_->make_cache(std::int32_t(options_.kv_cache_tokens));
   // No pass has more than max_batch_tokens tokens (encodes are cut to it): warmed up to there,

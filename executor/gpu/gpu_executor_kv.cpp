@@ -19,6 +19,26 @@ constexpr std::uint64_t kTransientKey = 2ull << 62;
 // only for the offload batch that frees its blocks.
 constexpr std::size_t kCopyChunk = 16;
 
+/// Host time by part (the host trace's offload issue): lap(part) adds the time since the last
+/// lap, or since restart(), to `part`; nothing, not even a clock read, when off.
+class Laps {
+ public:
+  explicit Laps(bool on) : on_(on) { restart(); }
+  void restart() {
+    if (on_) since_ = std::chrono::steady_clock::now();
+  }
+  void lap(std::int64_t& part) {
+    if (!on_) return;
+    const auto now = std::chrono::steady_clock::now();
+    part += std::chrono::duration_cast<std::chrono::nanoseconds>(now - since_).count();
+    since_ = now;
+  }
+
+ private:
+  bool on_;
+  std::chrono::steady_clock::time_point since_;
+};
+
 }  // namespace
 
 std::uint64_t GpuExecutor::transient_key() {
@@ -61,21 +81,15 @@ void GpuExecutor::settle_offloads() {
 void GpuExecutor::issue_async_offloads(const std::vector<FactLoad>& offloads) {
   if (block_offload_ticket_.empty()) block_offload_ticket_.assign(pool_->storage().size(0), 0);
   OffloadIssueParts& parts = offload_parts_;
-  auto lap = [&parts](std::int64_t& into, std::chrono::steady_clock::time_point& since) {
-    if (!parts.on) return;
-    const auto now = std::chrono::steady_clock::now();
-    into += std::chrono::duration_cast<std::chrono::nanoseconds>(now - since).count();
-    since = now;
-  };
   for (std::size_t i = 0; i < offloads.size(); i += kCopyChunk) {
     const std::size_t n = std::min(kCopyChunk, offloads.size() - i);
-    auto t = std::chrono::steady_clock::now();
+    Laps laps(parts.on);
     ops_->begin_copies(DeviceOps::CopyDirection::kToHost);
-    lap(parts.begin, t);
-    for (std::size_t j = i; j < i + n; ++j) offload(offloads[j].fact);
-    t = std::chrono::steady_clock::now();
+    laps.lap(parts.begin);
+    for (std::size_t j = i; j < i + n; ++j) offload(offloads[j].fact);  // times its own parts
+    laps.restart();
     const std::uint64_t ticket = ops_->end_copies();
-    lap(parts.end, t);
+    laps.lap(parts.end);
     for (std::size_t j = i; j < i + n; ++j) {
       const FactPool::Entry* e = pool_->find(offloads[j].fact);
       if (e == nullptr) continue;
@@ -83,7 +97,7 @@ void GpuExecutor::issue_async_offloads(const std::vector<FactLoad>& offloads) {
       host_write_ticket_[offloads[j].fact] = ticket;
     }
     last_offload_ticket_ = ticket;
-    lap(parts.tickets, t);
+    laps.lap(parts.tickets);
   }
 }
 
@@ -137,18 +151,11 @@ void GpuExecutor::issue_async_loads(const std::vector<FactLoad>& loads, Injectio
 void GpuExecutor::offload(FactId fact) {
   const FactPool::Entry* e = pool_->find(fact);
   if (e == nullptr) return;  // not resident here: nothing to copy
-  if (!offload_parts_.on) {
-    settle(fact);
-    host_tier_->store(fact, *e, *pool_, *ops_);
-    return;
-  }
-  const auto t0 = std::chrono::steady_clock::now();
+  Laps laps(offload_parts_.on);
   settle(fact);
-  const auto t1 = std::chrono::steady_clock::now();
+  laps.lap(offload_parts_.settle);
   host_tier_->store(fact, *e, *pool_, *ops_);
-  const auto t2 = std::chrono::steady_clock::now();
-  offload_parts_.settle += std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
-  offload_parts_.store += std::chrono::duration_cast<std::chrono::nanoseconds>(t2 - t1).count();
+  laps.lap(offload_parts_.store);
 }
 
 void GpuExecutor::load(const FactLoad& l, Injections& inj, std::vector<PendingEncode>& fallback) {

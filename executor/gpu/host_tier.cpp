@@ -1,7 +1,6 @@
 #include "executor/gpu/host_tier.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -62,12 +61,10 @@ void HostTier::add_chunk() {
 
 void HostTier::reserve(std::uint64_t bytes) {
   while (reserved_bytes() < bytes) add_chunk();
-  // INFERSCALE_HOST_TIER_RESERVE_MAPS=1 (a diagnostic): the fact map sized for a fact per block,
-  // so that no store makes it grow.
-  if (const char* v = std::getenv("INFERSCALE_HOST_TIER_RESERVE_MAPS");
-      v != nullptr && v[0] == '1') {
-    facts_.reserve(std::size_t(reserved_bytes() / block_bytes_));
-  }
+}
+
+void HostTier::reserve_entries() {
+  facts_.reserve(block_count());
 }
 
 void HostTier::store(FactId fact, const FactPool::Entry& from, FactPool& pool, DeviceOps& ops) {

@@ -33,6 +33,10 @@ class HostTier {
 
   /// Allocates chunks until the tier holds at least `bytes` (whole chunks).
   void reserve(std::uint64_t bytes);
+  /// Blocks in the chunks held: at most as many facts.
+  std::size_t block_count() const { return std::size_t(reserved_bytes() / block_bytes_); }
+  /// Sizes the fact map for a fact per block held, so that no store makes it grow.
+  void reserve_entries();
 
   const Entry* find(FactId fact) const;
   /// Copies a pool entry into host blocks (replacing an earlier copy of the fact).

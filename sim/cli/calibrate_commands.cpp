@@ -231,12 +231,15 @@ int run_calibrate(const CalibrateArgs& a) {
   }
   if (!a.refit.empty()) {
     if (a.machine.empty()) throw InputError("--machine", "required with --refit");
-    std::vector<PointMeasurement> measured;
-    try {
-      measured = replay_measurements(grid, model, options, read_points_samples(a.refit, grid));
-    } catch (const std::invalid_argument& e) {
-      throw InputError(a.refit, e.what());
-    }
+    // A points file's samples as measurements of `g`'s points; its faults at the file.
+    auto replayed = [&](const CalibrationGrid& g, const std::string& path) {
+      try {
+        return replay_measurements(g, model, options, read_points_samples(path, g));
+      } catch (const std::invalid_argument& e) {
+        throw InputError(path, e.what());
+      }
+    };
+    const std::vector<PointMeasurement> measured = replayed(grid, a.refit);
     std::fprintf(stderr, "refitting %zu points of %s (measured on %s)\n", measured.size(),
                  a.refit.c_str(), a.machine.c_str());
     if (!a.copy_lanes) return fit_and_write(a, grid, model, gpu, measured, a.machine, 0.0, nullptr);
@@ -245,12 +248,7 @@ int run_calibrate(const CalibrateArgs& a) {
     LaneMeasurements lanes;
     lanes.grid = make_calibration_grid("copy_lanes");
     const std::string path = lanes_points_path(a.refit);
-    try {
-      lanes.measured =
-          replay_measurements(lanes.grid, model, options, read_points_samples(path, lanes.grid));
-    } catch (const std::invalid_argument& e) {
-      throw InputError(path, e.what());
-    }
+    lanes.measured = replayed(lanes.grid, path);
     if (!std::filesystem::exists(a.out)) {
       throw InputError("--out",
                        "with --refit and --copy-lanes: the profile the lanes were "
