@@ -6,6 +6,7 @@ the datasheet cost model, which this script runs here.
     python3 bench/headline_table.py [--inferscale build/inferscale] [--data ../shared/data/locomo10]
         [--figure bench/results/headline_hil.png] [--steps] [--step-details [--slow 1.25]]
         [--tag TAG] [--profile NAME|PATH] [--users 50,100,150,200] [--clusters] [--first-issue]
+        [--offload-parts]
 
 --steps also compares the runs step by step where both took the same steps (copies inside the
 step: the same decisions): total time of each kind of step in hardware in the loop and in
@@ -21,7 +22,9 @@ groups of requests of equal TTFT: how many requests would have to take their fir
 (or sooner) for the percentile to land on the next group, and how far that group is.
 --first-issue lists, for each tag with a host trace (host_trace_TAG.log.gz, the device script's
 hil.log with INFERSCALE_HOST_TRACE=1), the host's time per copy issued in kv_inject's first step
-with copies, beside that run's kv_inject TTFT p50.
+with copies, beside that run's kv_inject TTFT p50. --offload-parts lists, for each tag with a
+host trace, its first four steps with copies: the host's time issuing the offloads, by part where
+the trace times them (from 320ca13).
 """
 import argparse
 import csv
@@ -130,6 +133,9 @@ def main():
                     help="also list, for each tag with a host trace (host_trace_TAG.log.gz), the "
                          "host's time per copy issued in kv_inject's first step with copies, "
                          "beside that run's kv_inject TTFT p50")
+    ap.add_argument("--offload-parts", action="store_true",
+                    help="also list, for each tag with a host trace, its first steps with "
+                         "copies: the offload issue's time (by part where the trace has them)")
     ap.add_argument("--clusters", action="store_true",
                     help="also say where each run's TTFT p50 and p99 sit among its groups of "
                          "equal TTFT (runs with a U_MODE_TAG_requests.csv)")
@@ -227,6 +233,12 @@ def main():
                              f"{p50:.1f}"))
         print_table(("users", "tag", "copies of the first step", "host ms issuing them",
                      "us per copy", "kv_inject TTFT p50 ms"), "rlrrrr", rows)
+    if a.offload_parts:
+        rows = [r for u in [int(x) for x in a.users.split(",")] for tag in tags
+                for r in offload_part_rows(tag, os.path.join(HIL, f"host_trace_{tag}.log.gz"), u)]
+        print_table(("users", "tag", "step with copies", "offloads", "offload issue us")
+                    + tuple(f"{p} us" for p in OFFLOAD_PARTS) + ("us per store",),
+                    "rlrrrrrrrrr", rows)
     if a.clusters:
         print_table(("users", "mode", "TTFT", "run", "ms", "requests at this TTFT",
                      "next lower TTFT (if that many requests moved below)",
@@ -236,12 +248,11 @@ def main():
                      "calibrated / hardware"), "rlrlrrr", detail_rows)
 
 
-def first_copy_issue(path, users):
-    """In a device script's host trace (hil.log, gzipped), the `users` run's first step with
-    asynchronous copies (kv_inject's first wave): its copies and the host's microseconds issuing
-    them (asynchronous offloads and loads). None without a trace or such a step."""
+def copy_steps(path, users):
+    """In a device script's host trace (hil.log, gzipped), the `users` run's steps with
+    asynchronous copies, in order (kv_inject's: text has none), each its trace's fields."""
     if not os.path.exists(path):
-        return None
+        return
     section = False
     with gzip.open(path, "rt", errors="replace") as f:
         for line in f:
@@ -250,11 +261,35 @@ def first_copy_issue(path, users):
             if not (section and line.startswith("host trace:")):
                 continue
             v = {k: int(x) for k, x in re.findall(r"(\w+)=(-?\d+)", line)}
-            copies = v.get("n_async_offloads", 0) + v.get("n_async_loads", 0)
-            if copies > 0:
-                us = (v["async_offloads"] - v["sync_offloads"]) + (v["loads"] - v["evictions"])
-                return copies, us
+            if v.get("n_async_offloads", 0) + v.get("n_async_loads", 0) > 0:
+                yield v
+
+
+def first_copy_issue(path, users):
+    """The first step with asynchronous copies (kv_inject's first wave): its copies and the
+    host's microseconds issuing them (offloads and loads). None without a trace or such a step."""
+    for v in copy_steps(path, users):
+        copies = v["n_async_offloads"] + v["n_async_loads"]
+        return copies, (v["async_offloads"] - v["sync_offloads"]) + (v["loads"] - v["evictions"])
     return None
+
+
+OFFLOAD_PARTS = ("begin", "settle", "store", "end", "tickets")
+
+
+def offload_part_rows(tag, path, users, steps=4):
+    """The first `steps` steps with copies: offloads, the host's microseconds issuing them, and
+    where the trace times it by part (offl_*_us, from 320ca13) each part's."""
+    rows = []
+    for i, v in enumerate(copy_steps(path, users)):
+        if i == steps:
+            break
+        n = v["n_async_offloads"]
+        parts = "offl_store_us" in v
+        rows.append((users, tag, i + 1, n, v["async_offloads"] - v["sync_offloads"])
+                    + tuple(v[f"offl_{p}_us"] if parts else "" for p in OFFLOAD_PARTS)
+                    + (f"{v['offl_store_us'] / n:.2f}" if parts and n else "",))
+    return rows
 
 
 def print_table(header, align, rows):
