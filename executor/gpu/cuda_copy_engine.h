@@ -93,15 +93,7 @@ class CopyEngine {
       batch_.ticket = ticket;
       pending_.insert(ticket);
       lane.queue.push_back(std::move(batch_));
-      // Recycle the events of tickets that are done.
-      for (auto it = tickets_.begin(); it != tickets_.end() && tickets_.size() > 8;) {
-        if (cudaEventQuery(it->second) == cudaSuccess) {
-          spare_.push_back(it->second);
-          it = tickets_.erase(it);
-        } else {
-          ++it;
-        }
-      }
+      recycle_done_locked();
     }
     lane.queued_cv.notify_one();
     return ticket;
@@ -156,7 +148,8 @@ class CopyEngine {
   };
   struct Lane {
     std::optional<c10::cuda::CUDAStream> stream;
-    std::deque<Batch> queue;  // under mutex_
+    std::deque<Batch> queue;             // under mutex_
+    std::deque<std::uint64_t> recorded;  // under mutex_: its tickets in tickets_, oldest first
     std::condition_variable queued_cv;
     std::thread thread;
     // The lane's thread only: events marking its progress, with the bytes issued before each.
@@ -185,6 +178,22 @@ class CopyEngine {
     if (error_ != nullptr) std::rethrow_exception(error_);
     const auto it = tickets_.find(ticket);
     return it == tickets_.end() ? nullptr : it->second;
+  }
+  /// Recycles the events of recorded tickets that are done. A lane's stream runs its batches in
+  /// order, so each lane's oldest tickets are checked and the first not yet done ends that
+  /// lane's check: at most one query more than the events recycled, however many are in flight.
+  void recycle_done_locked() {
+    for (Lane& lane : lanes_) {
+      while (!lane.recorded.empty()) {
+        const auto it = tickets_.find(lane.recorded.front());
+        if (it != tickets_.end()) {
+          if (cudaEventQuery(it->second) != cudaSuccess) break;
+          spare_.push_back(it->second);
+          tickets_.erase(it);
+        }
+        lane.recorded.pop_front();
+      }
+    }
   }
   void rethrow() {
     std::lock_guard lock(mutex_);
@@ -228,6 +237,7 @@ class CopyEngine {
         INFERSCALE_CUDA_CHECK(cudaEventRecord(e, stream));
         std::lock_guard lock(mutex_);
         tickets_.emplace(batch.ticket, e);
+        lane.recorded.push_back(batch.ticket);
         pending_.erase(batch.ticket);
       } catch (...) {
         std::lock_guard lock(mutex_);
