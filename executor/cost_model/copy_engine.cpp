@@ -41,11 +41,17 @@ SimTime CopyEngineModel::issue(const BatchPlan& plan, SimTime now) {
   // A lane's past is settled up to clock_: nothing issued now runs before it.
   const SimTime at = std::max<SimTime>(now, SimTime(std::ceil(clock_)));
   const std::size_t k = params_.batch_facts;
+  // The executor's thread hands a batch to its lane once it has issued the batch's copies and
+  // those of every batch before it (the offloads first): the batch ending at the n-th copy may
+  // start issue_ns x n after `at`.
+  auto issued_at = [&](std::size_t copies) {
+    return at + SimTime(std::llround(params_.issue_ns * double(copies)));
+  };
   offload_ticket_.clear();
   for (std::size_t i = 0; i < plan.async_offloads.size(); i += k) {
     const double work = batch_ns(plan.async_offloads, i);
-    const std::uint64_t ticket = push(kToHost, work, at, 0);
     const std::size_t end = std::min(plan.async_offloads.size(), i + k);
+    const std::uint64_t ticket = push(kToHost, work, issued_at(end), 0);
     for (std::size_t j = i; j < end; ++j) {
       offload_ticket_[plan.async_offloads[j].fact] = {ticket, plan.async_offloads[j].bytes};
     }
@@ -79,8 +85,9 @@ SimTime CopyEngineModel::issue(const BatchPlan& plan, SimTime now) {
     // The last eviction whose blocks start before this batch's end.
     while (mark + 1 < freed_.size() && freed_[mark + 1].first < loaded * (1 - 1e-12)) ++mark;
     const std::uint64_t after = takes_freed ? freed_[mark].second : 0;
-    const std::uint64_t ticket = push(kToDevice, work, at, after);
     const std::size_t end = std::min(plan.async_loads.size(), i + k);
+    const std::uint64_t ticket =
+        push(kToDevice, work, issued_at(plan.async_offloads.size() + end), after);
     for (std::size_t j = i; j < end; ++j) pending_[plan.async_loads[j].fact] = ticket;
   }
   return SimTime(std::llround(params_.issue_ns * double(n)));

@@ -14,8 +14,9 @@
 // block + bytes / rate: the executor copies a fact block by block), and while
 // both lanes move bytes each runs at `duplex` of its rate alone (the link and the host memory are
 // shared). The step itself pays the host time to issue its copies (`issue_ns` each: the compute
-// stream idles meanwhile) and, when its forward pass starts while copies still move, a fixed
-// `stall_ns`. The parameters and how they were measured: executor/cost_model/README.md.
+// stream idles meanwhile; a batch reaches its lane once the host has issued it) and, when its
+// forward pass starts while copies still move, a fixed `stall_ns`. The parameters and how they were
+// measured: executor/cost_model/README.md.
 
 #include <cstdint>
 #include <deque>
@@ -45,7 +46,8 @@ class CopyEngineModel {
   explicit CopyEngineModel(CopyEngineParams params);
 
   /// Issues `plan`'s async_offloads, then its async_loads, at `now` (ns). Returns the host time
-  /// the step spends issuing them (issue_ns per copy); the copies start at `now`.
+  /// the step spends issuing them (issue_ns per copy); a batch may start once the host has
+  /// issued it and every copy before it (issue_ns x those copies after `now`).
   SimTime issue(const BatchPlan& plan, SimTime now);
   /// When every asynchronous load that a first chunk of `plan` injects is done (>= `now`; `now`
   /// when none is pending). Forgets the loads it waited for.

@@ -142,11 +142,31 @@ TEST_CASE("copy lanes: issue time per copy, and a later step's copies queue behi
   // Step 2 at 1000 ns loads 16 more facts (ids 0..15 again: their newest load counts).
   BatchPlan later = plan_of(0, 16, {}, 1000);
   CHECK(m.issue(later, 1000) == 16 * 250);
-  // The lane still holds the first step's 8 copies (3 offloads, then 5 loads: 8000 ns).
-  CHECK(m.ready(plan_of(0, 0, {2}, 2000), 2000) == 8000 + 16 * 1000);
-  CHECK_FALSE(m.busy_at(8000 + 16 * 1000));
+  // The lane still holds the first step's loads: their batch is handed over after the host
+  // issued all 8 copies (2000 ns) and waits for the offloads that free its blocks (handed over
+  // after 3 copies, 750 ns, done at 3750); it is done at 3750 + 5000.
+  CHECK(m.ready(plan_of(0, 0, {2}, 2000), 2000) == 8750 + 16 * 1000);
+  CHECK_FALSE(m.busy_at(8750 + 16 * 1000));
   CHECK_THROWS(CopyEngineModel(params(0)));
   CHECK_THROWS(CopyEngineModel(params(1.5)));
+}
+
+TEST_CASE("copy lanes: a batch starts once the host has issued it and every copy before it") {
+  // 32 offloads of facts that stay resident (no load waits for them), then 16 loads, at 100 ns
+  // of host time per copy: the load batch reaches its lane after 48 copies, 4800 ns.
+  BatchPlan plan = plan_of(32, 16, {}, 0);
+  plan.evictions.clear();
+  CopyEngineModel slow(params(1, 100));
+  CHECK(slow.issue(plan, 0) == 48 * 100);
+  CHECK(slow.ready(plan_of(0, 0, {0}, 0), 0) == 4800 + 16 * 1000);
+  // The offloads' second batch is handed over at 3200 ns but runs after the first (1600 ns
+  // + 16 facts): the lane is busy until 1600 + 32,000.
+  CHECK(slow.busy_at(1600 + 32 * 1000 - 1));
+  CHECK_FALSE(slow.busy_at(1600 + 32 * 1000));
+  // Without issue time the loads start at once.
+  CopyEngineModel fast(params(1, 0));
+  fast.issue(plan, 0);
+  CHECK(fast.ready(plan_of(0, 0, {0}, 0), 0) == 16 * 1000);
 }
 
 TEST_CASE("calibrated executor: a step waits for the asynchronous loads it injects") {
@@ -165,11 +185,12 @@ TEST_CASE("calibrated executor: a step waits for the asynchronous loads it injec
   // Step 1 issues 16 loads and injects none of them: issue time, the stall (copies move), step.
   const BatchResult first = ex.execute(with_decode(plan_of(0, 16, {}, 0)));
   CHECK(first.duration_ns == 16 * 10 + 7 + 100);
-  // Step 2 at 1000 ns injects fact 4: it waits for the batch (done at 16000 ns); the copies are
-  // done when its forward pass starts, no stall.
+  // Step 2 at 1000 ns injects fact 4: it waits for the batch (handed to its lane once the host
+  // issued its 16 copies, 160 ns; done at 16,160 ns); the copies are done when its forward pass
+  // starts, no stall.
   const BatchResult second = ex.execute(with_decode(plan_of(0, 0, {4}, 1000)));
-  CHECK(second.phases.load_ns == 16'000 - 1000);
-  CHECK(second.duration_ns == (16'000 - 1000) + 100);
+  CHECK(second.phases.load_ns == 16'160 - 1000);
+  CHECK(second.duration_ns == (16'160 - 1000) + 100);
   // Step 3: nothing in flight any more, the plain price.
   CHECK(ex.execute(with_decode(plan_of(0, 0, {4}, 20'000))).duration_ns == 100);
 }
