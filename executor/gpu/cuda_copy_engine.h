@@ -180,18 +180,35 @@ class CopyEngine {
     return it == tickets_.end() ? nullptr : it->second;
   }
   /// Recycles the events of recorded tickets that are done. A lane's stream runs its batches in
-  /// order, so each lane's oldest tickets are checked and the first not yet done ends that
-  /// lane's check: at most one query more than the events recycled, however many are in flight.
+  /// order, so a lane's tickets are done up to some point: its oldest one is asked first (not
+  /// done: nothing to recycle, one query), then its newest (done: all of them), else a binary
+  /// search between: a few queries per lane, under the lock the lanes' threads also take,
+  /// however many tickets are in flight (after a step of hundreds of batches, the next batch end
+  /// asked each one).
   void recycle_done_locked() {
+    auto is_done = [&](std::uint64_t ticket) {
+      const auto it = tickets_.find(ticket);
+      return it == tickets_.end() || cudaEventQuery(it->second) == cudaSuccess;
+    };
     for (Lane& lane : lanes_) {
-      while (!lane.recorded.empty()) {
-        const auto it = tickets_.find(lane.recorded.front());
+      std::deque<std::uint64_t>& r = lane.recorded;
+      if (r.empty() || !is_done(r.front())) continue;
+      // r[lo] is done; r[hi] is not (hi == size: every one is).
+      std::size_t lo = 0, hi = r.size();
+      if (!is_done(r.back())) {
+        hi = r.size() - 1;
+        while (hi - lo > 1) {
+          const std::size_t mid = lo + (hi - lo) / 2;
+          (is_done(r[mid]) ? lo : hi) = mid;
+        }
+      }
+      for (std::size_t i = 0; i < hi; ++i) {
+        const auto it = tickets_.find(r.front());
         if (it != tickets_.end()) {
-          if (cudaEventQuery(it->second) != cudaSuccess) break;
           spare_.push_back(it->second);
           tickets_.erase(it);
         }
-        lane.recorded.pop_front();
+        r.pop_front();
       }
     }
   }
