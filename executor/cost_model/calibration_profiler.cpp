@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
+#include <string>
 
 namespace inferscale {
 
@@ -42,9 +43,8 @@ std::vector<PointMeasurement> walk_grid(const CalibrationGrid& grid, const Model
   if (time_step) {
     for (const CalibrationStep& s : planner.preamble()) time_step(s.plan);
   }
-  std::vector<PointMeasurement> out;
   const std::uint32_t timed = options.warmup + options.repeats;
-  for (std::size_t i = 0; i < grid.points.size(); ++i) {
+  auto measure = [&](std::size_t i) {
     const CalibrationPoint& pt = grid.points[i];
     PointMeasurement m;
     m.point = i;
@@ -66,14 +66,39 @@ std::vector<PointMeasurement> walk_grid(const CalibrationGrid& grid, const Model
       sample_work = StepWork{};
     }
     if (time_step) m.duration_ns = median(m.samples_ns);
-    if (log) {
-      char line[256];
-      std::snprintf(line, sizeof line, "[%3zu/%zu] %-52s %10.3f ms%s", i + 1, grid.points.size(),
-                    pt.label(grid.shape).c_str(), m.duration_ns / 1e6,
-                    m.held_out ? "  (held out)" : "");
-      log(line);
+    return m;
+  };
+  auto line = [&](std::size_t i, const PointMeasurement& m) {
+    char text[256];
+    std::snprintf(text, sizeof text, "[%3zu/%zu] %-52s %10.3f ms%s", i + 1, grid.points.size(),
+                  grid.points[i].label(grid.shape).c_str(), m.duration_ns / 1e6,
+                  m.held_out ? "  (held out)" : "");
+    return std::string(text);
+  };
+  std::vector<PointMeasurement> out;
+  for (std::size_t i = 0; i < grid.points.size(); ++i) {
+    out.push_back(measure(i));
+    if (log) log(line(i, out.back()));
+  }
+  if (time_step && options.recheck > 0) {
+    const std::size_t last = std::min<std::size_t>(options.recheck, out.size());
+    std::uint32_t agreed = 0;
+    for (std::size_t i = 0; i < last && agreed < options.settled; ++i) {
+      PointMeasurement again = measure(i);
+      const double first = out[i].duration_ns;
+      if (std::abs(again.duration_ns - first) <= options.tolerance * first) {
+        ++agreed;
+        continue;
+      }
+      agreed = 0;
+      again.first_ns = first;
+      if (log) {
+        char was[64];
+        std::snprintf(was, sizeof was, "  (measured again: %.3f ms at first)", first / 1e6);
+        log(line(i, again) + was);
+      }
+      out[i] = std::move(again);
     }
-    out.push_back(std::move(m));
   }
   if (time_step) {
     for (const CalibrationStep& s : planner.postamble()) time_step(s.plan);

@@ -16,6 +16,13 @@ namespace inferscale {
 struct ProfileOptions {
   std::uint32_t warmup = 2;   // timed steps of each point discarded first
   std::uint32_t repeats = 5;  // timed steps kept (median)
+  /// The start of a grid is the least steady part of a profile (clocks, the host's first
+  /// page-locked memory, kernels loaded on first use): after the last point, the first points
+  /// are measured again, in order, until `settled` in a row agree with their first median
+  /// within `tolerance`, at most `recheck` of them. A point that moved keeps its later median.
+  std::uint32_t recheck = 32;
+  std::uint32_t settled = 4;
+  double tolerance = 0.05;
 };
 
 /// One grid point measured.
@@ -25,6 +32,7 @@ struct PointMeasurement {
   double duration_ns = 0;  // median of the kept steps
   std::vector<double> samples_ns;
   bool held_out = false;
+  double first_ns = 0;  // measured again (ProfileOptions::recheck): its first median; 0 if kept
 };
 
 /// Runs the grid on `executor` (preamble, every point, postamble). `log` gets one line per point.

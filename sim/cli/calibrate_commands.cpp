@@ -35,6 +35,7 @@ struct CalibrateArgs {
   std::string grid = "full";
   std::uint32_t repeats = 5;
   std::uint32_t warmup = 2;
+  std::uint32_t recheck = ProfileOptions{}.recheck;  // first points measured again at the end
   std::string device = "cuda";
   std::uint64_t seed = 0;
   std::string points;       // optional CSV of every point
@@ -58,6 +59,7 @@ std::string command_line(const CalibrateArgs& a) {
                   std::to_string(a.repeats) + " --warmup " + std::to_string(a.warmup);
   if (!a.refit.empty()) c += " --refit " + a.refit + " --machine \"" + a.machine + "\"";
   if (a.executor != "cost_model" && a.refit.empty()) c += " --device " + a.device;
+  if (a.refit.empty()) c += " --recheck " + std::to_string(a.recheck);
   if (!a.points.empty()) c += " --points " + a.points;
   if (a.copy_lanes) c += " --copy-lanes";
   return c + " --out " + a.out;
@@ -214,18 +216,33 @@ CalibrationNeeds max_needs(CalibrationNeeds a, const CalibrationNeeds& b) {
   return a;
 }
 
+/// Says how many of a grid's first points took another median when measured again at the end.
+void report_rechecked(const std::vector<PointMeasurement>& measured,
+                      const ProfileOptions& options) {
+  std::size_t moved = 0;
+  for (const PointMeasurement& m : measured) moved += m.first_ns > 0 ? 1 : 0;
+  if (moved == 0) return;
+  std::fprintf(stderr,
+               "measured again: %zu of the grid's first points moved by more than %.0f %% (the "
+               "machine was not steady when they were first measured); their later medians are "
+               "kept\n",
+               moved, 100 * options.tolerance);
+}
+
 int run_calibrate(const CalibrateArgs& a) {
   const ModelConfig model = load_model(a.model, "--model");
   const GpuConfig gpu = load_gpu(a.gpu, "--gpu");
   if (a.repeats < 1 || a.repeats > 50) throw InputError("--repeats", "expected 1 to 50");
   if (a.warmup > 10) throw InputError("--warmup", "expected 0 to 10");
+  if (a.recheck > 1000) throw InputError("--recheck", "expected 0 to 1000");
   CalibrationGrid grid;
   try {
     grid = make_calibration_grid(a.grid);
   } catch (const std::invalid_argument& e) {
     throw InputError("--grid", e.what());
   }
-  const ProfileOptions options{a.warmup, a.repeats};
+  ProfileOptions options{a.warmup, a.repeats};
+  options.recheck = a.recheck;
   if (grid.name == "copy_lanes") {
     throw InputError("--grid", "copy_lanes is not fitted alone: give --copy-lanes with a grid");
   }
@@ -297,10 +314,12 @@ int run_calibrate(const CalibrateArgs& a) {
   const auto start = std::chrono::steady_clock::now();
   const auto log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   const auto measured = profile_executor(*profiled.executor, grid, model, options, log);
+  report_rechecked(measured, options);
   if (a.copy_lanes) {
     std::fprintf(stderr, "copy lanes: grid copy_lanes, %zu points\n", lanes.grid.points.size());
     const CopyIssue before = profiled.copy_issue ? profiled.copy_issue() : CopyIssue{};
     lanes.measured = profile_executor(*profiled.executor, lanes.grid, model, options, log);
+    report_rechecked(lanes.measured, options);
     if (profiled.copy_issue) {
       const CopyIssue after = profiled.copy_issue();
       lanes.issue = {after.ns - before.ns, after.copies - before.copies};
@@ -454,6 +473,10 @@ void add_calibrate_commands(CLI::App& app, Action& action) {
   cmd->add_option("--repeats", args->repeats, "timed steps per point (median)")
       ->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "untimed steps per point first")->capture_default_str();
+  cmd->add_option("--recheck", args->recheck,
+                  "after the grid, measure its first points again until 4 in a row agree within "
+                  "5 %, at most this many (0: never); a point that moved keeps its later median")
+      ->capture_default_str();
   cmd->add_option("--device", args->device, "cuda | cpu (gpu executor)")->capture_default_str();
   cmd->add_option("--seed", args->seed, "seed of the random weights (gpu executor)")
       ->capture_default_str();

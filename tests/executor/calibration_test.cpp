@@ -350,6 +350,68 @@ TEST_CASE("profiling the roofline cost model and fitting predicts held-out point
   }
 }
 
+namespace {
+
+/// The roofline cost model, three times as slow for its first `slow_steps` steps: a machine that
+/// is not steady when a calibration starts.
+class SlowStart : public Executor {
+ public:
+  SlowStart(const ModelConfig& m, const GpuConfig& gpu, std::size_t slow_steps)
+      : inner_(CostModel(m, CostRates::from_gpu(gpu))), slow_steps_(slow_steps) {}
+  BatchResult execute(const BatchPlan& plan) override {
+    BatchResult r = inner_.execute(plan);
+    if (steps_++ < slow_steps_) r.duration_ns *= 3;
+    return r;
+  }
+  std::string name() const override { return "slow start"; }
+
+ private:
+  CostModelExecutor inner_;
+  std::size_t slow_steps_, steps_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("profiling measures the grid's first points again until they agree") {
+  const ModelConfig m = llama_8b();
+  const GpuConfig gpu = h200();
+  const CalibrationGrid grid = make_calibration_grid("small");
+  const ProfileOptions options{1, 3};
+  SlowStart steady(m, gpu, 0);
+  const auto truth = profile_executor(steady, grid, m, options, nullptr);
+  for (const auto& p : truth) CHECK(p.first_ns == 0);  // nothing moved
+  // Slow for the preamble and the first points: they are measured again and take the steady
+  // medians; every other point is as measured once.
+  CalibrationPlanner planner(m, grid.shape);
+  std::size_t slow = planner.preamble().size();
+  for (std::size_t i = 0; i < 3; ++i) slow += planner.steps(grid.points[i], 4).size();
+  SlowStart warming(m, gpu, slow);
+  std::vector<std::string> lines;
+  const auto measured = profile_executor(warming, grid, m, options,
+                                         [&](const std::string& l) { lines.push_back(l); });
+  REQUIRE(measured.size() == truth.size());
+  std::size_t moved = 0;
+  for (std::size_t i = 0; i < truth.size(); ++i) {
+    INFO("point " << i);
+    CHECK(measured[i].duration_ns == Approx(truth[i].duration_ns));
+    if (measured[i].first_ns > 0) {
+      CHECK(measured[i].first_ns == Approx(3 * truth[i].duration_ns));
+      ++moved;
+    }
+  }
+  CHECK(moved == 3);
+  // A line per point, then one per point measured again.
+  CHECK(lines.size() == grid.points.size() + 3);
+  CHECK(lines.back().find("measured again") != std::string::npos);
+  // recheck 0: the first points keep their slow medians.
+  ProfileOptions once = options;
+  once.recheck = 0;
+  SlowStart warming_once(m, gpu, slow);
+  const auto kept = profile_executor(warming_once, grid, m, once, nullptr);
+  CHECK(kept[0].duration_ns == Approx(3 * truth[0].duration_ns));
+  CHECK(kept[0].first_ns == 0);
+}
+
 TEST_CASE("calibrated cost model prices a plan as the sum of its profile's terms") {
   const ModelConfig m = llama_8b();
   CalibrationProfile p;
