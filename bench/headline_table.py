@@ -6,7 +6,7 @@ the datasheet cost model, which this script runs here.
     python3 bench/headline_table.py [--inferscale build/inferscale] [--data ../shared/data/locomo10]
         [--figure bench/results/headline_hil.png] [--steps] [--step-details [--slow 1.25]]
         [--tag TAG] [--profile NAME|PATH] [--users 50,100,150,200] [--clusters] [--first-issue]
-        [--offload-parts]
+        [--offload-parts] [--first-wave N]
 
 --steps also compares the runs step by step where both took the same steps (copies inside the
 step: the same decisions): total time of each kind of step in hardware in the loop and in
@@ -24,7 +24,10 @@ groups of requests of equal TTFT: how many requests would have to take their fir
 hil.log with INFERSCALE_HOST_TRACE=1), the host's time per copy issued in kv_inject's first step
 with copies, beside that run's kv_inject TTFT p50. --offload-parts lists, for each tag with a
 host trace, its first four steps with copies: the host's time issuing the offloads, by part where
-the trace times them (from 320ca13).
+the trace times them (from 320ca13). --first-wave N lists, for each tag's kv_inject step timeline
+(U_MODE_TAG_timeline.json), its first N steps beside the calibrated run's: when each starts, its
+prefills, how long it waits for loads and how long it takes (the runs need not take the same
+steps: decisions follow the clock).
 """
 import argparse
 import csv
@@ -136,6 +139,9 @@ def main():
     ap.add_argument("--offload-parts", action="store_true",
                     help="also list, for each tag with a host trace, its first steps with "
                          "copies: the offload issue's time (by part where the trace has them)")
+    ap.add_argument("--first-wave", type=int, default=0, metavar="N",
+                    help="also list each tag's first N kv_inject steps beside the calibrated "
+                         "run's (start, prefills, load wait, duration)")
     ap.add_argument("--clusters", action="store_true",
                     help="also say where each run's TTFT p50 and p99 sit among its groups of "
                          "equal TTFT (runs with a U_MODE_TAG_requests.csv)")
@@ -157,7 +163,7 @@ def main():
     print("| users | mode | source | req/s | TTFT p50 ms | TTFT p99 ms | TTFT mean ms | GPU hit "
           "| host loads |")
     print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
-    ratios, step_rows, detail_rows, cluster_table = [], [], [], []
+    ratios, step_rows, detail_rows, cluster_table, wave_rows = [], [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for u in [int(x) for x in a.users.split(",")]:
             hil = {m: hardware_runs(tags, u, m) for m in MODES}
@@ -203,6 +209,10 @@ def main():
                 if a.steps:
                     step_rows += compare_steps(
                         u, m, os.path.join(HIL, f"{u}_{m}{suffix}_timeline.json"), cal_timeline)
+                if a.first_wave and m == "kv_inject":
+                    wave_rows += [r for tag in tags for r in first_wave_rows(
+                        u, tag, os.path.join(HIL, f"{u}_{m}_{tag}_timeline.json"), cal_timeline,
+                        a.first_wave)]
                 for r, run in enumerate(("", "_r2") if a.step_details else ()):
                     path = os.path.join(HIL, f"{u}_{m}{suffix}{run}_timeline.json")
                     if os.path.exists(path):
@@ -239,6 +249,10 @@ def main():
         print_table(("users", "tag", "step with copies", "offloads", "offload issue us")
                     + tuple(f"{p} us" for p in OFFLOAD_PARTS) + ("us per store",),
                     "rlrrrrrrrrr", rows)
+    if a.first_wave:
+        print_table(("users", "tag", "step", "hardware start ms", "prefills", "load wait ms",
+                     "ms", "calibrated start ms", "prefills", "load wait ms", "ms"),
+                     "rlrrrrrrrrr", wave_rows)
     if a.clusters:
         print_table(("users", "mode", "TTFT", "run", "ms", "requests at this TTFT",
                      "next lower TTFT (if that many requests moved below)",
@@ -333,6 +347,17 @@ def compare_steps(users, mode, hil_path, cal_path):
     return [(users, mode, kind, n, f"{hw:.1f}", f"{cm:.1f}", f"{cm / hw:.2f}x",
              f"{load_us / loads:.0f}" if loads else "")
             for kind, (n, hw, cm, loads, load_us) in sorted(kinds.items())]
+
+
+def first_wave_rows(users, tag, hil_path, cal_path, n):
+    """The first `n` steps of both timelines side by side (none where the tag has no timeline)."""
+    if not os.path.exists(hil_path):
+        return []
+    hil, cal, _ = read_steps(hil_path, cal_path)
+    cells = lambda e: (f"{e['ts'] / 1000:.1f}", e["args"]["prefills"],
+                       f"{e['args']['load_us'] / 1000:.1f}", f"{e['dur'] / 1000:.2f}")
+    return [(users, tag, i + 1) + cells(h) + cells(c)
+            for i, (h, c) in enumerate(zip(hil[:n], cal[:n]))]
 
 
 def step_details(users, mode, run, hil_path, cal_path, slow):

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks bench/headline_table.py's --clusters arithmetic: its percentile is the simulator's (the
 same value as summary.json's p50 and p99 for a small run), and on a hand-made run the groups of
-equal TTFT and the requests that would have to move for a percentile to jump.
+equal TTFT and the requests that would have to move for a percentile to jump; and --first-wave's
+rows from two hand-made step timelines of different lengths.
 
     headline_table_test.py INFERSCALE WORK_DIR
 """
@@ -60,6 +61,23 @@ def main():
         check(abs(value - summary["ttft_ms"][key]) <= 1e-6 * summary["ttft_ms"][key],
               f"{key}: {value} against summary.json's {summary['ttft_ms'][key]}")
     print("headline_table --clusters: groups and percentiles as the simulator's")
+
+    # --first-wave: the first n steps of both, side by side, cut at the shorter timeline.
+    def timeline(path, steps):
+        events = [{"name": "step", "ts": ts, "dur": dur,
+                   "args": {"prefills": p, "load_us": load}} for ts, dur, p, load in steps]
+        json.dump({"traceEvents": events}, open(path, "w"))
+    hw, cal = os.path.join(work, "hw.json"), os.path.join(work, "cal.json")
+    timeline(hw, [(0, 52000, 36, 20500), (52000, 42340, 24, 18200), (94340, 13000, 0, 0)])
+    timeline(cal, [(0, 49780, 36, 19200), (49780, 38110, 22, 15400)])
+    rows = headline_table.first_wave_rows(200, "t", hw, cal, 8)
+    check(rows == [(200, "t", 1, "0.0", 36, "20.5", "52.00", "0.0", 36, "19.2", "49.78"),
+                   (200, "t", 2, "52.0", 24, "18.2", "42.34", "49.8", 22, "15.4", "38.11")],
+          f"first wave rows {rows}")
+    check(headline_table.first_wave_rows(200, "t", hw, cal, 1) == rows[:1], "first wave n = 1")
+    check(headline_table.first_wave_rows(200, "t", os.path.join(work, "none.json"), cal, 8) == [],
+          "first wave without a hardware timeline")
+    print("headline_table --first-wave: the first steps of both timelines side by side")
 
 
 if __name__ == "__main__":
