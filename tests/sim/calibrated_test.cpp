@@ -388,6 +388,9 @@ TEST_CASE("inferscale calibrate: cost_model profile, errors exit 2 and write not
   CHECK(run_cli(common + " --executor nothing --out " + bad, dir / "e2.txt") == 2);
   CHECK(read_text(dir / "e2.txt").find("cost_model") != std::string::npos);
   CHECK(run_cli(common + " --executor cost_model --repeats 0 --out " + bad, dir / "e3.txt") == 2);
+  CHECK(run_cli(common + " --executor cost_model --recheck 5000 --out " + bad, dir / "e7.txt") ==
+        2);
+  CHECK(read_text(dir / "e7.txt").find("--recheck") != std::string::npos);
   // copy_lanes is measured beside a grid (--copy-lanes), not fitted alone; refitted only from
   // the lanes' points written beside the grid's (points.csv has none).
   CHECK(run_cli("calibrate --model " + model + " --gpu " + gpu +
