@@ -4,9 +4,13 @@ features alone can reach). The same fit as `inferscale calibrate`: non-negative 
 relative errors over the training points; error on the held-out ones.
 
     python3 bench/calibration_refit.py [bench/results/calibration_h200.csv] [--families]
+    python3 bench/calibration_refit.py POINTS.csv --against OTHER.csv [--skip N]
 
 --families prints instead the committed fit's error by family of points (prefill, decode +
 prefill, ...: the label's kinds of work), from the CSV's measured and predicted times.
+--against compares two calibrations' measurements point by point (same labels): the grid's
+first N points (default 12) one by one, then the ratio's median and 10th / 90th percentiles over
+the points after them (two machines, or one machine before and after a change).
 """
 import csv
 import os
@@ -52,7 +56,26 @@ def families(rows, first):
         print(f"| {name} | {len(err)} | {sum(err) / len(err):.1f} % | {max(err):.1f} % |")
 
 
+def against(path, other, skip):
+    """Measured time of each point of `path` over the same point's in `other`."""
+    mine = {r["label"]: float(r["measured_ns"]) for r in csv.DictReader(open(path))}
+    theirs = {r["label"]: float(r["measured_ns"]) for r in csv.DictReader(open(other))}
+    labels = [l for l in mine if l in theirs]
+    print("| point | measured ms | other ms | ratio |")
+    print("|---|---:|---:|---:|")
+    for l in labels[:skip]:
+        print(f"| {l} | {mine[l] / 1e6:.2f} | {theirs[l] / 1e6:.2f} | {mine[l] / theirs[l]:.2f}x |")
+    ratios = np.array([mine[l] / theirs[l] for l in labels[skip:]])
+    print(f"\nthe other {len(ratios)} points: ratio median {np.median(ratios):.3f}, "
+          f"10th percentile {np.percentile(ratios, 10):.3f}, 90th {np.percentile(ratios, 90):.3f}")
+
+
 def main():
+    if "--against" in sys.argv:
+        i = sys.argv.index("--against")
+        skip = int(sys.argv[sys.argv.index("--skip") + 1]) if "--skip" in sys.argv else 12
+        against(sys.argv[1], sys.argv[i + 1], skip)
+        return
     args = [a for a in sys.argv[1:] if a != "--families"]
     path = args[0] if args else os.path.join(ROOT, "bench", "results", "calibration_h200.csv")
     rows = list(csv.reader(open(path)))

@@ -6,7 +6,7 @@ the datasheet cost model, which this script runs here.
     python3 bench/headline_table.py [--inferscale build/inferscale] [--data ../shared/data/locomo10]
         [--figure bench/results/headline_hil.png] [--steps] [--step-details [--slow 1.25]]
         [--tag TAG] [--profile NAME|PATH] [--users 50,100,150,200] [--clusters] [--first-issue]
-        [--offload-parts] [--first-wave N]
+        [--offload-parts] [--first-wave N] [--decode-steps]
 
 --steps also compares the runs step by step where both took the same steps (copies inside the
 step: the same decisions): total time of each kind of step in hardware in the loop and in
@@ -27,7 +27,9 @@ host trace, its first four steps with copies: the host's time issuing the offloa
 the trace times them (from 320ca13). --first-wave N lists, for each tag's kv_inject step timeline
 (U_MODE_TAG_timeline.json), its first N steps beside the calibrated run's: when each starts, its
 prefills, how long it waits for loads and how long it takes (the runs need not take the same
-steps: decisions follow the clock).
+steps: decisions follow the clock). --decode-steps lists, for each tag's kv_inject step timeline,
+the median time of its steps that decode every user's request and do nothing else (a step of
+the same work in every run: a measure of the machine).
 """
 import argparse
 import csv
@@ -142,6 +144,9 @@ def main():
     ap.add_argument("--first-wave", type=int, default=0, metavar="N",
                     help="also list each tag's first N kv_inject steps beside the calibrated "
                          "run's (start, prefills, load wait, duration)")
+    ap.add_argument("--decode-steps", action="store_true",
+                    help="also list each tag's median kv_inject step decoding every user's "
+                         "request and nothing else")
     ap.add_argument("--clusters", action="store_true",
                     help="also say where each run's TTFT p50 and p99 sit among its groups of "
                          "equal TTFT (runs with a U_MODE_TAG_requests.csv)")
@@ -155,6 +160,7 @@ def main():
                     help="the calibrated simulation's profile: a name under configs/profiles/ or "
                          "a path (default: the shipped H200 profile)")
     a = ap.parse_args()
+    users = [int(x) for x in a.users.split(",")]
     tags = a.tag.split(",")
     suffix = f"_{tags[0]}" if tags[0] else ""
     profile = a.profile if not os.path.exists(a.profile) else os.path.abspath(a.profile)
@@ -165,7 +171,7 @@ def main():
     print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
     ratios, step_rows, detail_rows, cluster_table, wave_rows = [], [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
-        for u in [int(x) for x in a.users.split(",")]:
+        for u in users:
             hil = {m: hardware_runs(tags, u, m) for m in MODES}
             if not all(hil.values()):
                 sys.exit(f"no hardware runs of {u} users for tag(s) {a.tag}")
@@ -231,7 +237,7 @@ def main():
                      "calibrated / hardware", "hardware us per host load"), "rllrrrrr", step_rows)
     if a.first_issue:
         rows = []
-        for u in [int(x) for x in a.users.split(",")]:
+        for u in users:
             for tag in tags:
                 issue = first_copy_issue(os.path.join(HIL, f"host_trace_{tag}.log.gz"), u)
                 run = os.path.join(HIL, f"{u}_kv_inject_{tag}.json")
@@ -244,11 +250,15 @@ def main():
         print_table(("users", "tag", "copies of the first step", "host ms issuing them",
                      "us per copy", "kv_inject TTFT p50 ms"), "rlrrrr", rows)
     if a.offload_parts:
-        rows = [r for u in [int(x) for x in a.users.split(",")] for tag in tags
+        rows = [r for u in users for tag in tags
                 for r in offload_part_rows(tag, os.path.join(HIL, f"host_trace_{tag}.log.gz"), u)]
         print_table(("users", "tag", "step with copies", "offloads", "offload issue us")
                     + tuple(f"{p} us" for p in OFFLOAD_PARTS) + ("us per store",),
                     "rlrrrrrrrrr", rows)
+    if a.decode_steps:
+        rows = [r for u in users for tag in tags for r in decode_step_rows(
+            u, tag, os.path.join(HIL, f"{u}_kv_inject_{tag}_timeline.json"))]
+        print_table(("users", "tag", "steps", "median ms"), "rlrr", rows)
     if a.first_wave:
         print_table(("users", "tag", "step", "hardware start ms", "prefills", "load wait ms",
                      "ms", "calibrated start ms", "prefills", "load wait ms", "ms"),
@@ -358,6 +368,17 @@ def first_wave_rows(users, tag, hil_path, cal_path, n):
                        f"{e['args']['load_us'] / 1000:.1f}", f"{e['dur'] / 1000:.2f}")
     return [(users, tag, i + 1) + cells(h) + cells(c)
             for i, (h, c) in enumerate(zip(hil[:n], cal[:n]))]
+
+
+def decode_step_rows(users, tag, path):
+    """The timeline's steps that decode all `users` requests and nothing else: their count and
+    median time (none without a timeline or such steps)."""
+    if not os.path.exists(path):
+        return []
+    steps = [e for e in json.load(open(path))["traceEvents"] if e["name"] == "step"]
+    durs = sorted(e["dur"] for e in steps if e["args"]["decodes"] == users and
+                  not e["args"]["prefills"] and not e["args"].get("async_loads", 0))
+    return [(users, tag, len(durs), f"{durs[len(durs) // 2] / 1000:.2f}")] if durs else []
 
 
 def step_details(users, mode, run, hil_path, cal_path, slow):

@@ -90,7 +90,7 @@ SimTime CopyEngineModel::issue(const BatchPlan& plan, SimTime now) {
         push(kToDevice, work, issued_at(plan.async_offloads.size() + end), after);
     for (std::size_t j = i; j < end; ++j) pending_[plan.async_loads[j].fact] = ticket;
   }
-  return SimTime(std::llround(params_.issue_ns * double(n)));
+  return issued_at(n) - at;  // the host's time issuing all of them
 }
 
 bool CopyEngineModel::busy_at(SimTime t) {

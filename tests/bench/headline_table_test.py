@@ -79,6 +79,22 @@ def main():
           "first wave without a hardware timeline")
     print("headline_table --first-wave: the first steps of both timelines side by side")
 
+    # --decode-steps: only steps that decode every user's request and nothing else count.
+    steps = [{"name": "step", "ts": 0, "dur": d, "args": a} for d, a in (
+        (13000, {"decodes": 3, "prefills": 0, "async_loads": 0}),
+        (15000, {"decodes": 3, "prefills": 0, "async_loads": 0}),
+        (14000, {"decodes": 3, "prefills": 0}),
+        (40000, {"decodes": 3, "prefills": 1}),
+        (90000, {"decodes": 3, "prefills": 0, "async_loads": 5}),
+        (9000, {"decodes": 2, "prefills": 0}))]
+    path = os.path.join(work, "decodes.json")
+    json.dump({"traceEvents": steps}, open(path, "w"))
+    rows = headline_table.decode_step_rows(3, "t", path)
+    check(rows == [(3, "t", 3, "14.00")], f"decode steps {rows}")
+    check(headline_table.decode_step_rows(3, "t", os.path.join(work, "none.json")) == [],
+          "decode steps without a timeline")
+    print("headline_table --decode-steps: the median of the steps that decode every request")
+
 
 if __name__ == "__main__":
     main()
