@@ -58,7 +58,8 @@ def main():
         # Traces from before the offload stamps have neither: no figure.
         issue = ""
         if "async_offloads" in t and get("n_async_offloads") > 0:
-            us = get("async_offloads") - get("sync_offloads")
+            # From the launch of the pass when the step issued its copies after it.
+            us = get("async_offloads") - get("launched" if "launched" in t else "sync_offloads")
             issue = f"{us / 1000:.2f} ({get('n_async_offloads')}, {us / get('n_async_offloads'):.1f})"
         # From the pass's inputs uploaded to the forward's last launch (steps with a forward).
         launch = f"{(get('forward') - get('finalize')) / 1000:.2f}" if "finalize" in t else ""

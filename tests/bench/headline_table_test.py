@@ -2,7 +2,8 @@
 """Checks bench/headline_table.py's --clusters arithmetic: its percentile is the simulator's (the
 same value as summary.json's p50 and p99 for a small run), and on a hand-made run the groups of
 equal TTFT and the requests that would have to move for a percentile to jump; and --first-wave's
-rows from two hand-made step timelines of different lengths.
+rows from two hand-made step timelines of different lengths; --decode-steps' median; the host
+trace's offload issue time before and after the pass.
 
     headline_table_test.py INFERSCALE WORK_DIR
 """
@@ -94,6 +95,16 @@ def main():
     check(headline_table.decode_step_rows(3, "t", os.path.join(work, "none.json")) == [],
           "decode steps without a timeline")
     print("headline_table --decode-steps: the median of the steps that decode every request")
+
+    # --first-issue / --offload-parts: the offloads' issue time from the synchronous offloads, or
+    # from the pass's launch in a step that issued its copies after it.
+    before = {"sync_offloads": 20, "async_offloads": 820, "launched": 30000}
+    check(headline_table.offload_issue_us({k: before[k] for k in ("sync_offloads",
+                                                                  "async_offloads")}) == 800,
+          "offload issue before the pass")
+    after = dict(before, async_offloads=30900)
+    check(headline_table.offload_issue_us(after) == 900, "offload issue after the pass")
+    print("headline_table --first-issue: offloads issued before or after the pass")
 
 
 if __name__ == "__main__":
