@@ -80,7 +80,9 @@ struct FactLoad {
 
 /// One scheduler step of one replica, performed in this order: offloads, async_offloads issued,
 /// evictions, loads, async_loads issued, host_evictions, encodes, then one forward pass over
-/// prefills and decodes, then released. `async_loads` run on a copy engine beside this and later
+/// prefills and decodes, then released. A step whose pass needs none of its asynchronous copies
+/// (executor/copy_order.h) may issue them, its evictions and its host evictions after launching
+/// the pass. `async_loads` run on a copy engine beside this and later
 /// steps (the step does not wait for them); the simulator plans the prefills that inject them for a
 /// step that starts after they are done, and a real executor makes that step wait for them if they
 /// are not. Reused between steps (clear() keeps capacity).

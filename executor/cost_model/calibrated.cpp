@@ -1,6 +1,9 @@
 #include "executor/cost_model/calibrated.h"
 
+#include <algorithm>
 #include <cmath>
+
+#include "executor/copy_order.h"
 
 namespace inferscale {
 
@@ -121,18 +124,33 @@ BatchResult CalibratedExecutor::execute(const BatchPlan& plan) {
       !copies_.busy_at(plan.now)) {
     return r;
   }
-  // The GPU executor issues the copies first (the compute stream idles meanwhile), then makes
-  // the forward pass wait for the loads its first chunks inject: both count as the load phase.
-  const SimTime issue_ns = copies_.issue(plan, plan.now);
-  const SimTime start = plan.now + issue_ns;
-  const SimTime ready = copies_.ready(plan, start);
-  const SimTime extra = issue_ns + (ready - start);
-  r.phases.load_ns += extra;
-  r.duration_ns += extra;
-  // A step whose forward pass starts while copies move pays a fixed stall (measured; see
+  SimTime ready;
+  const bool after_forward = copies_follow_forward(plan);
+  if (after_forward) {
+    // Nothing of the pass needs this step's copies: the GPU executor launches the pass once the
+    // earlier loads its first chunks inject are done, then issues the copies while the device
+    // runs it (they reach their lanes from then on); the step ends when both are through.
+    ready = copies_.ready(plan, plan.now);
+    const SimTime issue_ns = copies_.issue(plan, ready);
+    r.phases.load_ns += ready - plan.now;
+    const SimTime overrun = std::max<SimTime>(0, issue_ns - r.duration_ns);
+    r.phases.overhead_ns += overrun;
+    r.duration_ns += (ready - plan.now) + overrun;
+  } else {
+    // The GPU executor issues the copies first (the compute stream idles meanwhile), then makes
+    // the forward pass wait for the loads its first chunks inject: both count as the load phase.
+    const SimTime issue_ns = copies_.issue(plan, plan.now);
+    const SimTime start = plan.now + issue_ns;
+    ready = copies_.ready(plan, start);
+    const SimTime extra = issue_ns + (ready - start);
+    r.phases.load_ns += extra;
+    r.duration_ns += extra;
+  }
+  // A step whose forward pass runs while copies move (its own, issued after its launch, or
+  // earlier ones still moving when it starts) pays a fixed stall (measured; see
   // executor/cost_model/README.md).
   const bool computes = !plan.prefills.empty() || !plan.decodes.empty() || !plan.encodes.empty();
-  if (computes && copies_.params().stall_ns > 0 && copies_.busy_at(ready)) {
+  if (computes && copies_.params().stall_ns > 0 && (after_forward || copies_.busy_at(ready))) {
     const auto stall = static_cast<SimTime>(std::llround(copies_.params().stall_ns));
     r.phases.overhead_ns += stall;
     r.duration_ns += stall;

@@ -15,8 +15,9 @@
 // both lanes move bytes each runs at `duplex` of its rate alone (the link and the host memory are
 // shared). The step itself pays the host time to issue its copies (`issue_ns` each: the compute
 // stream idles meanwhile; a batch reaches its lane once the host has issued it) and, when its
-// forward pass starts while copies still move, a fixed `stall_ns`. The parameters and how they were
-// measured: executor/cost_model/README.md.
+// forward pass starts while copies still move, a fixed `stall_ns`; a step whose pass needs none
+// of its copies (executor/copy_order.h) issues them while the pass runs instead. The parameters and
+// how they were measured: executor/cost_model/README.md.
 
 #include <cstdint>
 #include <deque>

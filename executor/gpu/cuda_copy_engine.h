@@ -49,8 +49,10 @@ inline void copy_on(const DeviceOps::CopyRegion& r, cudaStream_t stream) {
 /// compute stream's own small transfers (uploads of step metadata, sampled tokens) never queue
 /// behind seconds of bulk copies, and so that loads and offloads advance side by side.
 ///
-/// Each batch gets a ticket (increasing over both lanes) and an event, recorded by its lane after
-/// the batch's copies and recycled once they are done. A batch may wait for an earlier ticket of
+/// A batch follows the compute stream's work issued before it began (an event recorded then),
+/// or, while a point is held (hold_point), the work issued before the hold. Each batch gets a
+/// ticket (increasing over both lanes) and an event, recorded by its lane after the batch's
+/// copies and recycled once they are done. A batch may wait for an earlier ticket of
 /// the other lane (a load into blocks an offload frees); the executor's thread waits only where
 /// the compute stream must wait for a ticket whose copies its lane has not issued yet.
 class CopyEngine {
@@ -70,6 +72,7 @@ class CopyEngine {
     for (Lane& lane : lanes_) lane.thread.join();
     for (Lane& lane : lanes_) cudaStreamSynchronize(lane.stream->stream());
     for (auto& t : tickets_) cudaEventDestroy(t.second);
+    for (auto& u : after_uses_) cudaEventDestroy(u.first);
     for (cudaEvent_t e : spare_) cudaEventDestroy(e);
   }
 
@@ -77,9 +80,34 @@ class CopyEngine {
     rethrow();
     batch_ = Batch{};
     batch_.lane = direction;
-    batch_.after = take();
-    INFERSCALE_CUDA_CHECK(cudaEventRecord(batch_.after, current_stream()));
+    if (held_ != nullptr) {
+      std::lock_guard lock(mutex_);
+      ++after_uses_[held_];
+      batch_.after = held_;
+      batch_.shared_after = true;
+    } else {
+      batch_.after = take();
+      INFERSCALE_CUDA_CHECK(cudaEventRecord(batch_.after, current_stream()));
+    }
     open_ = true;
+  }
+  /// Batches begun from now until release_point() follow the compute stream's work issued
+  /// before this call: they share one event recorded now (recycled once the last of them has
+  /// issued its wait and the point is released).
+  void hold_point() {
+    rethrow();
+    release_point();
+    cudaEvent_t e = take();
+    INFERSCALE_CUDA_CHECK(cudaEventRecord(e, current_stream()));
+    std::lock_guard lock(mutex_);
+    after_uses_[e] = 1;  // the hold's own use
+    held_ = e;
+  }
+  void release_point() {
+    if (held_ == nullptr) return;
+    std::lock_guard lock(mutex_);
+    drop_use_locked(held_);
+    held_ = nullptr;
   }
   bool open() const { return open_; }
   void add(const DeviceOps::CopyRegion& r) { batch_.items.push_back({r, 0}); }
@@ -143,6 +171,7 @@ class CopyEngine {
   struct Batch {
     int lane = 0;
     cudaEvent_t after = nullptr;  // the compute stream's work that the copies follow
+    bool shared_after = false;    // `after` is a held point's (counted in after_uses_)
     std::vector<Item> items;
     std::uint64_t ticket = 0;
   };
@@ -212,6 +241,13 @@ class CopyEngine {
       }
     }
   }
+  /// One use of a held point's event less; the last one recycles it.
+  void drop_use_locked(cudaEvent_t e) {
+    const auto it = after_uses_.find(e);
+    if (it == after_uses_.end() || --it->second > 0) return;
+    after_uses_.erase(it);
+    spare_.push_back(e);
+  }
   void rethrow() {
     std::lock_guard lock(mutex_);
     if (error_ != nullptr) std::rethrow_exception(error_);
@@ -248,7 +284,12 @@ class CopyEngine {
         cudaEvent_t e;
         {
           std::lock_guard lock(mutex_);
-          spare_.push_back(batch.after);  // its wait is issued; a later record does not change it
+          // Its wait is issued; a later record does not change it.
+          if (batch.shared_after) {
+            drop_use_locked(batch.after);
+          } else {
+            spare_.push_back(batch.after);
+          }
           e = take_locked();
         }
         INFERSCALE_CUDA_CHECK(cudaEventRecord(e, stream));
@@ -291,12 +332,14 @@ class CopyEngine {
   // The executor's thread only.
   Batch batch_;
   bool open_ = false;
+  cudaEvent_t held_ = nullptr;  // hold_point()'s event while held
   // Shared with the lanes' threads, under mutex_.
   std::mutex mutex_;
   std::condition_variable recorded_cv_;
   std::map<std::uint64_t, cudaEvent_t> tickets_;  // recorded, not yet known to be done
   std::set<std::uint64_t> pending_;               // submitted, not yet recorded
   std::vector<cudaEvent_t> spare_;
+  std::map<cudaEvent_t, int> after_uses_;  // held points' events: the hold and batches using them
   std::uint64_t submitted_ = 0;
   std::exception_ptr error_;
   bool stopping_ = false;

@@ -394,6 +394,13 @@ class CudaOps : public DeviceOps {
     copies_->begin(direction == CopyDirection::kToDevice ? 0 : 1);
   }
   std::uint64_t end_copies() override { return copies_->end(); }
+  void hold_copy_point() override {
+    if (!copies_) copies_ = std::make_unique<CopyEngine>(device_);
+    copies_->hold_point();
+  }
+  void release_copy_point() override {
+    if (copies_) copies_->release_point();
+  }
   void wait_copies(std::uint64_t ticket) override {
     if (copies_ && ticket > 0) copies_->wait(ticket);
   }

@@ -218,8 +218,13 @@ class DeviceOps {
   // run at once and these do nothing.
   enum class CopyDirection { kToDevice, kToHost };
   /// Copies issued from now until end_copies() go to that direction's copy stream, after every
-  /// piece of work issued to the compute stream so far.
+  /// piece of work issued to the compute stream so far (or, while a point is held, before it).
   virtual void begin_copies(CopyDirection direction) { (void)direction; }
+  /// Holds the compute stream's point: batches begun from now until release_copy_point() follow
+  /// the work issued to it before this call, not what is issued meanwhile (a step's forward
+  /// pass, launched before copies that it does not need).
+  virtual void hold_copy_point() {}
+  virtual void release_copy_point() {}
   /// Back to the compute stream; returns a ticket for the copies since begin_copies() (tickets
   /// increase from 1 over both directions; 0 means none).
   virtual std::uint64_t end_copies() { return 0; }

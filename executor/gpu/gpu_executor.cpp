@@ -1,5 +1,6 @@
 // GpuExecutor: request state, the order of a step, and the one batched forward pass.
 #include "executor/gpu/gpu_executor.h"
+#include "executor/copy_order.h"
 #include "executor/gpu/torch_compat.h"
 
 #include <c10/core/InferenceMode.h>
@@ -256,40 +257,53 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   trace.at("host_evictions");
   for (const FactLoad& o : plan.offloads) offload(o.fact);
   trace.at("sync_offloads");
-  // The host's time issuing asynchronous copies (GpuExecutor::copy_issue).
-  std::chrono::steady_clock::duration issue_time{};
-  auto timed_issue = [&issue_time](auto&& issue) {
-    const auto t0 = std::chrono::steady_clock::now();
-    issue();
-    issue_time += std::chrono::steady_clock::now() - t0;
+  // The asynchronous offloads, the evictions, the loads and the asynchronous loads. `fallback`
+  // receives the encodes of loads whose KV the host tier does not hold.
+  auto issue_copies = [&](Injections& into, std::vector<PendingEncode>& fallback) {
+    // The host's time issuing asynchronous copies (GpuExecutor::copy_issue).
+    std::chrono::steady_clock::duration issue_time{};
+    auto timed_issue = [&issue_time](auto&& issue) {
+      const auto t0 = std::chrono::steady_clock::now();
+      issue();
+      issue_time += std::chrono::steady_clock::now() - t0;
+    };
+    if (!plan.async_offloads.empty()) {
+      timed_issue([&] { issue_async_offloads(plan.async_offloads); });
+    }
+    trace.at("async_offloads");
+    // The pool hands out the blocks freed last first (its free list is a stack). With
+    // asynchronous copies a load waits for the offload that frees its blocks: free in reverse,
+    // so that the first loads take the blocks of the first offloads and wait only for those.
+    auto evict = [&](FactId f) {
+      settle(f);
+      pool_->free(f);
+    };
+    if (plan.async_loads.empty()) {
+      for (FactId f : plan.evictions) evict(f);
+    } else {
+      for (auto f = plan.evictions.rbegin(); f != plan.evictions.rend(); ++f) evict(*f);
+    }
+    trace.at("evictions");
+    if (!plan.loads.empty()) settle_offloads();  // they may write blocks an offload still reads
+    for (const FactLoad& l : plan.loads) load(l, into, fallback);
+    if (!plan.async_loads.empty()) {
+      timed_issue([&] { issue_async_loads(plan.async_loads, into, fallback); });
+    }
+    copy_issue_.ns += std::chrono::duration_cast<std::chrono::nanoseconds>(issue_time).count();
+    copy_issue_.copies += plan.async_offloads.size() + plan.async_loads.size();
+    trace.at("loads");
   };
-  if (!plan.async_offloads.empty()) {
-    timed_issue([&] { issue_async_offloads(plan.async_offloads); });
-  }
-  trace.at("async_offloads");
-  // The pool hands out the blocks freed last first (its free list is a stack). With asynchronous
-  // copies a load waits for the offload that frees its blocks: free in reverse, so that the
-  // first loads take the blocks of the first offloads and wait only for those.
-  auto evict = [&](FactId f) {
-    settle(f);
-    pool_->free(f);
-  };
-  if (plan.async_loads.empty()) {
-    for (FactId f : plan.evictions) evict(f);
-  } else {
-    for (auto f = plan.evictions.rbegin(); f != plan.evictions.rend(); ++f) evict(*f);
-  }
-  trace.at("evictions");
+  // When the forward pass needs none of them (copies_follow_forward), the copies are issued
+  // after its launch, following the compute work issued before this point: the device runs the
+  // pass while the host issues them (thousands in a population's first step).
+  const bool copies_after_forward = copies_follow_forward(plan);
   Injections inj;
   std::vector<PendingEncode> encodes;
-  if (!plan.loads.empty()) settle_offloads();  // they may write blocks an offload still reads
-  for (const FactLoad& l : plan.loads) load(l, inj, encodes);
-  if (!plan.async_loads.empty()) {
-    timed_issue([&] { issue_async_loads(plan.async_loads, inj, encodes); });
+  if (copies_after_forward) {
+    ops_->hold_copy_point();
+  } else {
+    issue_copies(inj, encodes);
   }
-  copy_issue_.ns += std::chrono::duration_cast<std::chrono::nanoseconds>(issue_time).count();
-  copy_issue_.copies += plan.async_offloads.size() + plan.async_loads.size();
-  trace.at("loads");
   // A prefill that injects an asynchronously loaded fact waits for its copy here.
   if (!pending_loads_.empty()) {
     std::uint64_t need = 0;
@@ -308,10 +322,14 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   }
   const int m_load = clock.mark();
   trace.at("load_wait");
-  for (FactId f : late_host_evictions) {
-    settle(f);
-    host_tier_->erase(f);
-  }
+  // Host evictions of facts this step's copies touch, once those are issued.
+  auto evict_late_from_host = [&] {
+    for (FactId f : late_host_evictions) {
+      settle(f);
+      host_tier_->erase(f);
+    }
+  };
+  if (!copies_after_forward) evict_late_from_host();
   for (const PrefillItem& p : plan.prefills) {
     if (p.first_chunk && p.header_cached && p.header_tokens > 0)
       ensure_header(p.header_tokens, inj);
@@ -422,6 +440,19 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
     if (logits.defined()) {
       sampled_host = ops_->to_host(ops_->argmax_rows(logits));
       if (options_.keep_logits) last_logits_ = ops_->to_host(logits.to(at::kFloat));
+    }
+  }
+  if (copies_after_forward) {
+    trace.at("launched");
+    Injections late_inj;
+    std::vector<PendingEncode> late_encodes;
+    issue_copies(late_inj, late_encodes);
+    ops_->release_copy_point();
+    evict_late_from_host();
+    if (!late_encodes.empty()) {
+      // Facts the host tier did not hold, encoded instead, on the compute stream after the pass.
+      settle_offloads();
+      run_encodes(late_encodes, late_inj);
     }
   }
   const int m_forward = clock.mark();

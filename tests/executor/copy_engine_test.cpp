@@ -3,6 +3,7 @@
 // lanes move, the host time to issue, and what a step's prefills wait for.
 
 #include "executor/cost_model/copy_engine.h"
+#include "executor/copy_order.h"
 #include "executor/cost_model/calibrated.h"
 #include "tests/catch.h"
 
@@ -182,9 +183,14 @@ TEST_CASE("calibrated executor: a step waits for the asynchronous loads it injec
     plan.decodes.push_back(DecodeItem{99, 10});  // a step that computes: priced `step`
     return plan;
   };
-  // Step 1 issues 16 loads and injects none of them: issue time, the stall (copies move), step.
-  const BatchResult first = ex.execute(with_decode(plan_of(0, 16, {}, 0)));
-  CHECK(first.duration_ns == 16 * 10 + 7 + 100);
+  // Step 1 issues 16 loads and injects none of them: its pass runs while the host issues them
+  // (copies_follow_forward), and the host's 160 ns outlast the 100 ns step; the stall (copies
+  // move during the pass).
+  const BatchPlan step1 = with_decode(plan_of(0, 16, {}, 0));
+  REQUIRE(copies_follow_forward(step1));
+  const BatchResult first = ex.execute(step1);
+  CHECK(first.duration_ns == 16 * 10 + 7);
+  CHECK(first.phases.load_ns == 0);
   // Step 2 at 1000 ns injects fact 4: it waits for the batch (handed to its lane once the host
   // issued its 16 copies, 160 ns; done at 16,160 ns); the copies are done when its forward pass
   // starts, no stall.
@@ -193,6 +199,38 @@ TEST_CASE("calibrated executor: a step waits for the asynchronous loads it injec
   CHECK(second.duration_ns == (16'160 - 1000) + 100);
   // Step 3: nothing in flight any more, the plain price.
   CHECK(ex.execute(with_decode(plan_of(0, 0, {4}, 20'000))).duration_ns == 100);
+}
+
+TEST_CASE("calibrated executor: copies a step's pass needs go first, others beside the pass") {
+  CalibrationProfile p;
+  p.knee = KneeRates{1e15, 1e12, 1e9};  // P = 1 byte/ns
+  p.coefficients[kFeatureStep] = 1000;
+  p.coefficients[kFeaturePcie] = 1;
+  p.async_copies.issue_ns = 10;
+  BatchPlan plan = plan_of(0, 16, {}, 0);
+  plan.decodes.push_back(DecodeItem{99, 10});
+  // Nothing of the pass needs the loads: it runs while the host issues them (160 ns of 1000).
+  REQUIRE(copies_follow_forward(plan));
+  CHECK(CalibratedExecutor(CalibratedCostModel(ModelConfig{}, p)).execute(plan).duration_ns ==
+        1000);
+  // With an encode in the step (it takes blocks after the copies), the host issues them first;
+  // likewise when a first chunk injects one of them (it waits for its batch, done at 16,160 ns).
+  BatchPlan encoding = plan;
+  FactEncode encode;
+  encode.fact = 77;
+  encode.tokens = 8;
+  encoding.encodes.push_back(encode);
+  REQUIRE_FALSE(copies_follow_forward(encoding));
+  CalibratedExecutor ex(CalibratedCostModel(ModelConfig{}, p));
+  const SimTime priced = ex.cost_model().price(encoding).duration_ns;
+  CHECK(ex.execute(encoding).duration_ns == priced + 160);
+  BatchPlan injecting = plan_of(0, 16, {3}, 0);
+  REQUIRE_FALSE(copies_follow_forward(injecting));
+  CalibratedExecutor ex2(CalibratedCostModel(ModelConfig{}, p));
+  const SimTime priced2 = ex2.cost_model().price(injecting).duration_ns;
+  CHECK(ex2.execute(injecting).duration_ns == priced2 + 16'160);
+  // No asynchronous copy at all: nothing to order.
+  CHECK_FALSE(copies_follow_forward(BatchPlan{}));
 }
 
 TEST_CASE("calibrated executor: lane_speed scales a lane's rate alone against an in-step load") {

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "executor/copy_order.h"
 #include "executor/gpu/gpu_executor.h"
 #include "tests/catch.h"
 #include "tests/executor/executor_test_util.h"
@@ -472,4 +473,60 @@ TEST_CASE("asynchronous loads reuse the blocks of the first evicted facts first"
     CHECK(ex.pool().find(53)->blocks == first);
     CHECK(ex.pool().find(54)->blocks == second);
   }
+}
+
+TEST_CASE("asynchronous copies that a step's pass does not need are issued after its launch") {
+  // Facts 41 and 42 go to the host tier and come back beside the prefills of two text-only
+  // requests: each prefill's logits are those of that request alone, and the KV the next step
+  // injects is the KV that was offloaded (on CUDA, the copies follow the compute stream's point
+  // held before each pass, not the pass).
+  PromptSpec p;
+  p.facts = {{41, 21}, {42, 37}};
+  p.header_cached = true;
+  PromptSpec q;  // text only
+  q.request = 2;
+  PromptSpec r = q;
+  r.request = 3;
+  r.query = 9;
+  for (const auto& [device, o] : executor_devices()) {
+    INFO(device);
+    GpuExecutor ex(o);
+    encode_facts(ex, {p}, 3);
+    BatchPlan out;
+    for (const FactSpec& f : p.facts) {
+      out.async_offloads.push_back(FactLoad{f.id, f.tokens, 0});
+      out.evictions.push_back(f.id);
+    }
+    add_prefill(out, q, 0, q.computed_total());
+    REQUIRE(copies_follow_forward(out));
+    ex.execute(out);
+    CHECK(at::equal(ex.last_logits(), reference_logits(o, q, 3)));
+    CHECK(ex.pool().find(41) == nullptr);
+    BatchPlan load;
+    for (const FactSpec& f : p.facts) load.async_loads.push_back(FactLoad{f.id, f.tokens, 0});
+    add_prefill(load, r, 0, r.computed_total());
+    REQUIRE(copies_follow_forward(load));
+    ex.execute(load);
+    CHECK(at::equal(ex.last_logits(), reference_logits(o, r, 3)));
+    BatchPlan use;
+    add_prefill(use, p, 0, p.computed_total());
+    ex.execute(use);
+    CHECK(at::equal(ex.last_logits(), reference_logits(o, p, 3)));
+  }
+}
+
+TEST_CASE("a step whose pass injects a fact it also evicts is refused before any copy") {
+  // Evicting a fact that the same step injects is not a plan the executor can perform; with
+  // asynchronous copies in the step it is still refused (the copies are not moved after the pass).
+  PromptSpec p;
+  p.facts = {{41, 21}, {42, 37}};
+  p.header_cached = true;
+  GpuExecutor ex(cpu_options());
+  encode_facts(ex, {p}, 3);
+  BatchPlan bad;
+  bad.async_offloads.push_back(FactLoad{41, 21, 0});
+  bad.evictions.push_back(41);
+  add_prefill(bad, p, 0, p.computed_total());
+  CHECK_FALSE(copies_follow_forward(bad));
+  CHECK(refusal(ex, bad).find("that the pool does not hold") != std::string::npos);
 }
