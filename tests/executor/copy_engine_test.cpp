@@ -49,6 +49,18 @@ BatchPlan plan_of(std::size_t offloads, std::size_t loads, std::vector<FactId> i
   return plan;
 }
 
+/// A profile whose loads move 1 byte/ns, whose steps cost `step_ns`, whose host issues a copy in
+/// 10 ns, and whose steps pay `stall_ns` beside moving copies.
+CalibrationProfile lanes_profile(double step_ns, double stall_ns) {
+  CalibrationProfile p;
+  p.knee = KneeRates{1e15, 1e12, 1e9};  // P = 1 byte/ns
+  p.coefficients[kFeatureStep] = step_ns;
+  p.coefficients[kFeaturePcie] = 1;
+  p.async_copies.issue_ns = 10;
+  p.async_copies.stall_ns = stall_ns;
+  return p;
+}
+
 }  // namespace
 
 TEST_CASE("copy lanes: a prefill waits for the batch of 16 facts that holds its fact") {
@@ -171,12 +183,7 @@ TEST_CASE("copy lanes: a batch starts once the host has issued it and every copy
 }
 
 TEST_CASE("calibrated executor: a step waits for the asynchronous loads it injects") {
-  CalibrationProfile p;
-  p.knee = KneeRates{1e15, 1e12, 1e9};  // P = 1 byte/ns
-  p.coefficients[kFeatureStep] = 100;
-  p.coefficients[kFeaturePcie] = 1;
-  p.async_copies.issue_ns = 10;
-  p.async_copies.stall_ns = 7;
+  const CalibrationProfile p = lanes_profile(100, 7);
   CalibratedExecutor ex(CalibratedCostModel(ModelConfig{}, p));
   CHECK(ex.copies().params().bytes_per_ns == Approx(1.0));
   auto with_decode = [](BatchPlan plan) {
@@ -202,11 +209,7 @@ TEST_CASE("calibrated executor: a step waits for the asynchronous loads it injec
 }
 
 TEST_CASE("calibrated executor: copies a step's pass needs go first, others beside the pass") {
-  CalibrationProfile p;
-  p.knee = KneeRates{1e15, 1e12, 1e9};  // P = 1 byte/ns
-  p.coefficients[kFeatureStep] = 1000;
-  p.coefficients[kFeaturePcie] = 1;
-  p.async_copies.issue_ns = 10;
+  const CalibrationProfile p = lanes_profile(1000, 0);
   BatchPlan plan = plan_of(0, 16, {}, 0);
   plan.decodes.push_back(DecodeItem{99, 10});
   // Nothing of the pass needs the loads: it runs while the host issues them (160 ns of 1000).

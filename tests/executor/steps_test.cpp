@@ -344,18 +344,24 @@ TEST_CASE("plans the executor cannot perform are refused") {
 
 namespace {
 
+/// A step that offloads `p`'s facts to the host tier (beside the compute when `async`) and
+/// evicts them from the pool.
+BatchPlan offload_and_evict(const PromptSpec& p, bool async) {
+  BatchPlan plan;
+  for (const FactSpec& f : p.facts) {
+    (async ? plan.async_offloads : plan.offloads).push_back(FactLoad{f.id, f.tokens, 0});
+    plan.evictions.push_back(f.id);
+  }
+  return plan;
+}
+
 /// Facts 41 and 42 offloaded to the host tier and evicted, then loaded back asynchronously
 /// (BatchPlan::async_loads) in one step and injected by `p` in the next, or in the same step
 /// (the executor then waits for the copies itself). Returns the logits of p's prefill.
 at::Tensor async_round_trip(const GpuExecutorOptions& o, const PromptSpec& p, bool same_step) {
   GpuExecutor ex(o);
   encode_facts(ex, {p}, 3);
-  BatchPlan out;
-  for (const FactSpec& f : p.facts) {
-    out.offloads.push_back(FactLoad{f.id, f.tokens, 0});
-    out.evictions.push_back(f.id);
-  }
-  ex.execute(out);
+  ex.execute(offload_and_evict(p, false));
   for (const FactSpec& f : p.facts) {
     REQUIRE(ex.pool().find(f.id) == nullptr);
     REQUIRE(ex.host_has(f.id));
@@ -414,12 +420,8 @@ TEST_CASE(
     INFO(device);
     GpuExecutor ex(o);
     encode_facts(ex, {p}, 3);
-    BatchPlan out;  // offloaded beside the compute: the loads below wait for them
-    for (const FactSpec& f : p.facts) {
-      out.async_offloads.push_back(FactLoad{f.id, f.tokens, 0});
-      out.evictions.push_back(f.id);
-    }
-    ex.execute(out);
+    // Offloaded beside the compute: the loads below wait for them.
+    ex.execute(offload_and_evict(p, true));
     BatchPlan load;
     for (const FactSpec& f : p.facts) load.async_loads.push_back(FactLoad{f.id, f.tokens, 0});
     ex.execute(load);
@@ -492,11 +494,7 @@ TEST_CASE("asynchronous copies that a step's pass does not need are issued after
     INFO(device);
     GpuExecutor ex(o);
     encode_facts(ex, {p}, 3);
-    BatchPlan out;
-    for (const FactSpec& f : p.facts) {
-      out.async_offloads.push_back(FactLoad{f.id, f.tokens, 0});
-      out.evictions.push_back(f.id);
-    }
+    BatchPlan out = offload_and_evict(p, true);
     add_prefill(out, q, 0, q.computed_total());
     REQUIRE(copies_follow_forward(out));
     ex.execute(out);
