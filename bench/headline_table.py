@@ -121,7 +121,11 @@ def simulate(binary, data, users, extra, out):
     cmd = [binary, "run", os.path.join(ROOT, "configs", "headline.yaml"), "--no-progress",
            "--set", f"trace.locomo.data={data}", "--set", f"trace.locomo.users={users}",
            "--set", f"experiment=h{users}", "--out", out] + extra
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    done = subprocess.run(cmd, stdout=subprocess.DEVNULL)
+    if done.returncode != 0:  # the simulator said why on stderr (e.g. a bad --sim-set)
+        print(f"error: the simulation of {users} users exited with status {done.returncode}",
+              file=sys.stderr)
+        sys.exit(2)
     return {m: json.load(open(os.path.join(out, f"h{users}", m, "summary.json"))) for m in MODES}
 
 
@@ -157,6 +161,10 @@ def main():
                     help="read the hardware runs U_MODE_TAG.json (and _timeline.json) instead of "
                          "U_MODE.json, e.g. a commit; several, comma-separated: all their runs "
                          "(steps: the first tag's)")
+    ap.add_argument("--sim-set", action="append", default=[], metavar="KEY=VALUE",
+                    help="an override for both simulations (repeatable), e.g. "
+                         "executor.copies_beside_pass=false for runs of executors before "
+                         "0337801")
     ap.add_argument("--profile", default="h200-llama-3.1-8b",
                     help="the calibrated simulation's profile: a name under configs/profiles/ or "
                          "a path (default: the shipped H200 profile)")
@@ -165,8 +173,9 @@ def main():
     tags = a.tag.split(",")
     suffix = f"_{tags[0]}" if tags[0] else ""
     profile = a.profile if not os.path.exists(a.profile) else os.path.abspath(a.profile)
+    extra = [x for kv in a.sim_set for x in ("--set", kv)]
     calibrated = ["--set", "executor.kind=calibrated", "--set", f"executor.profile={profile}",
-                  "--set", "output.timeline=true"]
+                  "--set", "output.timeline=true"] + extra
     print("| users | mode | source | req/s | TTFT p50 ms | TTFT p99 ms | TTFT mean ms | GPU hit "
           "| host loads |")
     print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
@@ -181,7 +190,7 @@ def main():
             if not all(hil.values()):
                 sys.exit(f"no hardware runs of {u} users for tag(s) {a.tag}")
             cal = simulate(a.inferscale, a.data, u, calibrated, os.path.join(tmp, "cal"))
-            sheet = simulate(a.inferscale, a.data, u, [], os.path.join(tmp, "sheet"))
+            sheet = simulate(a.inferscale, a.data, u, extra, os.path.join(tmp, "sheet"))
             for m in MODES:
                 runs = hil[m]
                 hw = mean_figures(runs)

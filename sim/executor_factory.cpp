@@ -112,7 +112,8 @@ std::unique_ptr<Executor> make_executor(const RunConfig& run, int replica) {
             ? RowPadding::of_executor(run.executor.warm_rows, run.scheduler.max_batch_tokens)
             : RowPadding{};
     return std::make_unique<CalibratedExecutor>(
-        CalibratedCostModel(run.model, std::move(profile), padding));
+        CalibratedCostModel(run.model, std::move(profile), padding),
+        run.executor.copies_beside_pass);
   }
   return std::make_unique<CostModelExecutor>(CostModel(run.model, CostRates::from_gpu(run.gpu)));
 }

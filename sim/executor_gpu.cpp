@@ -35,6 +35,7 @@ HilExecutorOptions hil_options(const RunConfig& run, int replica) {
   o.header_tokens = run.serving.header_cache ? run.serving.header_tokens : 0;
   o.warm_rows = run.executor.warm_rows;
   o.settle_ms = run.executor.settle_ms;
+  o.copies_beside_pass = run.executor.copies_beside_pass;
   return o;
 }
 

@@ -96,6 +96,7 @@ json executor_json(const ExecutorConfig& e) {
     j["warm_rows"] = e.warm_rows;
     j["settle_ms"] = e.settle_ms;
   }
+  if (e.kind == "gpu" || e.kind == "calibrated") j["copies_beside_pass"] = e.copies_beside_pass;
   return j;
 }
 

@@ -125,7 +125,7 @@ BatchResult CalibratedExecutor::execute(const BatchPlan& plan) {
     return r;
   }
   SimTime ready;
-  const bool after_forward = copies_follow_forward(plan);
+  const bool after_forward = copies_beside_pass_ && copies_follow_forward(plan);
   if (after_forward) {
     // Nothing of the pass needs this step's copies: the GPU executor launches the pass once the
     // earlier loads its first chunks inject are done, then issues the copies while the device

@@ -105,8 +105,13 @@ class CalibratedCostModel {
 /// loads they inject on the modelled copy lanes (CopyEngineModel), as the GPU executor's do.
 class CalibratedExecutor final : public Executor {
  public:
-  explicit CalibratedExecutor(CalibratedCostModel model)
-      : model_(std::move(model)), copies_(model_.copy_engine_params()) {}
+  /// copies_beside_pass: price a step whose pass needs none of its asynchronous copies as the
+  /// GPU executor runs it by default (the pass first, the copies issued beside it); false: the
+  /// copies first, as that executor did before 0337801 (GpuExecutorOptions::copies_beside_pass).
+  explicit CalibratedExecutor(CalibratedCostModel model, bool copies_beside_pass = true)
+      : model_(std::move(model)),
+        copies_(model_.copy_engine_params()),
+        copies_beside_pass_(copies_beside_pass) {}
   BatchResult execute(const BatchPlan& plan) override;
   std::string name() const override { return "calibrated"; }
   bool price_decodes(std::uint32_t decodes, std::uint64_t context_tokens,
@@ -119,6 +124,7 @@ class CalibratedExecutor final : public Executor {
  private:
   CalibratedCostModel model_;
   CopyEngineModel copies_;
+  bool copies_beside_pass_;
 };
 
 }  // namespace inferscale

@@ -296,7 +296,7 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   // When the forward pass needs none of them (copies_follow_forward), the copies are issued
   // after its launch, following the compute work issued before this point: the device runs the
   // pass while the host issues them (thousands in a population's first step).
-  const bool copies_after_forward = copies_follow_forward(plan);
+  const bool copies_after_forward = options_.copies_beside_pass && copies_follow_forward(plan);
   Injections inj;
   std::vector<PendingEncode> encodes;
   if (copies_after_forward) {

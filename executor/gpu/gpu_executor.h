@@ -63,6 +63,10 @@ struct GpuExecutorOptions {
   /// a warm store measured 12 % more than the same wave later, with the device idle for only
   /// 0.2 ms before it; 200 ms of passes removed it (bench/results/headline_hil.md). 0: off.
   double settle_ms = 0;
+  /// A step whose forward pass needs none of its asynchronous copies (executor/copy_order.h)
+  /// launches the pass first and issues the copies while the device runs it; false: the copies
+  /// first, as every step did before 0337801.
+  bool copies_beside_pass = true;
   SplitKvPolicy split_kv;        // split-KV attention where it pays; enabled = A/B
   CudaGraphPolicy cuda_graphs;   // forwards of recurring shapes as CUDA graphs (CUDA)
   SkinnyGemmPolicy skinny_gemm;  // few-row products by the skinny kernel (CUDA; off)

@@ -25,6 +25,7 @@ class DeviceBoundExecutor final : public Executor {
     g.decode_reserve_tokens = o.decode_reserve_tokens;
     g.warm_rows = o.warm_rows;
     g.settle_ms = o.settle_ms;
+    g.copies_beside_pass = o.copies_beside_pass;
     g.rope = o.rope_delta ? RopeMode::kDelta : RopeMode::kPreRope;
     g.seed = o.seed;
     inner_ = std::make_unique<GpuExecutor>(std::move(g));

@@ -292,7 +292,7 @@ RunConfig parse_run(const YamlView& v, const std::string& experiment, const std:
   if (v.has("executor")) {
     const auto e = v.child("executor");
     e.reject_unknown({"kind", "profile", "endpoints", "device", "connect_timeout_s", "timeout_s",
-                      "warm_rows", "settle_ms"});
+                      "warm_rows", "settle_ms", "copies_beside_pass"});
     r.executor.kind = e.text("kind", "cost_model");
     r.executor.where = e.where("kind");
     r.executor.profile = e.text("profile", "");
@@ -301,6 +301,7 @@ RunConfig parse_run(const YamlView& v, const std::string& experiment, const std:
     r.executor.timeout_s = e.number("timeout_s", 60, 0.001, 86400);
     r.executor.warm_rows = static_cast<std::uint32_t>(e.integer("warm_rows", 512, 0, 65536));
     r.executor.settle_ms = e.number("settle_ms", 200, 0, 60000);
+    r.executor.copies_beside_pass = e.boolean("copies_beside_pass", true);
     if (e.is_sequence("endpoints")) {
       for (const auto& n : e.node("endpoints")) {
         const auto endpoint = remote::parse_endpoint(n.Scalar());

@@ -85,7 +85,9 @@ struct ExecutorConfig {
   std::string device = "cuda";         // gpu
   std::uint32_t warm_rows = 512;       // gpu: products warmed for row counts 1..warm_rows
   double settle_ms = 200;              // gpu: forward passes before the first prefill step
-  std::string where;                   // position of executor.kind, for errors
+  /// gpu, calibrated: a step's copies that its pass does not need issued beside the pass
+  bool copies_beside_pass = true;
+  std::string where;  // position of executor.kind, for errors
 };
 
 struct SloConfig {

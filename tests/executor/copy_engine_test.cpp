@@ -216,6 +216,10 @@ TEST_CASE("calibrated executor: copies a step's pass needs go first, others besi
   REQUIRE(copies_follow_forward(plan));
   CHECK(CalibratedExecutor(CalibratedCostModel(ModelConfig{}, p)).execute(plan).duration_ns ==
         1000);
+  // Unless asked to price the executor before 0337801 (copies_beside_pass false): copies first.
+  CHECK(
+      CalibratedExecutor(CalibratedCostModel(ModelConfig{}, p), false).execute(plan).duration_ns ==
+      160 + 1000);
   // With an encode in the step (it takes blocks after the copies), the host issues them first;
   // likewise when a first chunk injects one of them (it waits for its batch, done at 16,160 ns).
   BatchPlan encoding = plan;

@@ -481,7 +481,7 @@ TEST_CASE("asynchronous copies that a step's pass does not need are issued after
   // Facts 41 and 42 go to the host tier and come back beside the prefills of two text-only
   // requests: each prefill's logits are those of that request alone, and the KV the next step
   // injects is the KV that was offloaded (on CUDA, the copies follow the compute stream's point
-  // held before each pass, not the pass).
+  // held before each pass, not the pass); likewise with the copies issued first.
   PromptSpec p;
   p.facts = {{41, 21}, {42, 37}};
   p.header_cached = true;
@@ -490,26 +490,30 @@ TEST_CASE("asynchronous copies that a step's pass does not need are issued after
   PromptSpec r = q;
   r.request = 3;
   r.query = 9;
-  for (const auto& [device, o] : executor_devices()) {
-    INFO(device);
-    GpuExecutor ex(o);
-    encode_facts(ex, {p}, 3);
-    BatchPlan out = offload_and_evict(p, true);
-    add_prefill(out, q, 0, q.computed_total());
-    REQUIRE(copies_follow_forward(out));
-    ex.execute(out);
-    CHECK(at::equal(ex.last_logits(), reference_logits(o, q, 3)));
-    CHECK(ex.pool().find(41) == nullptr);
-    BatchPlan load;
-    for (const FactSpec& f : p.facts) load.async_loads.push_back(FactLoad{f.id, f.tokens, 0});
-    add_prefill(load, r, 0, r.computed_total());
-    REQUIRE(copies_follow_forward(load));
-    ex.execute(load);
-    CHECK(at::equal(ex.last_logits(), reference_logits(o, r, 3)));
-    BatchPlan use;
-    add_prefill(use, p, 0, p.computed_total());
-    ex.execute(use);
-    CHECK(at::equal(ex.last_logits(), reference_logits(o, p, 3)));
+  for (const auto& [device, options] : executor_devices()) {
+    for (const bool beside : {true, false}) {  // false: the copies first, as before 0337801
+      INFO(device << (beside ? ", copies beside the pass" : ", copies first"));
+      GpuExecutorOptions o = options;
+      o.copies_beside_pass = beside;
+      GpuExecutor ex(o);
+      encode_facts(ex, {p}, 3);
+      BatchPlan out = offload_and_evict(p, true);
+      add_prefill(out, q, 0, q.computed_total());
+      REQUIRE(copies_follow_forward(out));
+      ex.execute(out);
+      CHECK(at::equal(ex.last_logits(), reference_logits(o, q, 3)));
+      CHECK(ex.pool().find(41) == nullptr);
+      BatchPlan load;
+      for (const FactSpec& f : p.facts) load.async_loads.push_back(FactLoad{f.id, f.tokens, 0});
+      add_prefill(load, r, 0, r.computed_total());
+      REQUIRE(copies_follow_forward(load));
+      ex.execute(load);
+      CHECK(at::equal(ex.last_logits(), reference_logits(o, r, 3)));
+      BatchPlan use;
+      add_prefill(use, p, 0, p.computed_total());
+      ex.execute(use);
+      CHECK(at::equal(ex.last_logits(), reference_logits(o, p, 3)));
+    }
   }
 }
 

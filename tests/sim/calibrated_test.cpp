@@ -308,6 +308,21 @@ TEST_CASE("calibrated run: asynchronous loads are planned alike, and wait on the
   // Slower lanes and a stall while they move: the prefills that inject loads wait longer.
   CHECK(copies.summary.ttft_ms.p50 > 1.2 * plain.summary.ttft_ms.p50);
   CHECK(copies.summary.ttft_ms.p99 > 1.2 * plain.summary.ttft_ms.p99);
+  // With a slow host (0.5 ms per copy), steps whose passes need none of their copies issue them
+  // beside the pass (the default) or first (executor.copies_beside_pass: false, the GPU
+  // executor before 0337801): first, every such pass waits for the host.
+  p.async_copies.issue_ns = 5e5;
+  write_profile((dir / "slow_host.yaml").string(), p);
+  auto run_order = [&](const std::string& beside) {
+    return run_file(dir, base + "executor: {kind: calibrated, profile: " +
+                             (dir / "slow_host.yaml").string() + ", copies_beside_pass: " + beside +
+                             "}\n")
+        .at(0);
+  };
+  const RunOutcome beside = run_order("true"), first = run_order("false");
+  CHECK(first.summary.ttft_ms.mean > beside.summary.ttft_ms.mean);
+  CHECK(first.config.executor.copies_beside_pass == false);
+  CHECK(beside.config.executor.copies_beside_pass == true);
 }
 
 TEST_CASE("calibrated run: a profile of another model or GPU is a clear error") {

@@ -63,6 +63,8 @@ TEST_CASE("config errors carry file:line:column, key path and what was expected"
        "in [0, 65536]"},
       {"negative_settle_ms", base + "executor:\n  settle_ms: -5\n", ":4:14: executor.settle_ms",
        "in [0, 60000]"},
+      {"copies_beside_pass_not_bool", base + "executor:\n  copies_beside_pass: maybe\n",
+       ":4:23: executor.copies_beside_pass", "expected true or false"},
   };
   for (const auto& c : cases) {
     SECTION(c.name) {
