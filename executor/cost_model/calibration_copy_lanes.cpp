@@ -55,7 +55,7 @@ CopyLaneFit fit_copy_lanes(const CalibrationGrid& grid,
     const CalibratedCostModel cost(model, p);
     std::vector<double> out;
     for (const std::vector<BatchPlan>& sample : samples) {
-      CalibratedExecutor executor(cost);
+      CalibratedExecutor executor(cost, options.copies_beside_pass);
       SimTime now = 0;  // the steps run back to back: the lanes move while each runs
       for (BatchPlan plan : sample) {
         plan.now = now;

@@ -23,6 +23,9 @@ struct ProfileOptions {
   std::uint32_t recheck = 32;
   std::uint32_t settled = 4;
   double tolerance = 0.05;
+  /// The copy order of the executor measured (GpuExecutorOptions::copies_beside_pass): the
+  /// copy lanes are fitted with the calibrated model pricing that order.
+  bool copies_beside_pass = true;
 };
 
 /// One grid point measured.

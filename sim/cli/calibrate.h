@@ -22,6 +22,8 @@ struct CalibrationTarget {
   CalibrationNeeds needs;  // what the grid holds at once (cache rows, pool blocks, positions)
   std::string device = "cuda";
   std::uint64_t seed = 0;  // random weights (timing does not depend on their values)
+  /// GpuExecutorOptions::copies_beside_pass of the executor profiled (--copies-first: false).
+  bool copies_beside_pass = true;
 };
 
 struct ProfiledExecutor {

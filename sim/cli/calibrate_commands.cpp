@@ -38,10 +38,11 @@ struct CalibrateArgs {
   std::uint32_t recheck = ProfileOptions{}.recheck;  // first points measured again at the end
   std::string device = "cuda";
   std::uint64_t seed = 0;
-  std::string points;       // optional CSV of every point
-  std::string refit;        // a points CSV to fit again instead of profiling
-  std::string machine;      // with --refit: the device the points were measured on
-  bool copy_lanes = false;  // also profile the copy_lanes grid and fit async_copies from it
+  std::string points;         // optional CSV of every point
+  std::string refit;          // a points CSV to fit again instead of profiling
+  std::string machine;        // with --refit: the device the points were measured on
+  bool copy_lanes = false;    // also profile the copy_lanes grid and fit async_copies from it
+  bool copies_first = false;  // the executor issues every step's copies first (before 0337801)
 };
 
 std::string utc_now() {
@@ -62,6 +63,7 @@ std::string command_line(const CalibrateArgs& a) {
   if (a.refit.empty()) c += " --recheck " + std::to_string(a.recheck);
   if (!a.points.empty()) c += " --points " + a.points;
   if (a.copy_lanes) c += " --copy-lanes";
+  if (a.copies_first) c += " --copies-first";
   return c + " --out " + a.out;
 }
 
@@ -243,6 +245,7 @@ int run_calibrate(const CalibrateArgs& a) {
   }
   ProfileOptions options{a.warmup, a.repeats};
   options.recheck = a.recheck;
+  options.copies_beside_pass = !a.copies_first;
   if (grid.name == "copy_lanes") {
     throw InputError("--grid", "copy_lanes is not fitted alone: give --copy-lanes with a grid");
   }
@@ -283,7 +286,7 @@ int run_calibrate(const CalibrateArgs& a) {
     lanes.grid = make_calibration_grid("copy_lanes");
     needs = max_needs(needs, calibration_needs(lanes.grid, model, timed));
   }
-  CalibrationTarget target{model, gpu, needs, a.device, a.seed};
+  CalibrationTarget target{model, gpu, needs, a.device, a.seed, !a.copies_first};
 
   ProfiledExecutor profiled;
   if (a.executor == "cost_model") {
@@ -374,8 +377,9 @@ int fit_and_write(const CalibrateArgs& a, const CalibrationGrid& grid, const Mod
       std::printf("copy lanes: issue_ns %.0f (host time per asynchronous copy, %llu copies)\n",
                   p.async_copies.issue_ns, static_cast<unsigned long long>(lanes->issue.copies));
     }
-    const CopyLaneFit lf =
-        fit_copy_lanes(lanes->grid, lanes->measured, p, model, ProfileOptions{a.warmup, a.repeats});
+    ProfileOptions fit_options{a.warmup, a.repeats};
+    fit_options.copies_beside_pass = !a.copies_first;
+    const CopyLaneFit lf = fit_copy_lanes(lanes->grid, lanes->measured, p, model, fit_options);
     lane_predicted_ns = lf.predicted_ns;
     for (std::size_t i = 0; i < lanes->measured.size(); ++i) {
       std::printf("copy lanes: %-24s measured %9.3f ms, priced %9.3f ms\n",
@@ -470,6 +474,11 @@ void add_calibrate_commands(CLI::App& app, Action& action) {
                 "also time the copy_lanes grid (asynchronous host loads) and fit the profile's "
                 "async_copies (lane_speed, stall_ns, duplex; issue_ns where the executor "
                 "times it) to it");
+  cmd->add_flag("--copies-first", args->copies_first,
+                "the executor issues every step's asynchronous copies before its pass, as the GPU "
+                "executor did before 0337801 (executor.copies_beside_pass: false): profile it so "
+                "and fit the copy lanes with that order (with --refit: the points were measured "
+                "so)");
   cmd->add_option("--repeats", args->repeats, "timed steps per point (median)")
       ->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "untimed steps per point first")->capture_default_str();

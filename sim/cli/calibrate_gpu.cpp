@@ -20,6 +20,7 @@ ProfiledExecutor make_gpu_executor(const CalibrationTarget& t) {
   o.device = t.device;
   o.dtype = t.device == "cuda" ? DType::kBF16 : DType::kF32;
   o.seed = t.seed;
+  o.copies_beside_pass = t.copies_beside_pass;
   const std::uint64_t block = FactPool::block_bytes(t.model, std::uint32_t(dtype_bytes(o.dtype)));
   o.pool_bytes = (n.pool_blocks + 64) * block;
   o.reserved_pool_tokens = 1024;  // the header

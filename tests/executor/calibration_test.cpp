@@ -553,7 +553,8 @@ namespace {
 /// run, so the copy lanes' state carries from step to step as a device's does.
 class ClockedExecutor : public Executor {
  public:
-  explicit ClockedExecutor(CalibratedCostModel model) : ex_(std::move(model)) {}
+  explicit ClockedExecutor(CalibratedCostModel model, bool copies_beside_pass = true)
+      : ex_(std::move(model), copies_beside_pass) {}
   BatchResult execute(const BatchPlan& plan) override {
     BatchPlan p = plan;
     p.now = now_;
@@ -623,4 +624,22 @@ TEST_CASE(
   CHECK_THROWS_AS(fit_copy_lanes(small, profile_executor(roofline, small, m, options, nullptr),
                                  profile, m, options),
                   std::invalid_argument);
+  // An executor that issues every step's copies before its pass (before 0337801; calibrate
+  // --copies-first) is fitted with that order: its lanes come back; fitted as if its copies went
+  // beside the pass, the stall does not.
+  CalibrationProfile device = profile;
+  device.async_copies.lane_speed = 1.37;
+  device.async_copies.stall_ns = 1.5e6;
+  device.async_copies.duplex = 0.66;
+  device.async_copies.block_ns = 3000;
+  ClockedExecutor first{CalibratedCostModel(m, device), false};
+  const auto measured = profile_executor(first, lanes, m, options, nullptr);
+  ProfileOptions first_options = options;
+  first_options.copies_beside_pass = false;
+  const CopyLaneFit lf = fit_copy_lanes(lanes, measured, profile, m, first_options);
+  CHECK(lf.lane_speed == Approx(1.37).epsilon(0.002));
+  CHECK(lf.stall_ns == Approx(1.5e6).margin(1e5));
+  CHECK(lf.max_ape_pct < 0.5);
+  const CopyLaneFit wrong = fit_copy_lanes(lanes, measured, profile, m, options);
+  CHECK(std::abs(wrong.stall_ns - 1.5e6) > 1e5);
 }
