@@ -23,6 +23,7 @@ struct ServeArgs {
   std::string pool_capacity;  // empty: 30% of the GPU's memory, as store.gpu.capacity
   std::string profile;
   std::string device = "cuda";
+  bool copies_first = false;  // executor.copies_beside_pass: false
   unsigned max_sessions = 8;
   double idle_timeout_s = 600;
   double frame_timeout_s = 30;
@@ -65,6 +66,7 @@ RunConfig served_config(const ServeArgs& a) {
   r.executor.where = "--executor";
   r.executor.profile = a.profile;
   r.executor.device = a.device;
+  r.executor.copies_beside_pass = !a.copies_first;
   const auto kinds = served_kinds();
   if (std::find(kinds.begin(), kinds.end(), a.executor) == kinds.end()) {
     std::string list;
@@ -94,6 +96,9 @@ void add_serve_commands(CLI::App& app, Action& action) {
                     "0 for text mode (default 30%)");
   serve->add_option("--profile", args->profile, "calibration profile (calibrated executor)");
   serve->add_option("--device", args->device, "cuda | cpu (gpu executor)")->capture_default_str();
+  serve->add_flag("--copies-first", args->copies_first,
+                  "gpu and calibrated executors: issue every step's asynchronous copies before "
+                  "its pass (executor.copies_beside_pass: false)");
   serve->add_option("--max-sessions", args->max_sessions, "connections served at once")
       ->capture_default_str()
       ->check(CLI::Range(1u, 4096u));
