@@ -299,8 +299,18 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   const bool copies_after_forward = options_.copies_beside_pass && copies_follow_forward(plan);
   Injections inj;
   std::vector<PendingEncode> encodes;
+  // The held point is let go once the copies are issued, or when the step fails before.
+  struct HeldPoint {
+    DeviceOps* ops = nullptr;
+    void release() {
+      if (ops != nullptr) ops->release_copy_point();
+      ops = nullptr;
+    }
+    ~HeldPoint() { release(); }
+  } held;
   if (copies_after_forward) {
     ops_->hold_copy_point();
+    held.ops = ops_.get();
   } else {
     issue_copies(inj, encodes);
   }
@@ -447,7 +457,7 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
     Injections late_inj;
     std::vector<PendingEncode> late_encodes;
     issue_copies(late_inj, late_encodes);
-    ops_->release_copy_point();
+    held.release();
     evict_late_from_host();
     if (!late_encodes.empty()) {
       // Facts the host tier did not hold, encoded instead, on the compute stream after the pass.
