@@ -1,6 +1,7 @@
 // Experiments through `executor: {kind: remote}`: byte-identical to the in-process cost model;
 // a server that stops, hangs, is unreachable or is killed fails the run with one clear message,
-// no hang, and keeps the requests completed so far in <run>.partial/.
+// no hang, and keeps the requests completed so far in <run>.partial/; a served calibrated model
+// with its copy order set on the command line.
 #include <signal.h>
 
 #include <algorithm>
@@ -85,6 +86,37 @@ std::string failed_run(const fs::path& dir, const std::string& yaml) {
 bool starts_with(const std::string& s, const std::string& prefix) {
   return s.rfind(prefix, 0) == 0;
 }
+
+/// `inferscale serve-executor --listen 127.0.0.1:0 ARGS` in a process of its own: its pid, the
+/// endpoint it listens on, and its log (stderr, read from `log`); killed when this goes.
+struct CliServer {
+  explicit CliServer(const std::string& args) {
+    const std::string bin = std::string(INFERSCALE_BINARY_DIR) + "/inferscale";
+    // The server's pid, and its log on the same pipe, the two in either order.
+    log = popen(("sh -c '" + bin + " serve-executor --listen 127.0.0.1:0 " + args +
+                 " 2>&1 & echo pid $!; wait'")
+                    .c_str(),
+                "r");
+    if (log == nullptr) return;
+    char line[1024];
+    while ((pid == 0 || endpoint.empty()) && std::fgets(line, sizeof(line), log) != nullptr) {
+      const std::string l = line;
+      if (starts_with(l, "pid ")) pid = static_cast<pid_t>(std::atol(line + 4));
+      const auto at = l.find("listening on 127.0.0.1:");
+      if (at != std::string::npos) {
+        const auto begin = at + std::strlen("listening on ");
+        endpoint = l.substr(begin, l.find(' ', begin) - begin);
+      }
+    }
+  }
+  ~CliServer() {  // never leave the server behind, whatever failed
+    if (pid > 1) ::kill(pid, SIGKILL);
+    if (log != nullptr) pclose(log);
+  }
+  FILE* log = nullptr;
+  pid_t pid = 0;
+  std::string endpoint;
+};
 
 }  // namespace
 
@@ -241,33 +273,12 @@ TEST_CASE("CLI: killing the serve-executor process mid-run exits 1 with one line
   const std::string model = source_path("tests/sim/data/tiny_model.yaml");
   const std::string bin = std::string(INFERSCALE_BINARY_DIR) + "/inferscale";
 
-  // The server's pid, and its log (stderr) on the same pipe, the two in either order.
-  FILE* server = popen(("sh -c '" + bin + " serve-executor --listen 127.0.0.1:0 --model " + model +
-                        " --gpu " + gpu + " --pool-capacity 24KiB 2>&1 & echo pid $!; wait'")
-                           .c_str(),
-                       "r");
-  REQUIRE(server != nullptr);
+  CliServer cli("--model " + model + " --gpu " + gpu + " --pool-capacity 24KiB");
+  REQUIRE(cli.pid > 1);
+  REQUIRE(!cli.endpoint.empty());
+  FILE* server = cli.log;
+  const std::string& endpoint = cli.endpoint;
   char line[1024];
-  pid_t pid = 0;
-  std::string endpoint;
-  while ((pid == 0 || endpoint.empty()) && std::fgets(line, sizeof(line), server) != nullptr) {
-    const std::string l = line;
-    if (starts_with(l, "pid ")) pid = static_cast<pid_t>(std::atol(line + 4));
-    const auto at = l.find("listening on 127.0.0.1:");
-    if (at != std::string::npos) {
-      const auto begin = at + std::strlen("listening on ");
-      endpoint = l.substr(begin, l.find(' ', begin) - begin);
-    }
-  }
-  REQUIRE(pid > 1);
-  struct Killer {  // never leave the server behind, whatever fails below
-    pid_t pid;
-    bool done = false;
-    ~Killer() {
-      if (!done) ::kill(pid, SIGKILL);
-    }
-  } killer{pid};
-  REQUIRE(!endpoint.empty());
 
   const std::string yaml =
       write_text(dir / "exp.yaml",
@@ -286,13 +297,12 @@ TEST_CASE("CLI: killing the serve-executor process mid-run exits 1 with one line
     if (std::string(line).find("handshake ok") != std::string::npos) ++handshakes;
   }
   REQUIRE(handshakes == 2);
-  ::kill(pid, SIGKILL);  // both replicas are connected and stepping
-  killer.done = true;
+  ::kill(cli.pid, SIGKILL);  // both replicas are connected and stepping
+  cli.pid = 0;               // gone: nothing left for the destructor to kill
 
   std::vector<std::string> output;
   while (std::fgets(line, sizeof(line), run) != nullptr) output.emplace_back(line);
   pclose(run);
-  pclose(server);
   REQUIRE(output.size() == 2);
   INFO(output[0]);
   CHECK(output[1] == "status 1\n");
@@ -302,4 +312,34 @@ TEST_CASE("CLI: killing the serve-executor process mid-run exits 1 with one line
       nlohmann::json::parse(read_text(dir / "out" / "t" / "r.partial" / "summary.json"));
   CHECK(summary["status"] == "failed");
   CHECK_FALSE(fs::exists(dir / "out" / "t" / "r"));
+}
+
+TEST_CASE("CLI: serve-executor --copies-first serves the calibrated model pricing copies first") {
+  // With a slow host (0.5 ms per copy) the order matters: the served run is byte-identical to
+  // the in-process one with executor.copies_beside_pass false, and differs from the default.
+  const auto dir = temp_dir("remote_copies_first");
+  std::string profile = read_text(source_path("configs/profiles/h200-llama-3.1-8b.yaml"));
+  const auto at = profile.find("  issue_ns: ");
+  REQUIRE(at != std::string::npos);
+  profile.replace(at, profile.find('\n', at) - at, "  issue_ns: 500000");
+  const std::string slow = write_text(dir / "slow.yaml", profile);
+  const std::string base =
+      "experiment: e\nseed: 3\nmodel: llama-3.1-8b\ngpu: h200\n"
+      "trace: {generate: {users: 20, requests: 200, k: 20, arrival: poisson, rate: 6}}\n"
+      "serving: {k: 20, mode: kv_inject}\n"
+      "store: {gpu: {capacity: 0.2%}, host: {capacity: 64GB, async_loads: true}}\n"
+      "runs:\n  - name: kv\n";
+  auto calibrated = [&](const std::string& beside) {
+    return "executor: {kind: calibrated, profile: " + slow + ", copies_beside_pass: " + beside +
+           "}\n";
+  };
+  const auto first = run_yaml(dir, base + calibrated("false"), "first").at(0);
+  const auto beside = run_yaml(dir, base + calibrated("true"), "beside").at(0);
+  CliServer cli("--executor calibrated --profile " + slow + " --pool-capacity 0.2% --copies-first");
+  REQUIRE(cli.pid > 1);
+  REQUIRE(!cli.endpoint.empty());
+  const auto served = run_yaml(dir, base + remote_executor({cli.endpoint}), "served").at(0);
+  const std::string want = read_text(fs::path(first.dir) / "requests.csv");
+  CHECK(read_text(fs::path(served.dir) / "requests.csv") == want);
+  CHECK(read_text(fs::path(beside.dir) / "requests.csv") != want);
 }
