@@ -323,12 +323,7 @@ TEST_CASE("CLI: serve-executor --copies-first serves the calibrated model pricin
   REQUIRE(at != std::string::npos);
   profile.replace(at, profile.find('\n', at) - at, "  issue_ns: 500000");
   const std::string slow = write_text(dir / "slow.yaml", profile);
-  const std::string base =
-      "experiment: e\nseed: 3\nmodel: llama-3.1-8b\ngpu: h200\n"
-      "trace: {generate: {users: 20, requests: 200, k: 20, arrival: poisson, rate: 6}}\n"
-      "serving: {k: 20, mode: kv_inject}\n"
-      "store: {gpu: {capacity: 0.2%}, host: {capacity: 64GB, async_loads: true}}\n"
-      "runs:\n  - name: kv\n";
+  const std::string base = async_loads_experiment();
   auto calibrated = [&](const std::string& beside) {
     return "executor: {kind: calibrated, profile: " + slow + ", copies_beside_pass: " + beside +
            "}\n";

@@ -289,12 +289,7 @@ TEST_CASE("calibrated run: asynchronous loads are planned alike, and wait on the
   p.async_copies.duplex = 0.5;
   p.async_copies.stall_ns = 20e6;
   write_profile((dir / "copies.yaml").string(), p);
-  const std::string base =
-      "experiment: e\nseed: 3\nmodel: llama-3.1-8b\ngpu: h200\n"
-      "trace: {generate: {users: 20, requests: 200, k: 20, arrival: poisson, rate: 6}}\n"
-      "serving: {k: 20, mode: kv_inject}\n"
-      "store: {gpu: {capacity: 0.2%}, host: {capacity: 64GB, async_loads: true}}\n"
-      "runs:\n  - name: kv\n";
+  const std::string base = async_loads_experiment();
   auto run_with = [&](const std::string& profile) {
     return run_file(dir, base + "executor: {kind: calibrated, profile: " +
                              (dir / profile).string() + "}\n")

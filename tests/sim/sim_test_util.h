@@ -86,4 +86,15 @@ inline std::string tiny_config(const std::string& trace, const std::string& extr
          "memory: {activation_reserve: 1KiB}\n" + extra;
 }
 
+/// Llama-3.1-8B on an H200 serving 200 generated requests of 20 users in kv_inject mode, with a
+/// GPU store of 0.2 % (most facts on the host) and asynchronous host loads: one run, `kv`, to which
+/// an `executor:` line may be appended.
+inline std::string async_loads_experiment() {
+  return "experiment: e\nseed: 3\nmodel: llama-3.1-8b\ngpu: h200\n"
+         "trace: {generate: {users: 20, requests: 200, k: 20, arrival: poisson, rate: 6}}\n"
+         "serving: {k: 20, mode: kv_inject}\n"
+         "store: {gpu: {capacity: 0.2%}, host: {capacity: 64GB, async_loads: true}}\n"
+         "runs:\n  - name: kv\n";
+}
+
 }  // namespace inferscale::test
