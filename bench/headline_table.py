@@ -180,10 +180,9 @@ def main():
           "| host loads |")
     print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
     ratios, step_rows, detail_rows, cluster_table, wave_rows = [], [], [], [], []
-    # Figures (req/s, TTFT p50, TTFT p99) of the calibrated simulation within TOLERANCE of the
-    # hardware's mean, of the hardware's farthest run within it of that mean, all of them, and
-    # whether any population had several runs.
-    within = [0, 0, 0, False]
+    # Of the figures compared (req/s, TTFT p50, TTFT p99): the calibrated simulation's within
+    # TOLERANCE of the hardware's mean; of those with several runs, the farthest run's.
+    within, compared, spread_within, spread_compared = 0, 0, 0, 0
     with tempfile.TemporaryDirectory() as tmp:
         for u in users:
             hil = {m: hardware_runs(tags, u, m) for m in MODES}
@@ -209,20 +208,21 @@ def main():
                 c = figures(cal[m])
                 print(f"| {u} | {m} | calibrated / hardware{' (mean)' if len(runs) > 1 else ''} | "
                       + " | ".join(f"{x / y:.3f}x" for x, y in zip(c, hw)) + " | | |")
-                within[0] += sum(abs(x / y - 1) <= TOLERANCE for x, y in zip(c[:3], hw[:3]))
-                within[2] += 3
+                within += sum(abs(x / y - 1) <= TOLERANCE for x, y in zip(c[:3], hw[:3]))
+                compared += 3
                 if len(runs) > 1:
-                    worst = [max((x / figures(r)[i] for r in runs), key=lambda v: abs(v - 1))
+                    each = [figures(r) for r in runs]
+                    worst = [max((x / f[i] for f in each), key=lambda v: abs(v - 1))
                              for i, x in enumerate(c)]
                     print(f"| {u} | {m} | calibrated / hardware (farthest run) | "
                           + " | ".join(f"{v:.2f}x" for v in worst) + " | | |")
                     # The hardware's own spread: its run farthest from the runs' mean.
-                    spread = [max((figures(r)[i] / y for r in runs), key=lambda v: abs(v - 1))
+                    spread = [max((f[i] / y for f in each), key=lambda v: abs(v - 1))
                               for i, y in enumerate(hw)]
                     print(f"| {u} | {m} | hardware: farthest run / mean | "
                           + " | ".join(f"{v:.2f}x" for v in spread) + " | | |")
-                    within[1] += sum(abs(v - 1) <= TOLERANCE for v in spread[:3])
-                    within[3] = True
+                    spread_within += sum(abs(v - 1) <= TOLERANCE for v in spread[:3])
+                    spread_compared += 3
             ratios.append((u, mean_figures(hil["kv_inject"]), mean_figures(hil["text"]),
                            figures(cal["kv_inject"]), figures(cal["text"])))
             for m in MODES if a.clusters else ():
@@ -247,10 +247,10 @@ def main():
                     if os.path.exists(path):
                         detail_rows += step_details(u, m, r + 1, path, cal_timeline, a.slow)
     print()
-    print(f"Calibrated simulation within {TOLERANCE:.0%} of the hardware's mean: {within[0]} of "
-          f"{within[2]} figures (req/s, TTFT p50, TTFT p99)"
-          + (f"; the hardware's farthest run within {TOLERANCE:.0%} of that mean: {within[1]} of "
-             f"{within[2]}" if within[3] else ""))
+    print(f"Calibrated simulation within {TOLERANCE:.0%} of the hardware's mean: {within} of "
+          f"{compared} figures (req/s, TTFT p50, TTFT p99)"
+          + (f"; the hardware's farthest run within {TOLERANCE:.0%} of that mean: {spread_within} "
+             f"of {spread_compared}" if spread_compared else ""))
     print()
     print("| users | kv_inject / text throughput (hardware) | TTFT p50 text / kv_inject (hardware) "
           "| TTFT p99 text / kv_inject (hardware) | throughput ratio (calibrated) |")

@@ -218,6 +218,15 @@ CalibrationNeeds max_needs(CalibrationNeeds a, const CalibrationNeeds& b) {
   return a;
 }
 
+/// How the grids are measured and the copy lanes fitted: the arguments' warm-up, repeats,
+/// recheck and copy order.
+ProfileOptions profile_options(const CalibrateArgs& a) {
+  ProfileOptions o{a.warmup, a.repeats};
+  o.recheck = a.recheck;
+  o.copies_beside_pass = !a.copies_first;
+  return o;
+}
+
 /// Says how many of a grid's first points took another median when measured again at the end.
 void report_rechecked(const std::vector<PointMeasurement>& measured,
                       const ProfileOptions& options) {
@@ -243,9 +252,7 @@ int run_calibrate(const CalibrateArgs& a) {
   } catch (const std::invalid_argument& e) {
     throw InputError("--grid", e.what());
   }
-  ProfileOptions options{a.warmup, a.repeats};
-  options.recheck = a.recheck;
-  options.copies_beside_pass = !a.copies_first;
+  const ProfileOptions options = profile_options(a);
   if (grid.name == "copy_lanes") {
     throw InputError("--grid", "copy_lanes is not fitted alone: give --copy-lanes with a grid");
   }
@@ -286,7 +293,7 @@ int run_calibrate(const CalibrateArgs& a) {
     lanes.grid = make_calibration_grid("copy_lanes");
     needs = max_needs(needs, calibration_needs(lanes.grid, model, timed));
   }
-  CalibrationTarget target{model, gpu, needs, a.device, a.seed, !a.copies_first};
+  CalibrationTarget target{model, gpu, needs, a.device, a.seed, options.copies_beside_pass};
 
   ProfiledExecutor profiled;
   if (a.executor == "cost_model") {
@@ -377,9 +384,8 @@ int fit_and_write(const CalibrateArgs& a, const CalibrationGrid& grid, const Mod
       std::printf("copy lanes: issue_ns %.0f (host time per asynchronous copy, %llu copies)\n",
                   p.async_copies.issue_ns, static_cast<unsigned long long>(lanes->issue.copies));
     }
-    ProfileOptions fit_options{a.warmup, a.repeats};
-    fit_options.copies_beside_pass = !a.copies_first;
-    const CopyLaneFit lf = fit_copy_lanes(lanes->grid, lanes->measured, p, model, fit_options);
+    const CopyLaneFit lf =
+        fit_copy_lanes(lanes->grid, lanes->measured, p, model, profile_options(a));
     lane_predicted_ns = lf.predicted_ns;
     for (std::size_t i = 0; i < lanes->measured.size(); ++i) {
       std::printf("copy lanes: %-24s measured %9.3f ms, priced %9.3f ms\n",
