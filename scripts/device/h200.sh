@@ -106,6 +106,21 @@ symbolize() {
   nvcc --version | tail -2
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
   echo "cpus $(nproc): $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
+  # Which GPU and host this was (a hash of the GPU's UUID: runs on the same GPU share it), and
+  # where the GPU sits: its NUMA node and the CPUs near it against those the run may use (host
+  # copies and the host's issue speed depend on it).
+  echo "gpu id: $(nvidia-smi --query-gpu=uuid --format=csv,noheader | sha256sum | cut -c1-12)"
+  bus=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader | head -1 | tr 'A-F' 'a-f')
+  dev=/sys/bus/pci/devices/${bus: -12}
+  echo "gpu pci ${bus: -12}: numa_node $(cat "$dev/numa_node" 2>/dev/null || echo ?)," \
+    "local cpus $(cat "$dev/local_cpulist" 2>/dev/null || echo ?)," \
+    "link $(cat "$dev/current_link_speed" 2>/dev/null || echo ?)" \
+    "x$(cat "$dev/current_link_width" 2>/dev/null || echo ?)"
+  echo "allowed cpus $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)," \
+    "memory $(sed -n 's/^MemTotal:[[:space:]]*//p' /proc/meminfo)"
+  lscpu 2>/dev/null | grep -E '^(NUMA|Socket|Core|Thread|CPU max MHz|Hypervisor)' |
+    tr -s ' ' | paste -sd ';' -
+  nvidia-smi topo -m 2>/dev/null | head -4
 } >"$WORK/env.log" 2>&1
 note "phases: $PHASES (budget ${BUDGET_S}s)"
 
