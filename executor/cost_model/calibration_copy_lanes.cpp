@@ -46,22 +46,25 @@ CopyLaneFit fit_copy_lanes(const CalibrationGrid& grid,
   }
   const std::vector<std::vector<BatchPlan>> samples = first_samples(grid, model, options);
   // A fresh executor per sample: the lanes idle when it starts, as after the grid's clean-up.
-  auto predict = [&](double speed, double stall_ns, double duplex, double block_ns) {
+  // Only the samples `wanted` are priced (the others NaN): a search prices the points it fits.
+  auto predict = [&](double speed, double stall_ns, double duplex, double block_ns,
+                     const std::vector<bool>& wanted) {
     CalibrationProfile p = profile;
     p.async_copies.lane_speed = speed;
     p.async_copies.stall_ns = stall_ns;
     p.async_copies.duplex = duplex;
     p.async_copies.block_ns = block_ns;
     const CalibratedCostModel cost(model, p);
-    std::vector<double> out;
-    for (const std::vector<BatchPlan>& sample : samples) {
+    std::vector<double> out(samples.size(), NAN);
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      if (!wanted[i]) continue;
       CalibratedExecutor executor(cost, options.copies_beside_pass);
       SimTime now = 0;  // the steps run back to back: the lanes move while each runs
-      for (BatchPlan plan : sample) {
+      for (BatchPlan plan : samples[i]) {
         plan.now = now;
         now += executor.execute(plan).duration_ns;
       }
-      out.push_back(double(now));
+      out[i] = double(now);
     }
     return out;
   };
@@ -98,9 +101,12 @@ CopyLaneFit fit_copy_lanes(const CalibrationGrid& grid,
   best.block_ns = profile.async_copies.block_ns;
   best.block_fitted = blocks_per_token.size() > 1;
   double best_loss = INFINITY;
+  std::vector<bool> lane_alone(both_lanes.size());
+  for (std::size_t i = 0; i < both_lanes.size(); ++i) lane_alone[i] = !both_lanes[i];
   auto consider_on = [&](bool duplex_points, double speed, double stall_ns, double duplex,
                          double block_ns) {
-    std::vector<double> pred = predict(speed, stall_ns, duplex, block_ns);
+    const std::vector<double> pred =
+        predict(speed, stall_ns, duplex, block_ns, duplex_points ? both_lanes : lane_alone);
     double loss = 0;  // squared relative errors
     for (std::size_t i = 0; i < pred.size(); ++i) {
       if (both_lanes[i] != duplex_points) continue;
@@ -113,7 +119,6 @@ CopyLaneFit fit_copy_lanes(const CalibrationGrid& grid,
       best.stall_ns = stall_ns;
       best.duplex = duplex;
       best.block_ns = block_ns;
-      best.predicted_ns = std::move(pred);
     }
   };
   auto consider = [&](double speed, double stall_ns, double block_ns) {
@@ -175,6 +180,8 @@ CopyLaneFit fit_copy_lanes(const CalibrationGrid& grid,
       consider_on(true, speed, stall, std::clamp(duplex0 + d / 1000.0, 0.3, 1.0), block);
     }
   }
+  best.predicted_ns = predict(best.lane_speed, best.stall_ns, best.duplex, best.block_ns,
+                              std::vector<bool>(samples.size(), true));
   for (std::size_t i = 0; i < best.predicted_ns.size(); ++i) {
     const double ape = 100 * std::abs(best.predicted_ns[i] / measured[i].duration_ns - 1);
     best.mape_pct += ape / double(best.predicted_ns.size());

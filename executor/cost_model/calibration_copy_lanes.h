@@ -1,7 +1,7 @@
 #pragma once
 // @brief The copy lanes' speed measured instead of chosen: the copy_lanes grid's steps (many
 // asynchronous loads and a prefill that waits for the last, alone, after decode steps that run
-// while the loads move, or beside as many asynchronous offloads) timed on an executor, and the
+// while the loads move, or beside asynchronous offloads) timed on an executor, and the
 // profile's async_copies.lane_speed, block_ns, stall_ns and duplex that make the calibrated
 // executor price them closest.
 

@@ -12,6 +12,8 @@ namespace {
 // Step limits of the grid: a scheduler token budget (prefill + decode), KV of the decoders and
 // of continuation chunks, and one encode forward.
 constexpr std::uint64_t kMaxStepTokens = 8192;
+// Fact encodes per step in a point's set-up (its facts to move); more go in further steps.
+constexpr std::uint32_t kMaxEncodeFacts = 2048;
 constexpr std::uint64_t kMaxDecodeKvTokens = 589824;  // 72 GiB of Llama-3.1-8B KV
 constexpr std::uint64_t kMaxChunkKvTokens = 65536;
 constexpr std::uint64_t kMaxEncodeTokens = 16384;
@@ -164,10 +166,10 @@ CalibrationGrid full_mixed_grid() {
   return g;
 }
 
-/// Asynchronous loads of 64-1,024 facts of 24 tokens, 16-256 of 256 tokens and 1,024 of 13, 17
-/// and 20 tokens, each step with a one-request prefill that injects the last one: what the copy
-/// lanes deliver, for `inferscale calibrate --copy-lanes` (calibration_copy_lanes.h), not for the
-/// step fit.
+/// Asynchronous loads of 64-4,096 facts of 13-256 tokens, alone, beside decode steps and beside
+/// asynchronous offloads, each sample ending with a one-request prefill that injects the last
+/// load: what the copy lanes deliver, for `inferscale calibrate --copy-lanes`
+/// (calibration_copy_lanes.h), not for the step fit.
 CalibrationGrid copy_lanes_grid() {
   CalibrationGrid g;
   g.name = "copy_lanes";
@@ -203,6 +205,28 @@ CalibrationGrid copy_lanes_grid() {
     p.move_tokens = tokens;
     g.points.push_back(p);
   }
+  // What a serving run's first wave does, in parts: a quarter as many offloads as loads (the
+  // offload lane done early, the loads alone after: how much of the duplex is the offloads'),
+  // both lanes' copies of victims issued beside the first of four decode passes, and a wave's
+  // size (200 users move some 8,000 facts each way, 17 tokens on average).
+  P quarter;
+  quarter.async_loads = 1024;
+  quarter.async_offloads = 256;
+  quarter.move_tokens = 24;
+  g.points.push_back(quarter);
+  P beside;
+  beside.decode_batch = 64;
+  beside.decode_chunks = 6;
+  beside.async_loads = beside.async_offloads = 1024;
+  beside.offload_victims = true;
+  beside.move_tokens = 17;
+  beside.async_steps = 4;
+  g.points.push_back(beside);
+  P wave;
+  wave.async_loads = wave.async_offloads = 4096;
+  wave.offload_victims = true;
+  wave.move_tokens = 17;
+  g.points.push_back(wave);
   return g;
 }
 
@@ -416,9 +440,9 @@ std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& p
   // offloads copy facts resident in the pool.
   // Asynchronous loads are loads (load_facts) issued on the copy lanes.
   // Asynchronous offloads (async_offloads) are offloads issued on the other lane.
-  if (pt.async_offloads > 0 && (pt.async_loads == 0 || pt.async_steps > 0)) {
+  if (pt.async_offloads > 0 && pt.async_loads == 0) {
     throw std::invalid_argument("calibration point '" + pt.label(shape_) +
-                                "': async_offloads needs async_loads in one step");
+                                "': async_offloads needs async_loads");
   }
   if (pt.offload_victims && pt.async_offloads == 0) {
     throw std::invalid_argument("calibration point '" + pt.label(shape_) +
@@ -428,13 +452,13 @@ std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& p
   const std::uint32_t offloads = pt.offloads + pt.async_offloads;
   std::vector<FactId> load_facts, offload_facts;
   if (loads + offloads > 0) {
-    CalibrationStep encode;
+    // At most kMaxEncodeFacts encodes a step: a wave-sized point's facts in several steps.
     for (std::uint32_t i = 0; i < loads + offloads; ++i) {
+      if (i % kMaxEncodeFacts == 0) out.emplace_back();
       const FactId f = fresh_fact();
       (i < loads ? load_facts : offload_facts).push_back(f);
-      encode.plan.encodes.push_back(FactEncode{f, 0, pt.move_tokens, 0, true});
+      out.back().plan.encodes.push_back(FactEncode{f, 0, pt.move_tokens, 0, true});
     }
-    out.push_back(std::move(encode));
     if (!load_facts.empty()) {
       CalibrationStep park;
       for (FactId f : load_facts) {
@@ -451,6 +475,15 @@ std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& p
     throw std::invalid_argument("calibration point '" + pt.label(shape_) +
                                 "': async_steps needs decodes");
   }
+  // The offloads (and with offload_victims, the evictions of the offloaded facts) of the step
+  // that issues the asynchronous loads.
+  auto add_offloads = [&](BatchPlan& plan) {
+    for (std::size_t i = 0; i < offload_facts.size(); ++i) {
+      (i < pt.offloads ? plan.offloads : plan.async_offloads)
+          .push_back(FactLoad{offload_facts[i], pt.move_tokens, move_bytes});
+    }
+    if (pt.offload_victims) plan.evictions = offload_facts;
+  };
   std::uint32_t decoded = 0;  // decode steps so far: each decoder's next position
   for (std::uint32_t rep = 0; rep < measured; ++rep) {
     for (std::uint32_t i = 0; sequence && i < pt.async_steps; ++i) {
@@ -461,10 +494,11 @@ std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& p
         a.plan.decodes.push_back(DecodeItem{d.request, d.prompt_tokens + decoded});
       }
       ++decoded;
-      if (i == 0) {
+      if (i == 0) {  // both lanes' copies issued beside the first decode pass
         for (FactId f : load_facts) {
           a.plan.async_loads.push_back(FactLoad{f, pt.move_tokens, move_bytes});
         }
+        add_offloads(a.plan);
       }
       out.push_back(std::move(a));
     }
@@ -514,11 +548,7 @@ std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& p
       add_prefill(m.plan, p, true, p.computed, true);
       m.plan.released.push_back(p.request);
     }
-    for (std::size_t i = 0; i < offload_facts.size(); ++i) {
-      (i < pt.offloads ? m.plan.offloads : m.plan.async_offloads)
-          .push_back(FactLoad{offload_facts[i], pt.move_tokens, move_bytes});
-    }
-    if (pt.offload_victims) m.plan.evictions = offload_facts;
+    if (!sequence) add_offloads(m.plan);
     if (rep + 1 == measured) {
       for (const Prompt& d : decoders) m.plan.released.push_back(d.request);
     }

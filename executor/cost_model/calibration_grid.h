@@ -53,9 +53,9 @@ struct CalibrationPoint {
   // prefill. The point's sample is the time of all async_steps + 1 steps (grid copy_lanes: the
   // lanes beside compute, as in a serving run). 0: loads and prefill in one step.
   std::uint32_t async_steps = 0;
-  // With async_loads (and async_steps 0): as many resident facts of move_tokens offloaded
-  // asynchronously in the same step, so that both lanes move at once (grid copy_lanes: the
-  // profile's duplex).
+  // With async_loads: resident facts of move_tokens offloaded asynchronously in the step that
+  // issues the loads (with async_steps, the first decode step), so that both lanes move at once
+  // (grid copy_lanes: the profile's duplex).
   std::uint32_t async_offloads = 0;
   // With async_offloads: the offloaded facts are evicted in the same step (victims, as when a
   // full pool makes room), so that the loads take their blocks and each waits for the offload
@@ -64,7 +64,8 @@ struct CalibrationPoint {
 
   /// "decode 64@2128 + prefill 4x512 k50 + encode 16x24 w128 + load 8x24", "async load 256x24",
   /// "decode 64@1616 + async load 1024x24 over 4 steps", "async load 256x24 + async offload
-  /// 256x24", "async load 1024x24 + async offload 1024x24 victims".
+  /// 256x24", "async load 1024x24 + async offload 1024x24 victims", "decode 64@1616 + async
+  /// load 1024x17 over 4 steps + async offload 1024x17 victims".
   std::string label(const CalibrationShape& shape) const;
 };
 
@@ -79,8 +80,8 @@ struct CalibrationGrid {
 /// Grid names make_calibration_grid accepts.
 std::vector<std::string> calibration_grid_names();
 /// The named grid (small: a few dozen points for tests and quick checks; full: the one a
-/// profile is fitted on; copy_lanes: asynchronous loads, alone, beside decodes and beside as
-/// many asynchronous offloads, for the profile's async_copies, not for the least-squares fit).
+/// profile is fitted on; copy_lanes: asynchronous loads, alone, beside decodes and beside
+/// asynchronous offloads, for the profile's async_copies, not for the least-squares fit).
 /// Throws std::invalid_argument for an unknown name.
 CalibrationGrid make_calibration_grid(const std::string& name);
 

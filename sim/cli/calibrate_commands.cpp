@@ -96,8 +96,15 @@ std::vector<std::string> csv_fields(const std::string& line) {
 }
 
 /// The timed samples of every point of a `--points` CSV, checked against the grid's labels.
+/// With `subset`: the file may hold any of the grid's points, in any order (a copy_lanes file
+/// written before the grid grew); `*subset` becomes the grid of those points, in the file's order.
 std::vector<std::vector<double>> read_points_samples(const std::string& path,
-                                                     const CalibrationGrid& grid) {
+                                                     const CalibrationGrid& grid,
+                                                     CalibrationGrid* subset = nullptr) {
+  if (subset != nullptr) {
+    *subset = grid;
+    subset->points.clear();
+  }
   std::ifstream f(path);
   if (!f) throw InputError("--refit", "cannot open " + path);
   std::string line;
@@ -124,7 +131,16 @@ std::vector<std::vector<double>> read_points_samples(const std::string& path,
     if (row[c_point] != std::to_string(i)) {
       throw InputError(where, "point '" + row[c_point] + "', expected " + std::to_string(i));
     }
-    if (i >= grid.points.size() || row[c_label] != grid.points[i].label(grid.shape)) {
+    if (subset != nullptr) {
+      const auto it = std::find_if(grid.points.begin(), grid.points.end(), [&](const auto& p) {
+        return p.label(grid.shape) == row[c_label];
+      });
+      if (it == grid.points.end()) {
+        throw InputError(where,
+                         "point '" + row[c_label] + "' is not a point of grid '" + grid.name + "'");
+      }
+      subset->points.push_back(*it);
+    } else if (i >= grid.points.size() || row[c_label] != grid.points[i].label(grid.shape)) {
       throw InputError(where, "point '" + row[c_label] + "' is not point " + std::to_string(i) +
                                   " of grid '" + grid.name + "' (--grid)");
     }
@@ -140,7 +156,8 @@ std::vector<std::vector<double>> read_points_samples(const std::string& path,
     }
     samples.push_back(std::move(v));
   }
-  if (samples.size() != grid.points.size()) {
+  if (subset != nullptr && samples.empty()) throw InputError(path, "no points");
+  if (subset == nullptr && samples.size() != grid.points.size()) {
     throw InputError(path, std::to_string(samples.size()) + " points, grid '" + grid.name +
                                "' has " + std::to_string(grid.points.size()));
   }
@@ -259,9 +276,11 @@ int run_calibrate(const CalibrateArgs& a) {
   if (!a.refit.empty()) {
     if (a.machine.empty()) throw InputError("--machine", "required with --refit");
     // A points file's samples as measurements of `g`'s points; its faults at the file.
-    auto replayed = [&](const CalibrationGrid& g, const std::string& path) {
+    auto replayed = [&](const CalibrationGrid& g, const std::string& path,
+                        CalibrationGrid* subset = nullptr) {
       try {
-        return replay_measurements(g, model, options, read_points_samples(path, g));
+        auto samples = read_points_samples(path, g, subset);
+        return replay_measurements(subset ? *subset : g, model, options, samples);
       } catch (const std::invalid_argument& e) {
         throw InputError(path, e.what());
       }
@@ -272,10 +291,10 @@ int run_calibrate(const CalibrateArgs& a) {
     if (!a.copy_lanes) return fit_and_write(a, grid, model, gpu, measured, a.machine, 0.0, nullptr);
     // The lanes' points beside the steps'; issue_ns is not in them: the profile written over
     // keeps the one measured with them.
+    // The lanes' points the file holds (earlier calibrations measured fewer of the grid's).
     LaneMeasurements lanes;
-    lanes.grid = make_calibration_grid("copy_lanes");
     const std::string path = lanes_points_path(a.refit);
-    lanes.measured = replayed(lanes.grid, path);
+    lanes.measured = replayed(make_calibration_grid("copy_lanes"), path, &lanes.grid);
     if (!std::filesystem::exists(a.out)) {
       throw InputError("--out",
                        "with --refit and --copy-lanes: the profile the lanes were "

@@ -70,6 +70,11 @@ CalibrationGrid every_kind() {
     p.decode_batch = 2, p.decode_chunks = 1, p.async_loads = 3, p.move_tokens = 24;
     p.async_steps = 2;
   });
+  add([](CalibrationPoint& p) { p.async_loads = 4, p.async_offloads = 1, p.move_tokens = 24; });
+  add([](CalibrationPoint& p) {  // both lanes beside the first of two decode passes
+    p.decode_batch = 2, p.decode_chunks = 1, p.async_loads = 3, p.async_offloads = 3;
+    p.offload_victims = true, p.move_tokens = 17, p.async_steps = 2;
+  });
   return g;
 }
 

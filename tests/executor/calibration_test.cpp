@@ -102,6 +102,7 @@ TEST_CASE("calibration grid: step sequences are valid for a stateful executor") 
     std::set<FactId> pool, host;
     std::map<RequestId, bool> running;  // request -> prefilled (last chunk done)
     std::size_t measured = 0, measured_steps = 0, async_offloads = 0, victim_steps = 0;
+    std::size_t lanes_beside_decodes = 0, max_encodes = 0;
     auto walk = [&](const std::vector<CalibrationStep>& steps) {
       for (const CalibrationStep& s : steps) {
         const BatchPlan& p = s.plan;
@@ -124,6 +125,10 @@ TEST_CASE("calibration grid: step sequences are valid for a stateful executor") 
           }
           victim_steps += same && p.async_loads.size() == p.async_offloads.size();
         }
+        // Both lanes' copies issued in a step that only decodes (beside its pass).
+        lanes_beside_decodes += !p.async_offloads.empty() && !p.async_loads.empty() &&
+                                !p.decodes.empty() && p.prefills.empty();
+        max_encodes = std::max(max_encodes, p.encodes.size());
         for (FactId f : p.evictions) CHECK(pool.erase(f) == 1);
         for (const auto* loads : {&p.loads, &p.async_loads}) {
           for (const auto& l : *loads) {
@@ -181,8 +186,13 @@ TEST_CASE("calibration grid: step sequences are valid for a stateful executor") 
     } else {
       CHECK(n1.pool_blocks >= 256 * ((256 + 15) / 16));  // the largest point's facts at once
       CHECK(async_offloads > 0);                         // both lanes at once (the duplex)
-      CHECK(victim_steps == 3 * 3);  // three points whose loads take their offloads' blocks
-      CHECK(n1.host_blocks >= 2 * 1024 * ((24 + 15) / 16));  // loads and offloads of 1024x24
+      CHECK(victim_steps == 3 * 5);      // five points whose loads take their offloads' blocks
+      CHECK(lanes_beside_decodes == 3);  // one point, each sample
+      // The wave-sized point: 4,096 facts of 17 tokens (2 blocks) each way at once, their
+      // encodes spread over steps of at most 2,048.
+      CHECK(n1.host_blocks >= 2 * 4096 * 2);
+      CHECK(n1.pool_blocks >= 2 * 4096 * 2);
+      CHECK(max_encodes == 2048);
     }
   }
 }

@@ -476,6 +476,26 @@ TEST_CASE("inferscale calibrate --refit: the points of a profile fit again to th
                       lanes_again,
                   dir / "log6.txt") == 0);
   CHECK(load_profile(lanes_again, "test").async_copies.source == l2.async_copies.source);
+  // A lanes file written before the grid grew holds fewer of its points: refitted from those.
+  std::filesystem::copy_file(lanes_points, dir / "old.csv");
+  const std::string lanes_text = read_text(dir / "lanes_copy_lanes.csv");
+  std::size_t cut = 0;
+  for (int row = 0; row <= 19; ++row) cut = lanes_text.find('\n', cut) + 1;  // header + 19
+  write_text(dir / "old_copy_lanes.csv", lanes_text.substr(0, cut));
+  REQUIRE(run_cli(common + " --copy-lanes --refit " + (dir / "old.csv").string() +
+                      " --machine m --out " + lanes_again,
+                  dir / "log7.txt") == 0);
+  CHECK(read_text(dir / "log7.txt").find("refitting 19 copy-lane points") != std::string::npos);
+  CHECK(load_profile(lanes_again, "test").async_copies.source.find("(19 points") !=
+        std::string::npos);
+  // A point the grid does not have: exit 2 at its line.
+  std::string unknown = lanes_text.substr(0, cut);
+  unknown.replace(unknown.find("async load", unknown.find('\n')), 10, "async lode");
+  write_text(dir / "old_copy_lanes.csv", unknown);
+  CHECK(run_cli(common + " --copy-lanes --refit " + (dir / "old.csv").string() +
+                    " --machine m --out " + lanes_again,
+                dir / "e7.txt") == 2);
+  CHECK(read_text(dir / "e7.txt").find("old_copy_lanes.csv:2") != std::string::npos);
   // Without the profile the lanes were measured with (its issue_ns): exit 2, nothing written.
   const auto nowhere = (dir / "nowhere.yaml").string();
   CHECK(run_cli(common + " --copy-lanes --refit " + lanes_points + " --machine m --out " + nowhere,
