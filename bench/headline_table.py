@@ -27,7 +27,10 @@ host trace, its first four steps with copies: the host's time issuing the offloa
 the trace times them (from 320ca13). --first-wave N lists, for each tag's kv_inject step timeline
 (U_MODE_TAG_timeline.json), its first N steps beside the calibrated run's: when each starts, its
 prefills, how long it waits for loads and how long it takes (the runs need not take the same
-steps: decisions follow the clock). --decode-steps lists, for each tag's kv_inject step timeline,
+steps: decisions follow the clock), then when each run's first wave had all its loads (the
+latest end of a load wait from the first step that issues asynchronous loads to the step whose
+prefills complete every user's first request):
+the copy lanes' delivery over the wave, hardware against model. --decode-steps lists, for each tag's kv_inject step timeline,
 the median time of its steps that decode every user's request and do nothing else (a step of
 the same work in every run: a measure of the machine).
 """
@@ -179,7 +182,7 @@ def main():
     print("| users | mode | source | req/s | TTFT p50 ms | TTFT p99 ms | TTFT mean ms | GPU hit "
           "| host loads |")
     print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
-    ratios, step_rows, detail_rows, cluster_table, wave_rows = [], [], [], [], []
+    ratios, step_rows, detail_rows, cluster_table, wave_rows, delivery_rows = [], [], [], [], [], []
     # Of the figures compared (req/s, TTFT p50, TTFT p99): the calibrated simulation's within
     # TOLERANCE of the hardware's mean; of those with several runs, the farthest run's.
     within, compared, spread_within, spread_compared = 0, 0, 0, 0
@@ -239,9 +242,10 @@ def main():
                     step_rows += compare_steps(
                         u, m, os.path.join(HIL, f"{u}_{m}{suffix}_timeline.json"), cal_timeline)
                 if a.first_wave and m == "kv_inject":
-                    wave_rows += [r for tag in tags for r in first_wave_rows(
-                        u, tag, os.path.join(HIL, f"{u}_{m}_{tag}_timeline.json"), cal_timeline,
-                        a.first_wave)]
+                    for tag in tags:
+                        path = os.path.join(HIL, f"{u}_{m}_{tag}_timeline.json")
+                        wave_rows += first_wave_rows(u, tag, path, cal_timeline, a.first_wave)
+                        delivery_rows += wave_delivery_rows(u, tag, path, cal_timeline)
                 for r, run in enumerate(("", "_r2") if a.step_details else ()):
                     path = os.path.join(HIL, f"{u}_{m}{suffix}{run}_timeline.json")
                     if os.path.exists(path):
@@ -291,6 +295,8 @@ def main():
         print_table(("users", "tag", "step", "hardware start ms", "prefills", "load wait ms",
                      "ms", "calibrated start ms", "prefills", "load wait ms", "ms"),
                      "rlrrrrrrrrr", wave_rows)
+        print_table(("users", "tag", "first wave's loads all in, hardware ms", "calibrated ms",
+                     "calibrated / hardware"), "rlrrr", delivery_rows)
     if a.clusters:
         print_table(("users", "mode", "TTFT", "run", "ms", "requests at this TTFT",
                      "next lower TTFT (if that many requests moved below)",
@@ -403,6 +409,35 @@ def first_wave_rows(users, tag, hil_path, cal_path, n):
                        f"{e['args']['load_us'] / 1000:.1f}", f"{e['dur'] / 1000:.2f}")
     return [(users, tag, i + 1) + cells(h) + cells(c)
             for i, (h, c) in enumerate(zip(hil[:n], cal[:n]))]
+
+
+def wave_delivered_ms(events, users):
+    """When the first wave's loads were all in: the latest end of a load wait (start + load
+    phase, ms) over the steps from the first that issues asynchronous loads to the one whose
+    prefills make `users` (every user's first request: the wave). None without such a step."""
+    steps = [e for e in events if e["name"] == "step"]
+    first = next((i for i, e in enumerate(steps) if e["args"].get("async_loads", 0)), None)
+    if first is None:
+        return None
+    end, prefills = 0.0, 0
+    for e in steps[first:]:
+        end = max(end, (e["ts"] + e["args"]["load_us"]) / 1000)
+        prefills += e["args"]["prefills"]
+        if prefills >= users:
+            return end
+    return None
+
+
+def wave_delivery_rows(users, tag, hil_path, cal_path):
+    """One row: when the hardware run's and the calibrated run's first waves had all their loads,
+    and the ratio (none where the tag has no timeline or no wave)."""
+    if not os.path.exists(hil_path):
+        return []
+    hil, cal, _ = read_steps(hil_path, cal_path)
+    hw, cm = wave_delivered_ms(hil, users), wave_delivered_ms(cal, users)
+    if hw is None or cm is None:
+        return []
+    return [(users, tag, f"{hw:.1f}", f"{cm:.1f}", f"{cm / hw:.3f}x")]
 
 
 def decode_step_rows(users, tag, path):

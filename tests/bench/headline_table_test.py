@@ -2,8 +2,8 @@
 """Checks bench/headline_table.py's --clusters arithmetic: its percentile is the simulator's (the
 same value as summary.json's p50 and p99 for a small run), and on a hand-made run the groups of
 equal TTFT and the requests that would have to move for a percentile to jump; and --first-wave's
-rows from two hand-made step timelines of different lengths; --decode-steps' median; the host
-trace's offload issue time before and after the pass.
+rows from two hand-made step timelines of different lengths, and when each had its first wave's
+loads; --decode-steps' median; the host trace's offload issue time before and after the pass.
 
     headline_table_test.py INFERSCALE WORK_DIR
 """
@@ -79,6 +79,22 @@ def main():
     check(headline_table.first_wave_rows(200, "t", os.path.join(work, "none.json"), cal, 8) == [],
           "first wave without a hardware timeline")
     print("headline_table --first-wave: the first steps of both timelines side by side")
+
+    # --first-wave's delivery: the latest end of a load wait from the step issuing the wave's
+    # loads to the one completing every user's first request (3 users here), not later.
+    def wave(path, steps):
+        events = [{"name": "step", "ts": ts, "dur": 1000,
+                   "args": {"prefills": p, "load_us": load, "async_loads": a}}
+                  for ts, p, load, a in steps]
+        json.dump({"traceEvents": events}, open(path, "w"))
+    wave(hw, [(0, 0, 0, 0), (1000, 1, 0, 40), (2000, 1, 9000, 0), (12000, 1, 3000, 0),
+              (16000, 1, 30000, 0)])
+    wave(cal, [(0, 0, 0, 0), (1000, 1, 0, 40), (2000, 2, 11000, 0)])
+    rows = headline_table.wave_delivery_rows(3, "t", hw, cal)
+    check(rows == [(3, "t", "15.0", "13.0", "0.867x")], f"wave delivery rows {rows}")
+    check(headline_table.wave_delivery_rows(4, "t", hw, cal) == [],
+          "a wave the calibrated run does not complete")
+    print("headline_table --first-wave: when each run's first wave had its loads")
 
     # --decode-steps: only steps that decode every user's request and nothing else count.
     steps = [{"name": "step", "ts": 0, "dur": d, "args": a} for d, a in (
