@@ -6,7 +6,7 @@ the datasheet cost model, which this script runs here.
     python3 bench/headline_table.py [--inferscale build/inferscale] [--data ../shared/data/locomo10]
         [--figure bench/results/headline_hil.png] [--steps] [--step-details [--slow 1.25]]
         [--tag TAG] [--profile NAME|PATH] [--users 50,100,150,200] [--clusters] [--first-issue]
-        [--offload-parts] [--first-wave N] [--decode-steps]
+        [--offload-parts] [--first-wave N] [--decode-steps] [--common-steps]
 
 --steps also compares the runs step by step where both took the same steps (copies inside the
 step: the same decisions): total time of each kind of step in hardware in the loop and in
@@ -32,7 +32,11 @@ latest end of a load wait from the first step that issues asynchronous loads to 
 prefills complete every user's first request):
 the copy lanes' delivery over the wave, hardware against model. --decode-steps lists, for each tag's kv_inject step timeline,
 the median time of its steps that decode every user's request and do nothing else (a step of
-the same work in every run: a measure of the machine).
+the same work in every run: a measure of the machine). --common-steps compares, for each tag's
+step timelines, the steps it took as the calibrated run did (the same prefills, decodes, copies
+and tokens, from the first step up to the first that differs: with asynchronous loads decisions
+follow the clock, so at 150 and 200 users only the first), by kind of step: how many, and the
+calibrated / hardware ratio of each one's time outside its load wait (median and range).
 """
 import argparse
 import csv
@@ -42,6 +46,7 @@ import json
 import math
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -155,6 +160,9 @@ def main():
     ap.add_argument("--decode-steps", action="store_true",
                     help="also list each tag's median kv_inject step decoding every user's "
                          "request and nothing else")
+    ap.add_argument("--common-steps", action="store_true",
+                    help="also compare, by kind, the steps each tag's runs took as the "
+                         "calibrated run did (calibrated / hardware time outside load waits)")
     ap.add_argument("--clusters", action="store_true",
                     help="also say where each run's TTFT p50 and p99 sit among its groups of "
                          "equal TTFT (runs with a U_MODE_TAG_requests.csv)")
@@ -183,6 +191,7 @@ def main():
           "| host loads |")
     print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
     ratios, step_rows, detail_rows, cluster_table, wave_rows, delivery_rows = [], [], [], [], [], []
+    common_rows, common_counts = [], []
     # Of the figures compared (req/s, TTFT p50, TTFT p99): the calibrated simulation's within
     # TOLERANCE of the hardware's mean; of those with several runs, the farthest run's.
     within, compared, spread_within, spread_compared = 0, 0, 0, 0
@@ -241,6 +250,15 @@ def main():
                 if a.steps:
                     step_rows += compare_steps(
                         u, m, os.path.join(HIL, f"{u}_{m}{suffix}_timeline.json"), cal_timeline)
+                if a.common_steps:
+                    pairs = []
+                    for tag in tags:
+                        r = common_step_ratios(
+                            os.path.join(HIL, f"{u}_{m}_{tag}_timeline.json"), cal_timeline)
+                        if r is not None:
+                            pairs += r
+                            common_counts.append((u, m, tag, len(r)))
+                    common_rows += common_step_rows(u, m, pairs)
                 if a.first_wave and m == "kv_inject":
                     for tag in tags:
                         path = os.path.join(HIL, f"{u}_{m}_{tag}_timeline.json")
@@ -297,6 +315,12 @@ def main():
                      "rlrrrrrrrrr", wave_rows)
         print_table(("users", "tag", "first wave's loads all in, hardware ms", "calibrated ms",
                      "calibrated / hardware"), "rlrrr", delivery_rows)
+    if a.common_steps:
+        print_table(("users", "mode", "steps", "count", "calibrated / hardware (median)",
+                     "range"), "rllrrr", common_rows)
+        print()
+        print("Steps taken as the calibrated run took them: " + ", ".join(
+            f"{u} {m} {tag} {n}" for u, m, tag, n in common_counts))
     if a.clusters:
         print_table(("users", "mode", "TTFT", "run", "ms", "requests at this TTFT",
                      "next lower TTFT (if that many requests moved below)",
@@ -409,6 +433,44 @@ def first_wave_rows(users, tag, hil_path, cal_path, n):
                        f"{e['args']['load_us'] / 1000:.1f}", f"{e['dur'] / 1000:.2f}")
     return [(users, tag, i + 1) + cells(h) + cells(c)
             for i, (h, c) in enumerate(zip(hil[:n], cal[:n]))]
+
+
+def step_kind(args):
+    """prefill, mixed (prefills beside decodes) or decode; "+ copies" where the step issued
+    asynchronous loads."""
+    kind = ("mixed" if args["decodes"] else "prefill") if args["prefills"] else "decode"
+    return kind + (" + copies" if args.get("async_loads", 0) else "")
+
+
+def common_step_ratios(hil_path, cal_path):
+    """(kind, calibrated / hardware time outside the load wait) for each step the two timelines
+    share from the first (the same prefills, decodes, asynchronous loads and tokens), up to the
+    first that differs. None without the hardware timeline."""
+    if not os.path.exists(hil_path):
+        return None
+    hil, cal, _ = read_steps(hil_path, cal_path)
+    key = lambda e: tuple(e["args"].get(k, 0) for k in ("prefills", "decodes", "async_loads",
+                                                        "tokens"))
+    out = []
+    for h, c in zip(hil, cal):
+        if h["name"] != "step" or key(h) != key(c):
+            break
+        out.append((step_kind(h["args"]), (c["dur"] - c["args"]["load_us"])
+                    / (h["dur"] - h["args"]["load_us"])))
+    return out
+
+
+def common_step_rows(users, mode, ratios):
+    """Rows by kind of step: count, median ratio and range (ratios: (kind, ratio) pairs)."""
+    kinds = {}
+    for kind, r in ratios:
+        kinds.setdefault(kind, []).append(r)
+    rows = []
+    for kind, rs in sorted(kinds.items()):
+        rs.sort()
+        rows.append((users, mode, kind, len(rs), f"{statistics.median(rs):.3f}x",
+                     f"{rs[0]:.3f}-{rs[-1]:.3f}x"))
+    return rows
 
 
 def wave_delivered_ms(events, users):

@@ -227,6 +227,21 @@ CalibrationGrid copy_lanes_grid() {
   wave.offload_victims = true;
   wave.move_tokens = 17;
   g.points.push_back(wave);
+  // Compute-bound passes beside the lanes (a first wave's prefill steps): prefills of 64 or 128
+  // requests injecting k = 50 facts, with 256 loads and 256 victims' offloads of 17 tokens issued
+  // beside them (done well before the pass), then the step that injects the last load: what
+  // copies moving beside a long pass cost it.
+  for (std::uint32_t batch : {64u, 128u}) {
+    P p;
+    p.prefill_batch = batch;
+    p.prefill_tokens = 32;
+    p.k = 50;
+    p.async_loads = p.async_offloads = 256;
+    p.offload_victims = true;
+    p.move_tokens = 17;
+    p.async_steps = 1;
+    g.points.push_back(p);
+  }
   return g;
 }
 
@@ -302,7 +317,9 @@ std::string CalibrationPoint::label(const CalibrationShape& s) const {
   if (offloads > 0) part("offload " + std::to_string(offloads) + "x" + std::to_string(move_tokens));
   if (async_loads > 0) {
     part("async load " + std::to_string(async_loads) + "x" + std::to_string(move_tokens) +
-         (async_steps > 0 ? " over " + std::to_string(async_steps) + " steps" : ""));
+         (async_steps > 1    ? " over " + std::to_string(async_steps) + " steps"
+          : async_steps == 1 ? " over 1 step"
+                             : ""));
   }
   if (async_offloads > 0) {
     part("async offload " + std::to_string(async_offloads) + "x" + std::to_string(move_tokens) +
@@ -469,11 +486,17 @@ std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& p
     }
   }
 
-  // Decode steps of the loads' sequence (async_steps) come before each measured step.
+  // Steps of the loads' sequence (async_steps) come before each measured step: decode steps,
+  // the first with the point's prefills (first chunks) if it has any, beside which the copies go.
   const bool sequence = pt.async_loads > 0 && pt.async_steps > 0;
-  if (sequence && decoders.empty()) {
+  const bool prefill_beside = sequence && pt.prefill_batch > 0;
+  if (sequence && decoders.empty() && (pt.prefill_batch == 0 || pt.async_steps > 1)) {
     throw std::invalid_argument("calibration point '" + pt.label(shape_) +
-                                "': async_steps needs decodes");
+                                "': async_steps needs decodes (or prefills, over one step)");
+  }
+  if (prefill_beside && pt.prefill_chunks > 0) {
+    throw std::invalid_argument("calibration point '" + pt.label(shape_) +
+                                "': copies beside continuation chunks are not planned");
   }
   // The offloads (and with offload_victims, the evictions of the offloaded facts) of the step
   // that issues the asynchronous loads.
@@ -494,7 +517,12 @@ std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& p
         a.plan.decodes.push_back(DecodeItem{d.request, d.prompt_tokens + decoded});
       }
       ++decoded;
-      if (i == 0) {  // both lanes' copies issued beside the first decode pass
+      if (i == 0) {  // both lanes' copies issued beside the first pass
+        for (std::uint32_t j = 0; prefill_beside && j < pt.prefill_batch; ++j) {
+          const Prompt p = prompt(pt.k, 0, pt.prefill_tokens, rep * pt.prefill_batch + j);
+          add_prefill(a.plan, p, true, pt.prefill_tokens, true);
+          a.plan.released.push_back(p.request);
+        }
         for (FactId f : load_facts) {
           a.plan.async_loads.push_back(FactLoad{f, pt.move_tokens, move_bytes});
         }
@@ -518,7 +546,7 @@ std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& p
       m.plan.decodes.push_back(DecodeItem{d.request, d.prompt_tokens + decoded});
     }
     if (!decoders.empty()) ++decoded;
-    if (pt.prefill_batch > 0) {
+    if (pt.prefill_batch > 0 && !prefill_beside) {
       if (pt.prefill_chunks > 0) {
         for (const Prompt& p : prefills) add_prefill(m.plan, p, false, p.computed, true);
       } else {

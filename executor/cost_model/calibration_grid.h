@@ -50,12 +50,14 @@ struct CalibrationPoint {
   std::uint32_t async_loads = 0;
   // With decode_batch > 0: the asynchronous loads are issued beside the first of `async_steps`
   // decode steps and move while they run; the step after them decodes and runs the injecting
-  // prefill. The point's sample is the time of all async_steps + 1 steps (grid copy_lanes: the
-  // lanes beside compute, as in a serving run). 0: loads and prefill in one step.
+  // prefill. With prefill_batch > 0 (first chunks; async_steps 1 without decodes): the
+  // prefills run in that first step, beside the copies. The point's sample is the time of all
+  // async_steps + 1 steps (grid copy_lanes: the lanes beside compute, as in a serving run).
+  // 0: loads and prefill in one step.
   std::uint32_t async_steps = 0;
   // With async_loads: resident facts of move_tokens offloaded asynchronously in the step that
-  // issues the loads (with async_steps, the first decode step), so that both lanes move at once
-  // (grid copy_lanes: the profile's duplex).
+  // issues the loads (with async_steps, the sequence's first step), so that both lanes move at
+  // once (grid copy_lanes: the profile's duplex).
   std::uint32_t async_offloads = 0;
   // With async_offloads: the offloaded facts are evicted in the same step (victims, as when a
   // full pool makes room), so that the loads take their blocks and each waits for the offload

@@ -3,7 +3,8 @@
 same value as summary.json's p50 and p99 for a small run), and on a hand-made run the groups of
 equal TTFT and the requests that would have to move for a percentile to jump; and --first-wave's
 rows from two hand-made step timelines of different lengths, and when each had its first wave's
-loads; --decode-steps' median; the host trace's offload issue time before and after the pass.
+loads; --common-steps' ratios by kind; --decode-steps' median; the host trace's offload issue
+time before and after the pass.
 
     headline_table_test.py INFERSCALE WORK_DIR
 """
@@ -95,6 +96,29 @@ def main():
     check(headline_table.wave_delivery_rows(4, "t", hw, cal) == [],
           "a wave the calibrated run does not complete")
     print("headline_table --first-wave: when each run's first wave had its loads")
+
+    # --common-steps: the steps both took alike from the first, by kind, outside load waits.
+    def steps(path, rows):
+        events = [{"name": "step", "ts": 0, "dur": dur,
+                   "args": {"prefills": p, "decodes": d, "async_loads": a, "tokens": t,
+                            "load_us": load}} for dur, p, d, a, t, load in rows]
+        json.dump({"traceEvents": events}, open(path, "w"))
+    steps(hw, [(50000, 36, 0, 800, 1000, 10000), (20000, 12, 36, 0, 400, 0),
+               (10000, 0, 48, 0, 48, 0), (10000, 0, 48, 0, 48, 0), (9000, 0, 48, 0, 48, 0)])
+    steps(cal, [(45000, 36, 0, 800, 1000, 9000), (18000, 12, 36, 0, 400, 0),
+                (10500, 0, 48, 0, 48, 0), (10200, 0, 48, 0, 48, 0), (9000, 1, 47, 0, 60, 0)])
+    ratios = headline_table.common_step_ratios(hw, cal)
+    check([k for k, _ in ratios] == ["prefill + copies", "mixed", "decode", "decode"],
+          f"common steps {ratios}")
+    check(abs(ratios[0][1] - 36 / 40) < 1e-12, "time outside the load wait")
+    rows = headline_table.common_step_rows(200, "kv_inject", ratios)
+    check(rows == [(200, "kv_inject", "decode", 2, "1.035x", "1.020-1.050x"),
+                   (200, "kv_inject", "mixed", 1, "0.900x", "0.900-0.900x"),
+                   (200, "kv_inject", "prefill + copies", 1, "0.900x", "0.900-0.900x")],
+          f"common step rows {rows}")
+    check(headline_table.common_step_ratios(os.path.join(work, "none.json"), cal) is None,
+          "common steps without a hardware timeline")
+    print("headline_table --common-steps: the steps taken alike, by kind")
 
     # --decode-steps: only steps that decode every user's request and nothing else count.
     steps = [{"name": "step", "ts": 0, "dur": d, "args": a} for d, a in (

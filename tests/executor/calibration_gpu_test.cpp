@@ -75,6 +75,10 @@ CalibrationGrid every_kind() {
     p.decode_batch = 2, p.decode_chunks = 1, p.async_loads = 3, p.async_offloads = 3;
     p.offload_victims = true, p.move_tokens = 17, p.async_steps = 2;
   });
+  add([](CalibrationPoint& p) {  // both lanes beside prefills injecting resident facts
+    p.prefill_batch = 2, p.prefill_tokens = 16, p.k = 3, p.async_loads = 3, p.async_offloads = 3;
+    p.offload_victims = true, p.move_tokens = 17, p.async_steps = 1;
+  });
   return g;
 }
 

@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "executor/copy_order.h"
 #include "executor/cost_model/calibrated.h"
 #include "executor/cost_model/calibration_copy_lanes.h"
 #include "executor/cost_model/calibration_profiler.h"
@@ -102,7 +103,7 @@ TEST_CASE("calibration grid: step sequences are valid for a stateful executor") 
     std::set<FactId> pool, host;
     std::map<RequestId, bool> running;  // request -> prefilled (last chunk done)
     std::size_t measured = 0, measured_steps = 0, async_offloads = 0, victim_steps = 0;
-    std::size_t lanes_beside_decodes = 0, max_encodes = 0;
+    std::size_t lanes_beside_decodes = 0, lanes_beside_prefills = 0, max_encodes = 0;
     auto walk = [&](const std::vector<CalibrationStep>& steps) {
       for (const CalibrationStep& s : steps) {
         const BatchPlan& p = s.plan;
@@ -128,6 +129,9 @@ TEST_CASE("calibration grid: step sequences are valid for a stateful executor") 
         // Both lanes' copies issued in a step that only decodes (beside its pass).
         lanes_beside_decodes += !p.async_offloads.empty() && !p.async_loads.empty() &&
                                 !p.decodes.empty() && p.prefills.empty();
+        // ... or beside prefills that inject none of the step's loads.
+        lanes_beside_prefills +=
+            !p.async_offloads.empty() && !p.prefills.empty() && copies_follow_forward(p);
         max_encodes = std::max(max_encodes, p.encodes.size());
         for (FactId f : p.evictions) CHECK(pool.erase(f) == 1);
         for (const auto* loads : {&p.loads, &p.async_loads}) {
@@ -186,8 +190,9 @@ TEST_CASE("calibration grid: step sequences are valid for a stateful executor") 
     } else {
       CHECK(n1.pool_blocks >= 256 * ((256 + 15) / 16));  // the largest point's facts at once
       CHECK(async_offloads > 0);                         // both lanes at once (the duplex)
-      CHECK(victim_steps == 3 * 5);      // five points whose loads take their offloads' blocks
+      CHECK(victim_steps == 3 * 7);      // seven points whose loads take their offloads' blocks
       CHECK(lanes_beside_decodes == 3);  // one point, each sample
+      CHECK(lanes_beside_prefills == 3 * 2);  // two points (64 and 128 prefills)
       // The wave-sized point: 4,096 facts of 17 tokens (2 blocks) each way at once, their
       // encodes spread over steps of at most 2,048.
       CHECK(n1.host_blocks >= 2 * 4096 * 2);
@@ -220,6 +225,34 @@ TEST_CASE("calibration grid: every axis of the issue is exercised") {
   CHECK(chunks.size() >= 4);
   CHECK((encodes && loads && offloads && mixed && continuation));
   CHECK_THROWS_AS(make_calibration_grid("huge"), std::invalid_argument);
+}
+
+TEST_CASE("calibration grid: a point the planner cannot sequence is refused") {
+  CalibrationPlanner planner(llama_8b(), CalibrationShape{});
+  planner.preamble();
+  auto plan = [&](auto edit) {
+    CalibrationPoint p;
+    p.async_loads = 4, p.move_tokens = 17;
+    edit(p);
+    return planner.steps(p, 1);
+  };
+  CHECK_NOTHROW(plan([](CalibrationPoint& p) {  // prefills beside the copies, over one step
+    p.prefill_batch = 2, p.prefill_tokens = 16, p.k = 3, p.async_steps = 1;
+  }));
+  // Over two steps without decodes the second would be empty; continuation chunks beside copies
+  // are not planned; offloads without loads; steps without passes beside them.
+  CHECK_THROWS_AS(plan([](CalibrationPoint& p) {
+                    p.prefill_batch = 2, p.prefill_tokens = 16, p.k = 3, p.async_steps = 2;
+                  }),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(plan([](CalibrationPoint& p) {
+                    p.decode_batch = 2, p.decode_chunks = 1, p.prefill_batch = 2;
+                    p.prefill_tokens = 16, p.prefill_chunks = 2, p.async_steps = 1;
+                  }),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(plan([](CalibrationPoint& p) { p.async_loads = 0, p.async_offloads = 4; }),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(plan([](CalibrationPoint& p) { p.async_steps = 1; }), std::invalid_argument);
 }
 
 TEST_CASE("nonnegative least squares: exact solutions, active constraints, KKT") {
