@@ -468,23 +468,33 @@ std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& p
   const std::uint32_t loads = pt.loads + pt.async_loads;
   const std::uint32_t offloads = pt.offloads + pt.async_offloads;
   std::vector<FactId> load_facts, offload_facts;
-  if (loads + offloads > 0) {
-    // At most kMaxEncodeFacts encodes a step: a wave-sized point's facts in several steps.
-    for (std::uint32_t i = 0; i < loads + offloads; ++i) {
-      if (i % kMaxEncodeFacts == 0) out.emplace_back();
-      const FactId f = fresh_fact();
-      (i < loads ? load_facts : offload_facts).push_back(f);
-      out.back().plan.encodes.push_back(FactEncode{f, 0, pt.move_tokens, 0, true});
+  // The facts to load are encoded, then parked on the host (offloaded and evicted). A point of
+  // more than kMaxEncodeFacts facts (a wave's size) encodes at most that many a step and parks
+  // each step's facts to load right after, so that the pool never holds them all at once.
+  auto park = [&](std::size_t from) {
+    if (from == load_facts.size()) return;
+    CalibrationStep s;
+    for (std::size_t i = from; i < load_facts.size(); ++i) {
+      s.plan.offloads.push_back(FactLoad{load_facts[i], pt.move_tokens, move_bytes});
+      s.plan.evictions.push_back(load_facts[i]);
     }
-    if (!load_facts.empty()) {
-      CalibrationStep park;
-      for (FactId f : load_facts) {
-        park.plan.offloads.push_back(FactLoad{f, pt.move_tokens, move_bytes});
-        park.plan.evictions.push_back(f);
+    out.push_back(std::move(s));
+  };
+  const bool wave = loads + offloads > kMaxEncodeFacts;
+  std::size_t parked = 0;
+  for (std::uint32_t i = 0; i < loads + offloads; ++i) {
+    if (i % kMaxEncodeFacts == 0) {
+      if (wave) {
+        park(parked);
+        parked = load_facts.size();
       }
-      out.push_back(std::move(park));
+      out.emplace_back();
     }
+    const FactId f = fresh_fact();
+    (i < loads ? load_facts : offload_facts).push_back(f);
+    out.back().plan.encodes.push_back(FactEncode{f, 0, pt.move_tokens, 0, true});
   }
+  park(parked);
 
   // Steps of the loads' sequence (async_steps) come before each measured step: decode steps,
   // the first with the point's prefills (first chunks) if it has any, beside which the copies go.

@@ -75,6 +75,9 @@ CalibrationGrid every_kind() {
     p.decode_batch = 2, p.decode_chunks = 1, p.async_loads = 3, p.async_offloads = 3;
     p.offload_victims = true, p.move_tokens = 17, p.async_steps = 2;
   });
+  add([](CalibrationPoint& p) {  // more facts than one set-up step encodes (a wave's size)
+    p.async_loads = 1100, p.async_offloads = 1000, p.offload_victims = true, p.move_tokens = 5;
+  });
   add([](CalibrationPoint& p) {  // both lanes beside prefills injecting resident facts
     p.prefill_batch = 2, p.prefill_tokens = 16, p.k = 3, p.async_loads = 3, p.async_offloads = 3;
     p.offload_victims = true, p.move_tokens = 17, p.async_steps = 1;
