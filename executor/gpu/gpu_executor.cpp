@@ -1,6 +1,7 @@
 // GpuExecutor: request state, the order of a step, and the one batched forward pass.
 #include "executor/gpu/gpu_executor.h"
 #include "executor/copy_order.h"
+#include "executor/gpu/host_trace.h"
 #include "executor/gpu/torch_compat.h"
 
 #include <c10/core/InferenceMode.h>
@@ -16,41 +17,6 @@
 namespace inferscale {
 
 namespace {
-
-/// INFERSCALE_HOST_TRACE=1: one line per step on stderr with the host's time (us) from the start
-/// of execute() to each of its points, for finding where the host waits inside a step.
-class HostTrace {
- public:
-  HostTrace() : on_(enabled()), t0_(std::chrono::steady_clock::now()) {}
-  void at(const char* point) {
-    if (!on_) return;
-    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
-                        std::chrono::steady_clock::now() - t0_)
-                        .count();
-    line_ +=
-        std::string(line_.empty() ? "host trace:" : "") + " " + point + "=" + std::to_string(us);
-  }
-  /// Appends "name=value" pairs after the points (the step's shape and counters).
-  void note(const std::string& pairs) {
-    if (on_ && !pairs.empty()) line_ += " " + pairs;
-  }
-  bool on() const { return on_; }
-  ~HostTrace() {
-    if (on_) std::fprintf(stderr, "%s\n", line_.c_str());
-  }
-
- private:
-  static bool enabled() {
-    static const bool on = [] {
-      const char* v = std::getenv("INFERSCALE_HOST_TRACE");
-      return v != nullptr && v[0] != '\0' && v[0] != '0';
-    }();
-    return on;
-  }
-  bool on_;
-  std::chrono::steady_clock::time_point t0_;
-  std::string line_;
-};
 
 at::ScalarType torch_dtype(DType t) {
   switch (t) {
@@ -70,6 +36,7 @@ GpuExecutor::GpuExecutor(GpuExecutorOptions options)
     : options_(std::move(options)), rows_(std::int32_t(options_.kv_cache_tokens)) {
   c10::InferenceMode guard;
   compat::install_warning_handler();
+  HostTrace trace("host setup:");
   if (options_.device == "cuda") {
     ops_ = make_cuda_ops();
   } else if (options_.device == "cpu") {
@@ -86,6 +53,7 @@ GpuExecutor::GpuExecutor(GpuExecutorOptions options)
   if (options_.device == "cuda") {
     use_programmatic_launch(options_.programmatic_launch);
   }
+  trace.at("ops");
   const ModelConfig& m = options_.model;
   tokens_ = options_.tokens ? options_.tokens
                             : std::make_shared<SyntheticTokenSource>(m.vocab, options_.seed);
@@ -97,15 +65,23 @@ GpuExecutor::GpuExecutor(GpuExecutorOptions options)
                                   : std::int32_t(std::min<std::uint32_t>(m.max_positions, 32768));
   model_ = std::make_unique<LlamaModel>(m, loader->load(m, opts), *ops_,
                                         opts.dtype().toScalarType(), rope_rows);
+  trace.at("weights");
   pool_ = std::make_unique<FactPool>(m, options_.pool_bytes, options_.reserved_pool_tokens, opts);
+  trace.at("pool");
   host_tier_ = std::make_unique<HostTier>(*pool_);
   host_tier_->reserve(options_.host_bytes);
+  trace.at("host_tier");
   // The tier's fact map and the offload tickets' map sized for a fact per tier block up front:
   // grown by stores instead, they rehashed in the middle of a step's offloads (at 200 users,
   // 2.3 ms of host time in the first step after the first wave on the H200).
   host_tier_->reserve_entries();
   host_write_ticket_.reserve(host_tier_->block_count());
+  trace.at("maps");
   cache_ = model_->make_cache(std::int32_t(options_.kv_cache_tokens));
+  trace.at("cache");
+  trace.note("pool_mb=" + std::to_string(options_.pool_bytes >> 20) +
+             " host_mb=" + std::to_string(options_.host_bytes >> 20) +
+             " cache_tokens=" + std::to_string(options_.kv_cache_tokens));
   // No pass has more than max_batch_tokens tokens (encodes are cut to it): warmed up to there,
   // none needs padding.
   padding_ =
@@ -580,6 +556,7 @@ at::Tensor GpuExecutor::prefill_logits(const std::vector<std::int32_t>& tokens) 
 
 void GpuExecutor::settle_device() {
   if (!(options_.settle_ms > 0)) return;
+  HostTrace trace("host settle:");
   const std::int32_t n = std::min<std::int32_t>(1024, std::int32_t(cache_.rows()) / 8);
   if (n < 1) return;
   const std::int32_t start = alloc_rows(n);
@@ -591,6 +568,7 @@ void GpuExecutor::settle_device() {
     ops_->clock().synchronize();
   }
   rows_.free(start, n);
+  trace.at("passes");
   // The step's idle gap (counted where copies were in flight) starts after the passes.
   ops_->clock().reset();
   ops_->clock().mark();
@@ -602,6 +580,7 @@ void GpuExecutor::warm_up() {
   // run once, and the allocator grows to the largest step's activations (a first step larger
   // than the warm-up paid about 5 ms of allocations on an H200).
   c10::InferenceMode guard;
+  HostTrace trace("host warm-up:");
   const std::int32_t n = std::min<std::int32_t>(std::int32_t(options_.max_batch_tokens),
                                                 std::int32_t(cache_.rows()) / 4);
   if (n < 2) return;
@@ -611,14 +590,17 @@ void GpuExecutor::warm_up() {
   (void)scratch_forward(start, 0, ids);
   const at::Tensor logits = scratch_forward(start, n, {ids[0]});
   (void)ops_->to_host(ops_->argmax_rows(logits));
+  trace.at("passes");
   // With a host tier, start both copy lanes now (their streams, threads and events, the first
   // use of libtorch's stream pool, a first copy each way); otherwise the first step with
   // asynchronous copies would start them while the device waits for its first launch.
   if (options_.host_bytes > 0) host_tier_->warm_copies(*pool_, *ops_);
+  trace.at("copies");
   const std::uint32_t bucket = padding_.above > 0 ? padding_.bucket : 0;
   model_->warm_products(std::int32_t(std::min(options_.warm_rows, options_.max_batch_tokens)),
                         std::int32_t(bucket), std::int32_t(options_.max_batch_tokens));
   ops_->clock().synchronize();
+  trace.at("products");
   rows_.free(start, n + 1);
 }
 

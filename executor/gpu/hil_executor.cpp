@@ -5,6 +5,7 @@
 
 #include "executor/gpu/device_ops.h"
 #include "executor/gpu/gpu_executor.h"
+#include "executor/gpu/host_trace.h"
 
 namespace inferscale {
 
@@ -30,13 +31,18 @@ class DeviceBoundExecutor final : public Executor {
     g.seed = o.seed;
     inner_ = std::make_unique<GpuExecutor>(std::move(g));
     inner_->warm_up();
+    HostTrace trace("host header:");
     if (o.header_tokens > 0) inner_->prepare_header(o.header_tokens);
+    trace.at("prepared");
   }
   ~DeviceBoundExecutor() override {
     c10::DeviceGuard guard(device_);
+    HostTrace trace("host teardown:");
     inner_.reset();
+    trace.at("executor");
     // The next run's executor allocates its pool and cache whole: give this one's back.
     release_cached_cuda_memory();
+    trace.at("cached");
   }
   BatchResult execute(const BatchPlan& plan) override {
     c10::DeviceGuard guard(device_);

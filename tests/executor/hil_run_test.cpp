@@ -3,8 +3,12 @@
 // small GPU store and a host tier so that loads, offloads, encodes and per-request KV all occur.
 #include <unistd.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -73,6 +77,49 @@ TEST_CASE("hardware in the loop on the CPU: text and kv_inject runs complete eve
       CHECK(s["hit_ratio"]["gpu_object"].get<double>() > 0);
     }
   }
+}
+
+TEST_CASE("hardware in the loop on the CPU: the host trace times each executor's set-up") {
+  const fs::path dir = fresh_dir("trace");
+  std::ofstream(dir / "exp.yaml") << experiment(
+      "executor: {kind: gpu, device: cpu, warm_rows: 4, settle_ms: 1}\n"
+      "runs:\n  - {name: text, serving: {mode: text}}\n"
+      "  - {name: kv_inject, serving: {mode: kv_inject}}\n");
+  ::setenv("INFERSCALE_HOST_TRACE", "1", 1);
+  const int rc = run_cli(
+      "run " + (dir / "exp.yaml").string() + " --no-progress --out " + (dir / "out").string(),
+      dir / "log.txt");
+  ::unsetenv("INFERSCALE_HOST_TRACE");
+  const std::string log = read_text(dir / "log.txt");
+  INFO(log);
+  REQUIRE(rc == 0);
+  // Per run's executor: its construction by part, its warm-up, the settling passes before the
+  // first prefill step, the header, and its teardown; and a line per step.
+  std::map<std::string, int> lines;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    const auto colon = line.find(':');
+    if (line.rfind("host ", 0) == 0 && colon != std::string::npos) ++lines[line.substr(0, colon)];
+    if (line.rfind("host setup:", 0) == 0) {
+      // Its points in order, each after the one before.
+      long last = -1;
+      std::size_t at = 0;
+      for (const char* point : {"ops=", "weights=", "pool=", "host_tier=", "maps=", "cache="}) {
+        at = line.find(point, at);
+        REQUIRE(at != std::string::npos);
+        const long us = std::stol(line.substr(at + std::strlen(point)));
+        CHECK(us >= last);
+        last = us;
+      }
+      CHECK(line.find("host_mb=") != std::string::npos);
+    }
+  }
+  for (const char* kind :
+       {"host setup", "host warm-up", "host settle", "host header", "host teardown"}) {
+    INFO(kind);
+    CHECK(lines[kind] == 2);  // text and kv_inject
+  }
+  CHECK(lines["host trace"] > 10);
 }
 
 TEST_CASE("a gpu run whose host tier cannot be page-locked on this machine is an input error") {
