@@ -242,6 +242,19 @@ CalibrationGrid copy_lanes_grid() {
     p.async_steps = 1;
     g.points.push_back(p);
   }
+  // The same passes after the copies when they need one (the step issues its copies first and
+  // waits for that batch, then computes while the rest move), with as many copies as a
+  // 100-user first step (88 prefills beside 538 loads and 476 offloads).
+  P first;
+  first.prefill_batch = 96;
+  first.prefill_tokens = 32;
+  first.k = 50;
+  first.inject_first_load = true;
+  first.async_loads = first.async_offloads = 512;
+  first.offload_victims = true;
+  first.move_tokens = 17;
+  first.async_steps = 1;
+  g.points.push_back(first);
   return g;
 }
 
@@ -307,6 +320,7 @@ std::string CalibrationPoint::label(const CalibrationShape& s) const {
         "prefill " + std::to_string(prefill_batch) + "x" + std::to_string(prefill_tokens);
     if (prefill_chunks > 0) p += " after " + std::to_string(prefill_chunks * s.chunk_tokens);
     if (k > 0) p += " k" + std::to_string(k);
+    if (inject_first_load) p += " (one injecting the first load)";
     part(p);
   }
   if (encodes > 0) {
@@ -508,6 +522,10 @@ std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& p
     throw std::invalid_argument("calibration point '" + pt.label(shape_) +
                                 "': copies beside continuation chunks are not planned");
   }
+  if (pt.inject_first_load && !prefill_beside) {
+    throw std::invalid_argument("calibration point '" + pt.label(shape_) +
+                                "': inject_first_load needs prefills in a sequence's first step");
+  }
   // The offloads (and with offload_victims, the evictions of the offloaded facts) of the step
   // that issues the asynchronous loads.
   auto add_offloads = [&](BatchPlan& plan) {
@@ -529,7 +547,11 @@ std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& p
       ++decoded;
       if (i == 0) {  // both lanes' copies issued beside the first pass
         for (std::uint32_t j = 0; prefill_beside && j < pt.prefill_batch; ++j) {
-          const Prompt p = prompt(pt.k, 0, pt.prefill_tokens, rep * pt.prefill_batch + j);
+          Prompt p = prompt(pt.k, 0, pt.prefill_tokens, rep * pt.prefill_batch + j);
+          if (j == 0 && pt.inject_first_load) {
+            p.facts.emplace_back(load_facts.front(), pt.move_tokens);
+            p.prompt_tokens += pt.move_tokens;
+          }
           add_prefill(a.plan, p, true, pt.prefill_tokens, true);
           a.plan.released.push_back(p.request);
         }
