@@ -187,74 +187,54 @@ CalibrationGrid copy_lanes_grid() {
               {&P::async_loads, {256, 1024}},
               {&P::move_tokens, {24}},
               {&P::async_steps, {4}}});
+  // Asynchronous loads beside asynchronous offloads (of the step's victims or not).
+  auto both = [](std::uint32_t loads, std::uint32_t offloads, std::uint32_t tokens, bool victims) {
+    P p;
+    p.async_loads = loads;
+    p.async_offloads = offloads;
+    p.move_tokens = tokens;
+    p.offload_victims = victims;
+    return p;
+  };
   // Both lanes at once: as many facts offloaded as loaded, in the same step (the duplex).
   for (const auto& [n, tokens] : {std::pair{256u, 24u}, {1024u, 24u}, {64u, 256u}}) {
-    P p;
-    p.async_loads = n;
-    p.async_offloads = n;
-    p.move_tokens = tokens;
-    g.points.push_back(p);
+    g.points.push_back(both(n, n, tokens, false));
   }
   // The offloads of the step's victims, whose blocks the loads take (a full pool, as in a
   // serving run's first wave): each load waits for the offload that frees its blocks.
   for (const auto& [n, tokens] : {std::pair{256u, 24u}, {1024u, 24u}, {1024u, 17u}}) {
-    P p;
-    p.async_loads = n;
-    p.async_offloads = n;
-    p.offload_victims = true;
-    p.move_tokens = tokens;
-    g.points.push_back(p);
+    g.points.push_back(both(n, n, tokens, true));
   }
   // What a serving run's first wave does, in parts: a quarter as many offloads as loads (the
   // offload lane done early, the loads alone after: how much of the duplex is the offloads'),
   // both lanes' copies of victims issued beside the first of four decode passes, and a wave's
   // size (200 users move some 8,000 facts each way, 17 tokens on average).
-  P quarter;
-  quarter.async_loads = 1024;
-  quarter.async_offloads = 256;
-  quarter.move_tokens = 24;
-  g.points.push_back(quarter);
-  P beside;
+  g.points.push_back(both(1024, 256, 24, false));
+  P beside = both(1024, 1024, 17, true);
   beside.decode_batch = 64;
   beside.decode_chunks = 6;
-  beside.async_loads = beside.async_offloads = 1024;
-  beside.offload_victims = true;
-  beside.move_tokens = 17;
   beside.async_steps = 4;
   g.points.push_back(beside);
-  P wave;
-  wave.async_loads = wave.async_offloads = 4096;
-  wave.offload_victims = true;
-  wave.move_tokens = 17;
-  g.points.push_back(wave);
-  // Compute-bound passes beside the lanes (a first wave's prefill steps): prefills of 64 or 128
-  // requests injecting k = 50 facts, with 256 loads and 256 victims' offloads of 17 tokens issued
-  // beside them (done well before the pass), then the step that injects the last load: what
-  // copies moving beside a long pass cost it.
-  for (std::uint32_t batch : {64u, 128u}) {
-    P p;
+  g.points.push_back(both(4096, 4096, 17, true));
+  // Compute-bound passes beside the lanes (a first wave's prefill steps): prefills of 32 tokens
+  // injecting k = 50 facts with loads and victims' offloads of 17 tokens issued in their step,
+  // then the step that injects the last load: 64 or 128 prefills beside 256 of each (issued
+  // after the pass's launch, done well before it ends), and 96 after 512 of each when one of
+  // them needs the first load (the step issues its copies first and waits for that batch, then
+  // computes while the rest move: a 100-user first step, 88 prefills beside 538 loads and 476
+  // offloads).
+  auto prefills = [&](std::uint32_t batch, std::uint32_t copies, bool first_load) {
+    P p = both(copies, copies, 17, true);
     p.prefill_batch = batch;
     p.prefill_tokens = 32;
     p.k = 50;
-    p.async_loads = p.async_offloads = 256;
-    p.offload_victims = true;
-    p.move_tokens = 17;
     p.async_steps = 1;
-    g.points.push_back(p);
-  }
-  // The same passes after the copies when they need one (the step issues its copies first and
-  // waits for that batch, then computes while the rest move), with as many copies as a
-  // 100-user first step (88 prefills beside 538 loads and 476 offloads).
-  P first;
-  first.prefill_batch = 96;
-  first.prefill_tokens = 32;
-  first.k = 50;
-  first.inject_first_load = true;
-  first.async_loads = first.async_offloads = 512;
-  first.offload_victims = true;
-  first.move_tokens = 17;
-  first.async_steps = 1;
-  g.points.push_back(first);
+    p.inject_first_load = first_load;
+    return p;
+  };
+  g.points.push_back(prefills(64, 256, false));
+  g.points.push_back(prefills(128, 256, false));
+  g.points.push_back(prefills(96, 512, true));
   return g;
 }
 

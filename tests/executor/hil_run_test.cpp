@@ -49,19 +49,26 @@ std::string experiment(const std::string& extra) {
          extra;
 }
 
+/// `inferscale run` of the experiment on the CPU executor with these runs, into dir/out; its
+/// output in dir/log.txt. Returns the exit status.
+int run_on_cpu(const fs::path& dir, const std::string& runs) {
+  std::ofstream(dir / "exp.yaml") << experiment(
+      "executor: {kind: gpu, device: cpu, warm_rows: 4, settle_ms: 1}\nruns:\n" + runs);
+  return run_cli(
+      "run " + (dir / "exp.yaml").string() + " --no-progress --out " + (dir / "out").string(),
+      dir / "log.txt");
+}
+
 }  // namespace
 
 TEST_CASE("hardware in the loop on the CPU: text and kv_inject runs complete every request") {
   const fs::path dir = fresh_dir("cpu");
-  std::ofstream(dir / "exp.yaml") << experiment(
-      "executor: {kind: gpu, device: cpu, warm_rows: 4, settle_ms: 1}\n"
-      "runs:\n  - {name: text, serving: {mode: text}}\n"
+  const int rc = run_on_cpu(
+      dir,
+      "  - {name: text, serving: {mode: text}}\n"
       "  - {name: kv_inject, serving: {mode: kv_inject}}\n"
       "  - {name: kv_inject_async, serving: {mode: kv_inject}, store: {host: {capacity: 16KiB, "
       "eviction: fifo, async_loads: true}}}\n");
-  const int rc = run_cli(
-      "run " + (dir / "exp.yaml").string() + " --no-progress --out " + (dir / "out").string(),
-      dir / "log.txt");
   INFO(read_text(dir / "log.txt"));
   REQUIRE(rc == 0);
   for (const char* run : {"text", "kv_inject", "kv_inject_async"}) {
@@ -81,14 +88,10 @@ TEST_CASE("hardware in the loop on the CPU: text and kv_inject runs complete eve
 
 TEST_CASE("hardware in the loop on the CPU: the host trace times each executor's set-up") {
   const fs::path dir = fresh_dir("trace");
-  std::ofstream(dir / "exp.yaml") << experiment(
-      "executor: {kind: gpu, device: cpu, warm_rows: 4, settle_ms: 1}\n"
-      "runs:\n  - {name: text, serving: {mode: text}}\n"
-      "  - {name: kv_inject, serving: {mode: kv_inject}}\n");
   ::setenv("INFERSCALE_HOST_TRACE", "1", 1);
-  const int rc = run_cli(
-      "run " + (dir / "exp.yaml").string() + " --no-progress --out " + (dir / "out").string(),
-      dir / "log.txt");
+  const int rc = run_on_cpu(dir,
+                            "  - {name: text, serving: {mode: text}}\n"
+                            "  - {name: kv_inject, serving: {mode: kv_inject}}\n");
   ::unsetenv("INFERSCALE_HOST_TRACE");
   const std::string log = read_text(dir / "log.txt");
   INFO(log);
