@@ -165,8 +165,8 @@ std::string calibration_points_csv(const CalibrationGrid& grid,
     const FeatureVector f = calibration_features(m.work, model, fit.knee);
     const double predicted = calibrated_ns(f, fit.coefficients);
     char buf[160];
-    std::snprintf(buf, sizeof buf, "%zu,\"%s\",%s,%.0f,%.0f,%.3f", m.point,
-                  grid.points[m.point].label(grid.shape).c_str(), m.held_out ? "held_out" : "train",
+    out += std::to_string(m.point) + ",\"" + grid.points[m.point].label(grid.shape) + "\",";
+    std::snprintf(buf, sizeof buf, "%s,%.0f,%.0f,%.3f", m.held_out ? "held_out" : "train",
                   m.duration_ns, predicted, 100.0 * (predicted - m.duration_ns) / m.duration_ns);
     out += buf;
     for (double v : f) {

@@ -182,10 +182,9 @@ std::string lanes_points_csv(const CalibrationGrid& grid,
   o << "point,label,measured_ns,predicted_ns,error_pct,samples_ns\n";
   for (std::size_t i = 0; i < measured.size(); ++i) {
     const double m = measured[i].duration_ns, q = predicted_ns[i];
-    char row[160];
-    std::snprintf(row, sizeof row, "%zu,\"%s\",%.0f,%.0f,%.3f,", i,
-                  grid.points[i].label(grid.shape).c_str(), m, q, 100.0 * (q - m) / m);
-    o << row;
+    char numbers[96];  // the label apart: it may be long
+    std::snprintf(numbers, sizeof numbers, "%.0f,%.0f,%.3f,", m, q, 100.0 * (q - m) / m);
+    o << i << ",\"" << grid.points[i].label(grid.shape) << "\"," << numbers;
     for (std::size_t j = 0; j < measured[i].samples_ns.size(); ++j) {
       o << (j ? " " : "") << static_cast<long long>(std::llround(measured[i].samples_ns[j]));
     }
