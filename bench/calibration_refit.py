@@ -5,12 +5,16 @@ relative errors over the training points; error on the held-out ones.
 
     python3 bench/calibration_refit.py [bench/results/calibration_h200.csv] [--families]
     python3 bench/calibration_refit.py POINTS.csv --against OTHER.csv [--skip N]
+    python3 bench/calibration_refit.py POINTS.csv --trend
 
 --families prints instead the committed fit's error by family of points (prefill, decode +
 prefill, ...: the label's kinds of work), from the CSV's measured and predicted times.
 --against compares two calibrations' measurements point by point (same labels): the grid's
 first N points (default 12) one by one, then the ratio's median and 10th / 90th percentiles over
 the points after them (two machines, or one machine before and after a change).
+--trend prints, by family, how each point's timed samples (in the order they were taken, after
+the warm-up steps) move from the first to the last: the median over the family's points of last
+/ first, and how many points fell by more than 2 % (not settled when timed).
 """
 import csv
 import os
@@ -48,12 +52,30 @@ def families(rows, first):
     """MAPE and worst error of the CSV's own predictions by family of points, worst MAPE first."""
     by = {}
     for r in rows:
-        kinds = [part.split()[0] for part in r[first["label"]].split(" + ")]
-        by.setdefault(" + ".join(kinds), []).append(abs(float(r[first["error_pct"]])))
+        by.setdefault(family(r[first["label"]]), []).append(abs(float(r[first["error_pct"]])))
     print("| family | points | MAPE | worst |")
     print("|---|---:|---:|---:|")
     for name, err in sorted(by.items(), key=lambda kv: -sum(kv[1]) / len(kv[1])):
         print(f"| {name} | {len(err)} | {sum(err) / len(err):.1f} % | {max(err):.1f} % |")
+
+
+def family(label):
+    """The label's kinds of work: "decode + prefill", ..."""
+    return " + ".join(part.split()[0] for part in label.split(" + "))
+
+
+def trend(path):
+    """By family: the median last / first sample ratio and the points that fell by over 2 %."""
+    by = {}
+    for r in csv.DictReader(open(path)):
+        samples = [float(x) for x in r["samples_ns"].split()]
+        if len(samples) > 1:
+            by.setdefault(family(r["label"]), []).append(samples[-1] / samples[0])
+    print("| family | points | last / first sample (median) | fell by over 2 % |")
+    print("|---|---:|---:|---:|")
+    for name, ratios in sorted(by.items()):
+        fell = sum(1 for x in ratios if x < 0.98)
+        print(f"| {name} | {len(ratios)} | {np.median(ratios):.3f} | {fell} |")
 
 
 def against(path, other, skip):
@@ -75,6 +97,9 @@ def main():
         i = sys.argv.index("--against")
         skip = int(sys.argv[sys.argv.index("--skip") + 1]) if "--skip" in sys.argv else 12
         against(sys.argv[1], sys.argv[i + 1], skip)
+        return
+    if "--trend" in sys.argv:
+        trend(sys.argv[1])
         return
     args = [a for a in sys.argv[1:] if a != "--families"]
     path = args[0] if args else os.path.join(ROOT, "bench", "results", "calibration_h200.csv")

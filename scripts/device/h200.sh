@@ -14,7 +14,8 @@
 #   calibrate  `inferscale calibrate --executor gpu --grid full` (CAL_GRID=full_mixed: with
 #              headline-shaped mixed steps; COPY_LANES=1: also --copy-lanes, the copy lanes'
 #              speed, stall, duplex and issue time measured: loads alone, beside decode steps
-#              and beside offloads), written over the shipped profile
+#              and beside offloads; CAL_WARMUP=n: n warm-up steps a point instead of 2),
+#              written over the shipped profile
 #              -> h200-llama-3.1-8b.yaml and the measured points (held-out error in the profile;
 #              with COPY_LANES, the lanes' points in calibration_h200_copy_lanes.csv)
 #   hil        configs/headline.yaml hardware-in-the-loop at USERS (default 50 100 150 200),
@@ -165,7 +166,8 @@ if want calibrate; then
   # wave-sized point and prefills beside copies.
   step calibrate 260 "$WORK/calibrate.log" "$BIN" calibrate --executor gpu --model llama-3.1-8b \
     --gpu h200 --grid "${CAL_GRID:-full}" --out "$WORK/h200-llama-3.1-8b.yaml" \
-    --points "$WORK/calibration_h200.csv" ${COPY_LANES:+--copy-lanes}
+    --points "$WORK/calibration_h200.csv" ${COPY_LANES:+--copy-lanes} \
+    ${CAL_WARMUP:+--warmup "$CAL_WARMUP"}
   tail -34 "$WORK/calibrate.log" | sed 's/^/    /' >>"$SUMMARY"
 fi
 
