@@ -216,25 +216,22 @@ CalibrationGrid copy_lanes_grid() {
   beside.async_steps = 4;
   g.points.push_back(beside);
   g.points.push_back(both(4096, 4096, 17, true));
-  // Compute-bound passes beside the lanes (a first wave's prefill steps): prefills of 32 tokens
-  // injecting k = 50 facts with loads and victims' offloads of 17 tokens issued in their step,
-  // then the step that injects the last load: 64 or 128 prefills beside 256 of each (issued
-  // after the pass's launch, done well before it ends), and 96 after 512 of each when one of
-  // them needs the first load (the step issues its copies first and waits for that batch, then
-  // computes while the rest move: a 100-user first step, 88 prefills beside 538 loads and 476
-  // offloads).
-  auto prefills = [&](std::uint32_t batch, std::uint32_t copies, bool first_load) {
+  // Compute-bound passes beside the lanes (a first wave's first step: its prefills need none of
+  // its copies, which go beside the pass): prefills of 32 tokens injecting k = 50 resident facts
+  // with loads and victims' offloads of 17 tokens issued beside them, then the step that injects
+  // the last load; 64 or 128 prefills beside 256 of each, and 96 beside 512 of each (a 100-user
+  // first step: 88 prefills beside 538 loads and 476 offloads).
+  auto prefills = [&](std::uint32_t batch, std::uint32_t copies) {
     P p = both(copies, copies, 17, true);
     p.prefill_batch = batch;
     p.prefill_tokens = 32;
     p.k = 50;
     p.async_steps = 1;
-    p.inject_first_load = first_load;
     return p;
   };
-  g.points.push_back(prefills(64, 256, false));
-  g.points.push_back(prefills(128, 256, false));
-  g.points.push_back(prefills(96, 512, true));
+  g.points.push_back(prefills(64, 256));
+  g.points.push_back(prefills(128, 256));
+  g.points.push_back(prefills(96, 512));
   return g;
 }
 
@@ -300,7 +297,6 @@ std::string CalibrationPoint::label(const CalibrationShape& s) const {
         "prefill " + std::to_string(prefill_batch) + "x" + std::to_string(prefill_tokens);
     if (prefill_chunks > 0) p += " after " + std::to_string(prefill_chunks * s.chunk_tokens);
     if (k > 0) p += " k" + std::to_string(k);
-    if (inject_first_load) p += " (one injecting the first load)";
     part(p);
   }
   if (encodes > 0) {
@@ -502,10 +498,6 @@ std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& p
     throw std::invalid_argument("calibration point '" + pt.label(shape_) +
                                 "': copies beside continuation chunks are not planned");
   }
-  if (pt.inject_first_load && !prefill_beside) {
-    throw std::invalid_argument("calibration point '" + pt.label(shape_) +
-                                "': inject_first_load needs prefills in a sequence's first step");
-  }
   // The offloads (and with offload_victims, the evictions of the offloaded facts) of the step
   // that issues the asynchronous loads.
   auto add_offloads = [&](BatchPlan& plan) {
@@ -527,11 +519,7 @@ std::vector<CalibrationStep> CalibrationPlanner::steps(const CalibrationPoint& p
       ++decoded;
       if (i == 0) {  // both lanes' copies issued beside the first pass
         for (std::uint32_t j = 0; prefill_beside && j < pt.prefill_batch; ++j) {
-          Prompt p = prompt(pt.k, 0, pt.prefill_tokens, rep * pt.prefill_batch + j);
-          if (j == 0 && pt.inject_first_load) {
-            p.facts.emplace_back(load_facts.front(), pt.move_tokens);
-            p.prompt_tokens += pt.move_tokens;
-          }
+          const Prompt p = prompt(pt.k, 0, pt.prefill_tokens, rep * pt.prefill_batch + j);
           add_prefill(a.plan, p, true, pt.prefill_tokens, true);
           a.plan.released.push_back(p.request);
         }

@@ -63,11 +63,6 @@ struct CalibrationPoint {
   // full pool makes room), so that the loads take their blocks and each waits for the offload
   // that frees its blocks; they are loaded back in an unmeasured step after.
   bool offload_victims = false;
-  // With prefills in a sequence's first step (async_steps): the first of them also injects the
-  // first asynchronous load, so that the step issues its copies first and its pass waits for
-  // that load's batch, then runs while the others move (a first wave whose prefills need some
-  // of the step's loads, as at 100 users).
-  bool inject_first_load = false;
 
   /// "decode 64@2128 + prefill 4x512 k50 + encode 16x24 w128 + load 8x24", "async load 256x24",
   /// "decode 64@1616 + async load 1024x24 over 4 steps", "async load 256x24 + async offload

@@ -82,10 +82,6 @@ CalibrationGrid every_kind() {
     p.prefill_batch = 2, p.prefill_tokens = 16, p.k = 3, p.async_loads = 3, p.async_offloads = 3;
     p.offload_victims = true, p.move_tokens = 17, p.async_steps = 1;
   });
-  add([](CalibrationPoint& p) {  // ... and first, one prefill injecting a load of the step
-    p.prefill_batch = 2, p.prefill_tokens = 16, p.k = 3, p.async_loads = 20, p.async_offloads = 20;
-    p.offload_victims = true, p.move_tokens = 17, p.async_steps = 1, p.inject_first_load = true;
-  });
   return g;
 }
 

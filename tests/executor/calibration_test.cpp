@@ -104,7 +104,6 @@ TEST_CASE("calibration grid: step sequences are valid for a stateful executor") 
     std::map<RequestId, bool> running;  // request -> prefilled (last chunk done)
     std::size_t measured = 0, measured_steps = 0, async_offloads = 0, victim_steps = 0;
     std::size_t lanes_beside_decodes = 0, lanes_beside_prefills = 0, max_encodes = 0;
-    std::size_t copies_before_prefills = 0;
     auto walk = [&](const std::vector<CalibrationStep>& steps) {
       for (const CalibrationStep& s : steps) {
         const BatchPlan& p = s.plan;
@@ -133,9 +132,6 @@ TEST_CASE("calibration grid: step sequences are valid for a stateful executor") 
         // ... or beside prefills that inject none of the step's loads.
         lanes_beside_prefills +=
             !p.async_offloads.empty() && !p.prefills.empty() && copies_follow_forward(p);
-        // ... or first, before prefills that need one of them.
-        copies_before_prefills +=
-            !p.async_offloads.empty() && p.prefills.size() > 1 && !copies_follow_forward(p);
         max_encodes = std::max(max_encodes, p.encodes.size());
         for (FactId f : p.evictions) CHECK(pool.erase(f) == 1);
         for (const auto* loads : {&p.loads, &p.async_loads}) {
@@ -196,8 +192,7 @@ TEST_CASE("calibration grid: step sequences are valid for a stateful executor") 
       CHECK(async_offloads > 0);                         // both lanes at once (the duplex)
       CHECK(victim_steps == 3 * 8);      // eight points whose loads take their offloads' blocks
       CHECK(lanes_beside_decodes == 3);  // one point, each sample
-      CHECK(lanes_beside_prefills == 3 * 2);  // two points (64 and 128 prefills)
-      CHECK(copies_before_prefills == 3);     // one point (96 prefills, one injecting a load)
+      CHECK(lanes_beside_prefills == 3 * 3);  // three points (64, 96 and 128 prefills)
       // The wave-sized point: 4,096 facts of 17 tokens (2 blocks) each way at once, their
       // encodes spread over steps of at most 2,048, the facts to load parked step by step: the
       // pool holds the victims and at most one step's facts to load, never all of them.
@@ -260,8 +255,6 @@ TEST_CASE("calibration grid: a point the planner cannot sequence is refused") {
   CHECK_THROWS_AS(plan([](CalibrationPoint& p) { p.async_loads = 0, p.async_offloads = 4; }),
                   std::invalid_argument);
   CHECK_THROWS_AS(plan([](CalibrationPoint& p) { p.async_steps = 1; }), std::invalid_argument);
-  CHECK_THROWS_AS(plan([](CalibrationPoint& p) { p.inject_first_load = true; }),
-                  std::invalid_argument);  // no prefills beside the copies
 }
 
 TEST_CASE("nonnegative least squares: exact solutions, active constraints, KKT") {
