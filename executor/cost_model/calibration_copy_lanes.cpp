@@ -73,11 +73,16 @@ CopyLaneFit fit_copy_lanes(const CalibrationGrid& grid,
   const bool stalls = std::any_of(samples.begin(), samples.end(),
                                   [](const std::vector<BatchPlan>& s) { return s.size() > 1; });
   // The points whose loads move beside asynchronous offloads measure the duplex; the others
-  // the lane alone (and the stall).
-  std::vector<bool> both_lanes(samples.size());
+  // the lane alone (and the stall). Points whose copies move beside a batch of prefills (a
+  // compute-bound pass longer than the copies) show what the copies cost the pass: the stall,
+  // refitted on them; they stay out of the duplex's fit (the pass, not the lanes, sets them).
+  std::vector<bool> both_lanes(samples.size()), beside_prefills(samples.size());
   for (std::size_t i = 0; i < samples.size(); ++i) {
     both_lanes[i] = std::any_of(samples[i].begin(), samples[i].end(),
                                 [](const BatchPlan& p) { return !p.async_offloads.empty(); });
+    beside_prefills[i] = std::any_of(samples[i].begin(), samples[i].end(), [](const BatchPlan& p) {
+      return p.prefills.size() > 1 && !p.async_loads.empty();
+    });
   }
   // block_ns apart from the bytes: the lane-alone points move facts of several blocks per token
   // (e.g. 13, 17 and 24 tokens: 1, 2 and 2 blocks).
@@ -101,15 +106,22 @@ CopyLaneFit fit_copy_lanes(const CalibrationGrid& grid,
   best.block_ns = profile.async_copies.block_ns;
   best.block_fitted = blocks_per_token.size() > 1;
   double best_loss = INFINITY;
-  std::vector<bool> lane_alone(both_lanes.size());
-  for (std::size_t i = 0; i < both_lanes.size(); ++i) lane_alone[i] = !both_lanes[i];
-  auto consider_on = [&](bool duplex_points, double speed, double stall_ns, double duplex,
+  // The points each stage fits: the lane alone, the duplex, the stall beside prefills (with the
+  // lane-alone points, whose stall it also is).
+  enum Stage { kLaneAlone, kDuplex, kStall };
+  std::vector<bool> sets[3];
+  for (auto& s : sets) s.resize(samples.size());
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    sets[kLaneAlone][i] = !both_lanes[i];
+    sets[kDuplex][i] = both_lanes[i] && !beside_prefills[i];
+    sets[kStall][i] = !both_lanes[i] || beside_prefills[i];
+  }
+  auto consider_on = [&](Stage stage, double speed, double stall_ns, double duplex,
                          double block_ns) {
-    const std::vector<double> pred =
-        predict(speed, stall_ns, duplex, block_ns, duplex_points ? both_lanes : lane_alone);
+    const std::vector<double> pred = predict(speed, stall_ns, duplex, block_ns, sets[stage]);
     double loss = 0;  // squared relative errors
     for (std::size_t i = 0; i < pred.size(); ++i) {
-      if (both_lanes[i] != duplex_points) continue;
+      if (!sets[stage][i]) continue;
       const double e = pred[i] / measured[i].duration_ns - 1;
       loss += e * e;
     }
@@ -122,7 +134,7 @@ CopyLaneFit fit_copy_lanes(const CalibrationGrid& grid,
     }
   };
   auto consider = [&](double speed, double stall_ns, double block_ns) {
-    consider_on(false, speed, stall_ns, best.duplex, block_ns);
+    consider_on(kLaneAlone, speed, stall_ns, best.duplex, block_ns);
   };
   // Coarse: lane speed 0.25-4 by 0.01 (and stall 0-8 ms by 0.25 ms) at the profile's block_ns;
   // then block_ns 0-20 us by 0.5 us with the speed around the best; then fine, a pair at a time:
@@ -173,12 +185,20 @@ CopyLaneFit fit_copy_lanes(const CalibrationGrid& grid,
     best_loss = INFINITY;
     const double speed = best.lane_speed, stall = best.stall_ns, block = best.block_ns;
     for (int centi = 30; centi <= 100; ++centi) {
-      consider_on(true, speed, stall, centi / 100.0, block);
+      consider_on(kDuplex, speed, stall, centi / 100.0, block);
     }
     const double duplex0 = best.duplex;
     for (int d = -10; d <= 10; ++d) {
-      consider_on(true, speed, stall, std::clamp(duplex0 + d / 1000.0, 0.3, 1.0), block);
+      consider_on(kDuplex, speed, stall, std::clamp(duplex0 + d / 1000.0, 0.3, 1.0), block);
     }
+  }
+  best.stall_beside_prefills =
+      std::find(beside_prefills.begin(), beside_prefills.end(), true) != beside_prefills.end();
+  if (best.stall_beside_prefills) {  // the stall again, where a long pass shows it
+    best_loss = INFINITY;
+    best.stall_fitted = true;
+    const double speed = best.lane_speed, duplex = best.duplex, block = best.block_ns;
+    for (int i = 0; i <= 825; ++i) consider_on(kStall, speed, i * 10e3, duplex, block);
   }
   best.predicted_ns = predict(best.lane_speed, best.stall_ns, best.duplex, best.block_ns,
                               std::vector<bool>(samples.size(), true));

@@ -22,7 +22,10 @@ struct CopyLaneFit {
   bool duplex_fitted = false;  // the grid has loads beside asynchronous offloads
   double block_ns = 0;         // fitted where block_fitted, else the profile's
   bool block_fitted = false;   // the lane-alone points move facts of several blocks per token
-  double mape_pct = 0;         // of the points' measured times, at the fitted fields
+  /// The grid has points whose copies move beside a batch of prefills: stall_ns refitted on
+  /// them and the lane-alone points (the duplex fitted without them).
+  bool stall_beside_prefills = false;
+  double mape_pct = 0;  // of the points' measured times, at the fitted fields
   double max_ape_pct = 0;
   std::vector<double> predicted_ns;  // by point, at the fitted fields
 };
@@ -34,8 +37,9 @@ struct CopyLaneFit {
 /// measured steps, run in order on one executor) against `measured` (profile_executor's answer
 /// for `grid`, a grid of asynchronous loads) over the points without asynchronous offloads;
 /// then, with those, the duplex (0.3-1, to 0.001) minimising them over the points with
-/// (CalibrationPoint::async_offloads), where there are any. Every other field of `profile` as
-/// given. Throws
+/// (CalibrationPoint::async_offloads), where there are any, but those whose copies move beside a
+/// batch of prefills; then, where there are such points, the stall again (0-8.25 ms, to 10 us)
+/// over them and the lane-alone points. Every other field of `profile` as given. Throws
 /// std::invalid_argument when the grid has a point without asynchronous loads or the
 /// measurements do not match it.
 CopyLaneFit fit_copy_lanes(const CalibrationGrid& grid,

@@ -412,13 +412,18 @@ int fit_and_write(const CalibrateArgs& a, const CalibrationGrid& grid, const Mod
     }
     std::printf("copy lanes: lane_speed %.3f", lf.lane_speed);
     if (lf.block_fitted) std::printf(", block_ns %.0f", lf.block_ns);
-    if (lf.stall_fitted) std::printf(", stall_ns %.0f", lf.stall_ns);
+    if (lf.stall_fitted) {
+      std::printf(", stall_ns %.0f%s", lf.stall_ns,
+                  lf.stall_beside_prefills ? " (with prefills beside copies)" : "");
+    }
     if (lf.duplex_fitted) std::printf(", duplex %.3f", lf.duplex);
     std::printf(" (MAPE %.2f %%, worst %.2f %%)\n", lf.mape_pct, lf.max_ape_pct);
     // What was measured, and where the rest comes from (once: the kept fields' own source).
     std::vector<std::string> fitted{"lane_speed"}, others;
     (lf.block_fitted ? fitted : others).push_back("block_ns");
-    (lf.stall_fitted ? fitted : others).push_back("stall_ns");
+    (lf.stall_fitted ? fitted : others)
+        .push_back(lf.stall_beside_prefills ? "stall_ns (with prefills beside copies)"
+                                            : "stall_ns");
     (lf.duplex_fitted ? fitted : others).push_back("duplex");
     if (!issue_measured) others.push_back("issue_ns");
     auto join = [](const std::vector<std::string>& v) {

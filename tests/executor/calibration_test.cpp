@@ -657,6 +657,7 @@ TEST_CASE(
     CHECK(lf.block_fitted);
     CHECK(lf.block_ns == Approx(block).margin(100));
     CHECK(lf.stall_fitted);
+    CHECK(lf.stall_beside_prefills);                  // the grid's prefills beside copies refit it
     CHECK(lf.stall_ns == Approx(stall).margin(1e5));  // about 0.1 ms: it trades off a little speed
     CHECK(lf.duplex_fitted);
     CHECK(lf.duplex == Approx(duplex).margin(0.01));
