@@ -8,18 +8,14 @@ import os
 import subprocess
 import sys
 
+from bench_check import check, work_dir
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "bench", "calibration_refit.py")
 
 
-def check(cond, what):
-    if not cond:
-        sys.exit("FAILED: " + what)
-
-
 def main():
-    work = sys.argv[1]
-    os.makedirs(work, exist_ok=True)
+    work = work_dir()
     path = os.path.join(work, "points.csv")
     with open(path, "w") as f:
         f.write("point,label,measured_ns,samples_ns\n")

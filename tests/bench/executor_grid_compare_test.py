@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 
+from bench_check import check, work_dir
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "bench", "executor_grid_compare.py")
 
@@ -20,14 +22,8 @@ def grid(path, rows):
                             for m, b, k, t, p in rows]}, f)
 
 
-def check(cond, what):
-    if not cond:
-        sys.exit("FAILED: " + what)
-
-
 def main():
-    work = sys.argv[1]
-    os.makedirs(work, exist_ok=True)
+    work = work_dir()
     new, base, other = (os.path.join(work, n) for n in ("new.json", "base.json", "other.json"))
     grid(new, [("text", 1, 0, 5.5, 4.4), ("kv_inject", 16, 50, 9.0, 5.0), ("text", 64, 0, 1, 1)])
     grid(base, [("text", 1, 0, 5.0, 4.0), ("kv_inject", 16, 50, 10.0, 5.0)])

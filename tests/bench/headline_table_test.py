@@ -14,6 +14,8 @@ import os
 import subprocess
 import sys
 
+from bench_check import check, work_dir
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 import headline_table  # noqa: E402
@@ -27,14 +29,8 @@ def write_requests(path, ttfts):
             w.writerow([i, t])
 
 
-def check(cond, what):
-    if not cond:
-        sys.exit("FAILED: " + what)
-
-
 def main():
-    binary, work = sys.argv[1], sys.argv[2]
-    os.makedirs(work, exist_ok=True)
+    binary, work = sys.argv[1], work_dir(2)
 
     # 10 requests in groups 1.0 x3, 2.0 x4, 5.0 x3. p50 is rank 5 (index 4), the second group's
     # second request: it lands on 1.0 if 2 requests from the rank up took their first token
