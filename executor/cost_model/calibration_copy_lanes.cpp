@@ -181,7 +181,9 @@ CopyLaneFit fit_copy_lanes(const CalibrationGrid& grid,
       break;
     }
   }
-  if (best.duplex_fitted) {  // the lane alone known: how fast each moves beside the other
+  // The lane alone known: how fast each moves beside the other.
+  auto fit_duplex = [&] {
+    if (!best.duplex_fitted) return;
     best_loss = INFINITY;
     const double speed = best.lane_speed, stall = best.stall_ns, block = best.block_ns;
     for (int centi = 30; centi <= 100; ++centi) {
@@ -191,14 +193,21 @@ CopyLaneFit fit_copy_lanes(const CalibrationGrid& grid,
     for (int d = -10; d <= 10; ++d) {
       consider_on(kDuplex, speed, stall, std::clamp(duplex0 + d / 1000.0, 0.3, 1.0), block);
     }
-  }
+  };
+  fit_duplex();
+  // The stall again where a long pass shows it; a step that waits for its loads while the
+  // offloads still move pays it too, so the duplex is fitted again with it, in rounds until
+  // neither moves (at most 4).
   best.stall_beside_prefills =
       std::find(beside_prefills.begin(), beside_prefills.end(), true) != beside_prefills.end();
-  if (best.stall_beside_prefills) {  // the stall again, where a long pass shows it
+  for (int round = 0; best.stall_beside_prefills && round < 4; ++round) {
+    const double before[2] = {best.stall_ns, best.duplex};
     best_loss = INFINITY;
     best.stall_fitted = true;
     const double speed = best.lane_speed, duplex = best.duplex, block = best.block_ns;
     for (int i = 0; i <= 825; ++i) consider_on(kStall, speed, i * 10e3, duplex, block);
+    fit_duplex();
+    if (before[0] == best.stall_ns && before[1] == best.duplex) break;
   }
   best.predicted_ns = predict(best.lane_speed, best.stall_ns, best.duplex, best.block_ns,
                               std::vector<bool>(samples.size(), true));
