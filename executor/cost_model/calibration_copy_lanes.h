@@ -39,7 +39,8 @@ struct CopyLaneFit {
 /// then, with those, the duplex (0.3-1, to 0.001) minimising them over the points with
 /// (CalibrationPoint::async_offloads), where there are any, but those whose copies move beside a
 /// batch of prefills; then, where there are such points, the stall again (0-8.25 ms, to 10 us)
-/// over them and the lane-alone points. Every other field of `profile` as given. Throws
+/// over them and the lane-alone points, and the duplex again with it, in rounds until neither
+/// moves. Every other field of `profile` as given. Throws
 /// std::invalid_argument when the grid has a point without asynchronous loads or the
 /// measurements do not match it.
 CopyLaneFit fit_copy_lanes(const CalibrationGrid& grid,
