@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On an H200 GPU machine (PyTorch 2.x with CUDA, nvcc; no network): the measurements that need
 # the GPU, as phases run in order within a time budget, everything packed into $OUT/h200.tar.gz
-# (plus $OUT/summary.txt, printed last).
+# (plus $OUT/summary.txt, printed last). Back here, `python3 scripts/device/import_hil.py
+# h200.tar.gz TAG` files the archive under bench/results/ with a tag.
 #
 #   PHASES="build tests calibrate hil bench" scripts/device/h200.sh   # default: all but fidelity
 #   PHASES="build fidelity" scripts/device/h200.sh
