@@ -37,6 +37,11 @@ GpuExecutor::GpuExecutor(GpuExecutorOptions options)
   c10::InferenceMode guard;
   compat::install_warning_handler();
   HostTrace trace("host setup:");
+  // Traced, each part's device work is waited for, so that its point counts it.
+  auto traced = [&](const char* point) {
+    if (trace.on()) ops_->clock().synchronize();
+    trace.at(point);
+  };
   if (options_.device == "cuda") {
     ops_ = make_cuda_ops();
   } else if (options_.device == "cpu") {
@@ -53,7 +58,7 @@ GpuExecutor::GpuExecutor(GpuExecutorOptions options)
   if (options_.device == "cuda") {
     use_programmatic_launch(options_.programmatic_launch);
   }
-  trace.at("ops");
+  traced("ops");
   const ModelConfig& m = options_.model;
   tokens_ = options_.tokens ? options_.tokens
                             : std::make_shared<SyntheticTokenSource>(m.vocab, options_.seed);
@@ -65,20 +70,20 @@ GpuExecutor::GpuExecutor(GpuExecutorOptions options)
                                   : std::int32_t(std::min<std::uint32_t>(m.max_positions, 32768));
   model_ = std::make_unique<LlamaModel>(m, loader->load(m, opts), *ops_,
                                         opts.dtype().toScalarType(), rope_rows);
-  trace.at("weights");
+  traced("weights");
   pool_ = std::make_unique<FactPool>(m, options_.pool_bytes, options_.reserved_pool_tokens, opts);
-  trace.at("pool");
+  traced("pool");
   host_tier_ = std::make_unique<HostTier>(*pool_);
   host_tier_->reserve(options_.host_bytes);
-  trace.at("host_tier");
+  traced("host_tier");
   // The tier's fact map and the offload tickets' map sized for a fact per tier block up front:
   // grown by stores instead, they rehashed in the middle of a step's offloads (at 200 users,
   // 2.3 ms of host time in the first step after the first wave on the H200).
   host_tier_->reserve_entries();
   host_write_ticket_.reserve(host_tier_->block_count());
-  trace.at("maps");
+  traced("maps");
   cache_ = model_->make_cache(std::int32_t(options_.kv_cache_tokens));
-  trace.at("cache");
+  traced("cache");
   trace.note("pool_mb=" + std::to_string(options_.pool_bytes >> 20) +
              " host_mb=" + std::to_string(options_.host_bytes >> 20) +
              " cache_tokens=" + std::to_string(options_.kv_cache_tokens));
