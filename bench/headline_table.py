@@ -29,9 +29,9 @@ the trace times them (from 320ca13). --first-wave N lists, for each tag's kv_inj
 prefills, how long it waits for loads and how long it takes (the runs need not take the same
 steps: decisions follow the clock), then when each run's first wave had all its loads (the
 latest end of a load wait from the first step that issues asynchronous loads to the step whose
-prefills complete every user's first request):
-the copy lanes' delivery over the wave, hardware against model. --decode-steps lists, for each tag's kv_inject step timeline,
-the median time of its steps that decode every user's request and do nothing else (a step of
+prefills complete every user's first request): the copy lanes' delivery over the wave, hardware
+against model. --decode-steps lists, for each tag's kv_inject step timeline, the median time
+of its steps that decode every user's request and do nothing else (a step of
 the same work in every run: a measure of the machine). --common-steps compares, for each tag's
 step timelines, the steps it took as the calibrated run did (the same prefills, decodes, copies
 and tokens, from the first step up to the first that differs: with asynchronous loads decisions

@@ -2,6 +2,7 @@
 // cost model, and writes the profile (configs/profiles/<gpu>-<model>.yaml). Registers itself.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -288,9 +289,9 @@ int run_calibrate(const CalibrateArgs& a) {
     std::fprintf(stderr, "refitting %zu points of %s (measured on %s)\n", measured.size(),
                  a.refit.c_str(), a.machine.c_str());
     if (!a.copy_lanes) return fit_and_write(a, grid, model, gpu, measured, a.machine, 0.0, nullptr);
-    // The lanes' points beside the steps'; issue_ns is not in them: the profile written over
-    // keeps the one measured with them.
-    // The lanes' points the file holds (earlier calibrations measured fewer of the grid's).
+    // The lanes' points beside the steps', those the file holds (earlier calibrations measured
+    // fewer of the grid's); issue_ns is not in them: the profile written over keeps the one
+    // measured with them.
     LaneMeasurements lanes;
     const std::string path = lanes_points_path(a.refit);
     lanes.measured = replayed(make_calibration_grid("copy_lanes"), path, &lanes.grid);
@@ -511,9 +512,13 @@ void add_calibrate_commands(CLI::App& app, Action& action) {
   cmd->add_option("--repeats", args->repeats, "timed steps per point (median)")
       ->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "untimed steps per point first")->capture_default_str();
+  const ProfileOptions defaults;
   cmd->add_option("--recheck", args->recheck,
-                  "after the grid, measure its first points again until 4 in a row agree within "
-                  "5 %, at most this many (0: never); a point that moved keeps its later median")
+                  "after the grid, measure its first points again until " +
+                      std::to_string(defaults.settled) + " in a row agree within " +
+                      std::to_string(int(std::lround(100 * defaults.tolerance))) +
+                      " %, at most this many (0: never); a point that moved keeps its later "
+                      "median")
       ->capture_default_str();
   cmd->add_option("--device", args->device, "cuda | cpu (gpu executor)")->capture_default_str();
   cmd->add_option("--seed", args->seed, "seed of the random weights (gpu executor)")
