@@ -4,7 +4,6 @@
 
 #include "executor/cost_model/calibrated.h"
 #include "executor/cost_model/cost_model.h"
-#include "executor/remote/client.h"
 #include "sim/config/profile.h"
 #include "traces/error.h"
 
@@ -38,7 +37,7 @@ bool register_executor_kind(const std::string& name, ExecutorMaker make, Executo
 }
 
 std::vector<std::string> available_executor_kinds() {
-  std::vector<std::string> kinds{"cost_model", "calibrated", "remote"};
+  std::vector<std::string> kinds{"cost_model", "calibrated"};
   for (const auto& k : optional_kinds()) kinds.push_back(k.name);
   return kinds;
 }
@@ -69,15 +68,6 @@ void check_executor(const RunConfig& run) {
                                            ")");
 }
 
-remote::ExecutorIdentity executor_identity(const RunConfig& run) {
-  remote::ExecutorIdentity id;
-  id.model = run.model;
-  id.gpu = run.gpu;
-  const bool store = run.serving.mode == ServingMode::kKvInject && run.store.gpu.enabled;
-  id.pool_capacity_bytes = store ? run.store.gpu.capacity_bytes : 0;
-  return id;
-}
-
 std::function<SimTime(std::uint32_t, std::uint32_t)> encode_pricing(const RunConfig& run) {
   if (run.executor.kind == "calibrated") {
     auto model = std::make_shared<CalibratedCostModel>(run.model, calibrated_profile(run));
@@ -95,14 +85,6 @@ std::function<SimTime(std::uint64_t)> load_pricing(const RunConfig& run) {
 std::unique_ptr<Executor> make_executor(const RunConfig& run, int replica) {
   check_executor(run);
   if (const OptionalKind* k = find_optional(run.executor.kind)) return k->make(run, replica);
-  if (run.executor.kind == "remote") {
-    const auto& endpoints = run.executor.endpoints;
-    remote::RemoteOptions options;
-    options.endpoint = endpoints.at(static_cast<std::size_t>(replica) % endpoints.size());
-    options.connect_timeout_s = run.executor.connect_timeout_s;
-    options.timeout_s = run.executor.timeout_s;
-    return std::make_unique<remote::RemoteExecutor>(options, executor_identity(run));
-  }
   if (run.executor.kind == "calibrated") {
     CalibrationProfile profile = calibrated_profile(run);
     // A profile of the GPU executor prices the rows it pads a pass with; the roofline cost

@@ -9,12 +9,11 @@
 
 #include "executor/cost_model/calibrated.h"
 #include "executor/executor.h"
-#include "executor/remote/protocol.h"
 #include "sim/config/experiment.h"
 
 namespace inferscale {
 
-/// Executor kinds this build offers.
+/// Executor kinds this build offers (the built-in ones, then those registered).
 std::vector<std::string> available_executor_kinds();
 
 /// Makes replica i's executor of an optional kind (e.g. `gpu`, in builds with libtorch).
@@ -38,11 +37,8 @@ std::function<SimTime(std::uint32_t tokens, std::uint32_t context_tokens)> encod
 /// (how long the copies really take is the executor's: the calibrated one models the copy
 /// lanes, see executor/cost_model/copy_engine.h).
 std::function<SimTime(std::uint64_t bytes)> load_pricing(const RunConfig& run);
-/// Replica i of a `remote` run uses endpoints[i % endpoints]; its connection fails with
-/// ExecutorFailure.
+/// Replica i's executor of the run's kind: `cost_model` and `calibrated` here, the others
+/// (`remote`, `gpu`) from the files that register them (cli/executor_kind_*.cpp).
 std::unique_ptr<Executor> make_executor(const RunConfig& run, int replica);
-/// What an executor server must match to run this run's steps (model, GPU, GPU store bytes; 0
-/// in text mode, which has no store).
-remote::ExecutorIdentity executor_identity(const RunConfig& run);
 
 }  // namespace inferscale

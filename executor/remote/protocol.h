@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "executor/executor.h"
+#include "executor/remote/endpoint.h"
 #include "executor/model_config.h"
 
 namespace inferscale::remote {
@@ -110,14 +111,5 @@ ErrorMessage decode_error(std::span<const std::uint8_t> payload);
 /// server never indexes past them. Decodes into `plan` (reused: keeps its capacity).
 void decode_plan(std::span<const std::uint8_t> payload, BatchPlan& plan);
 BatchResult decode_result(std::span<const std::uint8_t> payload);
-
-struct Endpoint {
-  std::string host;
-  std::uint16_t port = 0;
-  std::string text() const;  // host:port ([host]:port for IPv6)
-};
-
-/// "host:port" or "[ipv6]:port" with port 0..65535; nullopt when malformed.
-std::optional<Endpoint> parse_endpoint(const std::string& text);
 
 }  // namespace inferscale::remote

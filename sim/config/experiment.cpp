@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <map>
 
-#include "executor/remote/protocol.h"
+#include "executor/remote/endpoint.h"
 #include "sim/config/yaml_view.h"
 
 namespace inferscale {

@@ -13,6 +13,7 @@
 #include "executor/cost_model/cost_model.h"
 #include "executor/remote/server.h"
 #include "sim/config/experiment.h"
+#include "cli/executor_kinds.h"
 #include "sim/executor_factory.h"
 #include "sim/runner.h"
 #include "tests/sim/sim_test_util.h"

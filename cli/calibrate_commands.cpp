@@ -13,8 +13,8 @@
 
 #include "executor/cost_model/calibration_copy_lanes.h"
 #include "executor/cost_model/calibration_profiler.h"
-#include "sim/cli/calibrate.h"
-#include "sim/cli/commands.h"
+#include "cli/calibrate.h"
+#include "cli/commands.h"
 #include "sim/config/experiment.h"
 #include "sim/config/profile.h"
 #include "traces/error.h"

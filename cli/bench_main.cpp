@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <exception>
 
-#include "sim/cli/commands.h"
+#include "cli/commands.h"
 #include "traces/error.h"
 
 int main(int argc, char** argv) {

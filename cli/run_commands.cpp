@@ -2,7 +2,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "sim/cli/commands.h"
+#include "cli/commands.h"
 #include "sim/config/experiment.h"
 #include "sim/runner.h"
 

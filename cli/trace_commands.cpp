@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "sim/cli/commands.h"
+#include "cli/commands.h"
 #include "sim/config/experiment.h"
 #include "traces/error.h"
 #include "traces/locomo_import.h"

@@ -1,5 +1,5 @@
 // The registry of optional command groups (see commands.h).
-#include "sim/cli/commands.h"
+#include "cli/commands.h"
 
 namespace inferscale::cli {
 

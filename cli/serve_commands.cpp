@@ -5,9 +5,10 @@
 #include <memory>
 
 #include "executor/remote/server.h"
-#include "sim/cli/commands.h"
+#include "cli/commands.h"
 #include "sim/config/experiment.h"
 #include "sim/config/yaml_view.h"
+#include "cli/executor_kinds.h"
 #include "sim/executor_factory.h"
 #include "traces/error.h"
 

@@ -14,7 +14,7 @@
 #include "executor/gpu/gpu_executor.h"
 #include "executor/tokenizer/bpe_tokenizer.h"
 #include "executor/weights/gguf.h"
-#include "sim/cli/commands.h"
+#include "cli/commands.h"
 #include "traces/error.h"
 
 namespace inferscale::cli {

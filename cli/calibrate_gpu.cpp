@@ -1,7 +1,7 @@
 // `inferscale calibrate --executor gpu`: the libtorch executor, sized for the grid. Compiled only
 // where the GPU executor is built (sim/CMakeLists.txt); registers itself.
 #include "executor/gpu/gpu_executor.h"
-#include "sim/cli/calibrate.h"
+#include "cli/calibrate.h"
 #include "traces/error.h"
 
 namespace inferscale::cli {

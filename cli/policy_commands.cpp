@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "policies/registry.h"
-#include "sim/cli/commands.h"
+#include "cli/commands.h"
 
 namespace inferscale::cli {
 

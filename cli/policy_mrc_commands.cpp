@@ -13,7 +13,7 @@
 
 #include "policies/registry.h"
 #include "sim/cache_replay.h"
-#include "sim/cli/commands.h"
+#include "cli/commands.h"
 
 namespace inferscale::cli {
 

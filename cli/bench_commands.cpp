@@ -8,7 +8,7 @@
 
 #include "executor/gpu/executor_bench.h"
 #include "executor/gpu/model_presets.h"
-#include "sim/cli/commands.h"
+#include "cli/commands.h"
 #include "traces/error.h"
 
 namespace inferscale::cli {

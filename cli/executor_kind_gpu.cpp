@@ -1,6 +1,6 @@
 // executor kind `gpu`: hardware-in-the-loop. Every step the scheduler plans runs on the real GPU
 // executor (replica i on CUDA device i) and the virtual clock advances by its measured time.
-// Linked into the programs only in builds with the libtorch executor (see sim/CMakeLists.txt).
+// Linked into the programs only in builds with the libtorch executor (see cli/CMakeLists.txt).
 #include <unistd.h>
 
 #include <string>

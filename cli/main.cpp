@@ -11,7 +11,7 @@
 #include <cstring>
 #include <exception>
 
-#include "sim/cli/commands.h"
+#include "cli/commands.h"
 #include "traces/error.h"
 
 namespace {
