@@ -8,13 +8,14 @@ BUILD_DIR=${BUILD_DIR:-$ROOT/build}
 BUILD_TYPE=${BUILD_TYPE:-Release}
 JOBS=${JOBS:-$(nproc)}
 
-# Debian packages the build needs. libtorch-dev (CPU, 1.13) builds the executor's CPU path;
-# libopenblas0-pthread replaces the reference BLAS libtorch would otherwise use (several times
-# slower).
-DEB_PACKAGES=(build-essential cmake ninja-build pkg-config catch2 libcli11-dev libyaml-cpp-dev
-  nlohmann-json3-dev libeigen3-dev libboost-dev libfmt-dev libbenchmark-dev libtorch-dev
-  libopenblas0-pthread
-  python3 python3-pip)
+# Debian packages. The simulator and the cost model need the first list; the tests add Catch2,
+# Google Benchmark and libtorch-dev (CPU, 1.13: the executor's CPU path), with
+# libopenblas0-pthread in place of the reference BLAS libtorch would otherwise use (several
+# times slower).
+CORE_PACKAGES=(build-essential cmake ninja-build pkg-config libcli11-dev libyaml-cpp-dev
+  nlohmann-json3-dev libeigen3-dev libboost-dev libfmt-dev python3)
+DEB_PACKAGES=("${CORE_PACKAGES[@]}" catch2 libbenchmark-dev libtorch-dev libopenblas0-pthread
+  python3-pip)
 
 # OpenBLAS (libtorch's CPU matrix products) picks its kernels from the CPU model and falls back
 # to generic SSE3 code on CPUs it does not know (virtual machines often report a bare "Xeon"),
@@ -59,14 +60,52 @@ install_pip() {
   fi
 }
 
+# configure_and_build [TARGET...] [-- CMAKE_OPTION...]: configure $BUILD_DIR (again when options
+# are given, which is cheap on a configured tree) and build the targets (default: all). The
+# compiler's output is kept in $BUILD_DIR/build.log; the terminal shows one progress line.
 configure_and_build() {
+  local targets=() options=()
+  while (($#)) && [ "$1" != -- ]; do targets+=("$1"); shift; done
+  (($#)) && shift && options=("$@")
   local generator=()
-  command -v ninja >/dev/null && generator=(-G Ninja)
-  if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
+  command -v ninja >/dev/null && [ ! -f "$BUILD_DIR/CMakeCache.txt" ] && generator=(-G Ninja)
+  if [ ! -f "$BUILD_DIR/CMakeCache.txt" ] || ((${#options[@]})); then
     log "configuring ($BUILD_TYPE) in $BUILD_DIR"
+    mkdir -p "$BUILD_DIR"
     # shellcheck disable=SC2086
-    cmake -S "$ROOT" -B "$BUILD_DIR" "${generator[@]}" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" ${CMAKE_ARGS:-}
+    if ! cmake -S "$ROOT" -B "$BUILD_DIR" "${generator[@]}" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" \
+        "${options[@]}" ${CMAKE_ARGS:-} >"$BUILD_DIR/configure.log" 2>&1; then
+      cat "$BUILD_DIR/configure.log" >&2
+      exit 1
+    fi
+    grep 'InferScale:' "$BUILD_DIR/configure.log" >&2 || true
   fi
-  log "building with $JOBS jobs"
-  cmake --build "$BUILD_DIR" -j "$JOBS"
+  local what=(--target all)
+  ((${#targets[@]})) && what=(--target "${targets[@]}")
+  log "building ${targets[*]:-everything} with $JOBS jobs (log: $BUILD_DIR/build.log)"
+  local start=$SECONDS
+  if ! cmake --build "$BUILD_DIR" -j "$JOBS" "${what[@]}" 2>&1 | tee "$BUILD_DIR/build.log" |
+      progress_line; then
+    printf '\n' >&2
+    grep -B2 -A12 -m3 -E 'error|FAILED' "$BUILD_DIR/build.log" >&2 || tail -40 "$BUILD_DIR/build.log" >&2
+    log "build failed; the whole log is $BUILD_DIR/build.log"
+    exit 1
+  fi
+  printf '\n' >&2
+  log "built in $((SECONDS - start)) s"
+}
+
+# Ninja's "[12/259] Building ..." lines, shown as one line rewritten in place (a terminal), or
+# every 25th (a log, e.g. CI). Returns the build's status through pipefail.
+progress_line() {
+  local n=0 line
+  while IFS= read -r line; do
+    [[ $line =~ ^\[([0-9]+)/([0-9]+)\] ]] || continue
+    n=$((n + 1))
+    if [ -t 2 ]; then
+      printf '\r\033[K  [%s/%s]' "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}" >&2
+    elif ((n % 25 == 0)); then
+      printf '  [%s/%s]\n' "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}" >&2
+    fi
+  done
 }

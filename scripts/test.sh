@@ -3,7 +3,8 @@
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 install_debs "${DEB_PACKAGES[@]}"
 install_pip "${PIP_PACKAGES[@]}"
-configure_and_build
+configure_and_build -- -DINFERSCALE_BUILD_TESTS=ON -DINFERSCALE_BUILD_BENCH=ON \
+  -DINFERSCALE_WITH_TORCH=ON
 # The real test model (SmolLM2-135M-Instruct, ~93 MB, cached in .cache/models): the loader,
 # tokenizer and reference-logit tests and the fidelity smoke run use it.
 log "fetching the test model"
