@@ -354,19 +354,17 @@ RunConfig parse_run(const YamlView& v, const std::string& experiment, const std:
   return r;
 }
 
-/// "a.b.c=value" -> {a: {b: {c: value}}}, merged into `root`.
-void apply_set(YAML::Node& root, const std::string& assignment) {
+/// "a.b.c=value" -> {a: {b: {c: value}}}, merged into `root`; errors name `flag`.
+void apply_set(YAML::Node& root, const std::string& assignment, const std::string& flag) {
   const auto eq = assignment.find('=');
-  if (eq == std::string::npos || eq == 0) {
-    throw InputError("--set " + assignment, "expected key.path=value");
-  }
+  if (eq == std::string::npos || eq == 0) throw InputError(flag, "expected key.path=value");
   const std::string key = assignment.substr(0, eq);
   const std::string value = assignment.substr(eq + 1);
   YAML::Node parsed;
   try {
     parsed = YAML::Load(value);
   } catch (const YAML::Exception& e) {
-    throw InputError("--set " + assignment, "cannot parse the value: " + e.msg);
+    throw InputError(flag, "cannot parse the value: " + e.msg);
   }
   std::vector<std::string> parts;
   std::size_t start = 0;
@@ -423,25 +421,28 @@ ExperimentConfig load_experiment(const std::string& file, const std::vector<std:
   exp.file = file;
   const YAML::Node root = load_yaml_file(file);
   if (!root.IsMap()) throw InputError(yaml_position(root, file), "expected a map of keys");
-  YAML::Node overrides(YAML::NodeType::Map);
-  std::map<std::string, YAML::Node> run_overrides;
-  for (const auto& s : sets) {
-    if (s.rfind("runs.", 0) == 0) {
-      const auto dot = s.find('.', 5);
-      const auto eq = s.find('=');
+  // One layer per flag, named by it, the last flag first (it wins over the earlier ones).
+  std::vector<YamlLayer> set_layers;
+  std::map<std::string, std::vector<YamlLayer>> run_set_layers;
+  for (auto s = sets.rbegin(); s != sets.rend(); ++s) {
+    YAML::Node node(YAML::NodeType::Map);
+    if (s->rfind("runs.", 0) == 0) {
+      const auto dot = s->find('.', 5);
+      const auto eq = s->find('=');
       if (dot == std::string::npos || (eq != std::string::npos && dot > eq)) {
-        throw InputError("--set " + s, "expected runs.<name>.key.path=value");
+        throw InputError("--set " + *s, "expected runs.<name>.key.path=value");
       }
-      auto& node = run_overrides[s.substr(5, dot - 5)];
-      if (!node) node = YAML::Node(YAML::NodeType::Map);
-      apply_set(node, s.substr(dot + 1));
+      apply_set(node, s->substr(dot + 1), "--set " + *s);
+      run_set_layers[s->substr(5, dot - 5)].push_back({node, "--set " + *s});
     } else {
-      apply_set(overrides, s);
+      apply_set(node, *s, "--set " + *s);
+      set_layers.push_back({node, "--set " + *s});
     }
   }
-  const YamlLayer set_layer{overrides, "--set"};
   const YamlLayer base{root, file};
-  const YamlView top({set_layer, base}, "");
+  std::vector<YamlLayer> top_layers = set_layers;
+  top_layers.push_back(base);
+  const YamlView top(top_layers, "");
   exp.name = top.text("experiment", fs::path(file).stem().string());
 
   if (!top.has("runs")) {
@@ -463,10 +464,10 @@ ExperimentConfig load_experiment(const std::string& file, const std::vector<std:
       names.push_back(name);
       if (run["runs"]) throw InputError(where, "runs cannot be nested");
       std::vector<YamlLayer> layers;
-      if (auto it = run_overrides.find(name); it != run_overrides.end()) {
-        layers.push_back({it->second, "--set"});
+      if (auto it = run_set_layers.find(name); it != run_set_layers.end()) {
+        layers = it->second;
       }
-      layers.push_back(set_layer);
+      layers.insert(layers.end(), set_layers.begin(), set_layers.end());
       layers.push_back({run, file});
       YAML::Node base_without_runs(YAML::NodeType::Map);
       for (const auto& kv : root) {
@@ -475,7 +476,7 @@ ExperimentConfig load_experiment(const std::string& file, const std::vector<std:
       layers.push_back({base_without_runs, file});
       exp.runs.push_back(parse_run(YamlView(layers, ""), exp.name, name));
     }
-    for (const auto& [name, node] : run_overrides) {
+    for (const auto& [name, layers] : run_set_layers) {
       if (std::find(names.begin(), names.end(), name) == names.end()) {
         throw InputError("--set runs." + name, "no run named '" + name + "'");
       }

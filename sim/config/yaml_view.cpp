@@ -89,6 +89,9 @@ YamlView YamlView::child(const std::string& key) const {
     const YAML::Node n = l.node[key];
     if (n.IsNull()) continue;
     if (!n.IsMap()) {
+      // A map above replaces a scalar or a sequence below (a `--set` value may change a key's
+      // kind): the layers below it are hidden, not wrong.
+      if (!sub.empty()) break;
       throw InputError(yaml_position(n, l.source) + ": " + key_path(key),
                        "expected a map of keys");
     }

@@ -13,7 +13,8 @@
 
 namespace inferscale {
 
-/// One source of YAML: a document node and the name to print for it ("x.yaml", "--set").
+/// One source of YAML: a document node and the name to print for it ("x.yaml", or the flag
+/// "--set key=value" it came from).
 struct YamlLayer {
   YAML::Node node;
   std::string source;
@@ -26,7 +27,8 @@ class YamlView {
 
   const std::string& path() const { return path_; }
   bool has(const std::string& key) const;
-  /// Sub-map view; layers where `key` is absent are skipped. Error if `key` is not a map.
+  /// Sub-map view; layers where `key` is absent are skipped, and a map hides the layers below
+  /// it whose value is not a map. Error if the winning value is not a map.
   YamlView child(const std::string& key) const;
   /// Position of `key`'s value (or of this map when absent): "file:line:col: path.key".
   std::string where(const std::string& key) const;

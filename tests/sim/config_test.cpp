@@ -80,7 +80,7 @@ TEST_CASE("overrides given with --set are typed and positioned") {
   const std::string base = "experiment: e\ntrace: " + trace_path() + "\n";
   CHECK(error_of("set_ok", base, {"serving.k=20"}).empty());
   const auto err = error_of("set_bad", base, {"serving.k=-1"});
-  CHECK(err.find("--set: serving.k") != std::string::npos);
+  CHECK(err.find("--set serving.k=-1: serving.k") != std::string::npos);
   const auto run_err = error_of("set_run", base + "runs:\n  - name: a\n", {"runs.b.serving.k=2"});
   CHECK(run_err.find("no run named 'b'") != std::string::npos);
 }
@@ -97,4 +97,99 @@ TEST_CASE("the CLI exits with status 2 on bad input and leaves no results") {
   CHECK(WEXITSTATUS(status) == 2);
   CHECK(read_text(dir / "out.txt").find("bad.yaml:3:") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir / "results"));
+}
+
+namespace {
+
+/// Loads `yaml` with `sets`; the first run's config (InputError propagates).
+RunConfig run_of(const std::string& name, const std::string& yaml,
+                 const std::vector<std::string>& sets) {
+  const auto dir = temp_dir("config_" + name);
+  const auto exp = load_experiment(write_text(dir / "c.yaml", yaml), sets);
+  validate_experiment(exp);
+  return exp.runs.front();
+}
+
+}  // namespace
+
+TEST_CASE("a --set value is YAML and may change a key's kind") {
+  const std::string base = "experiment: e\ntrace: " + trace_path() + "\n";
+  SECTION("a scalar replaced by a map") {
+    const auto r =
+        run_of("set_scalar_to_map", base + "store:\n  gpu: {capacity: 10GB, eviction: lru}\n",
+               {"store.gpu.eviction={name: lfu, aging_period: 5}"});
+    CHECK(r.store.gpu.eviction == "lfu");
+    REQUIRE(r.store.gpu.eviction_params.has("aging_period"));
+    CHECK(r.store.gpu.eviction_params.values().at("aging_period").text == "5");
+    CHECK(r.store.gpu.capacity_bytes == 10'000'000'000ull);  // the file's sibling keys stay
+  }
+  SECTION("a map replaced by a scalar") {
+    const auto r =
+        run_of("set_map_to_scalar",
+               base + "store:\n  gpu: {capacity: 10GB, eviction: {name: lfu, aging_period: 5}}\n",
+               {"store.gpu.eviction=fifo"});
+    CHECK(r.store.gpu.eviction == "fifo");
+    CHECK(r.store.gpu.eviction_params.values().empty());
+  }
+  SECTION("a scalar replaced by a map, at the top") {
+    const auto r = run_of("set_trace_map", base, {"trace={path: " + trace_path() + "}"});
+    CHECK(r.trace.kind == "file");
+    CHECK(r.trace.path == trace_path());
+  }
+  SECTION("a sequence replaced by a sequence, and a scalar by a sequence") {
+    // Parsed only: the remote executor is not linked into the simulator's library.
+    const auto dir = temp_dir("config_set_seq_to_seq");
+    const auto exp = load_experiment(
+        write_text(dir / "c.yaml",
+                   base + "executor:\n  kind: remote\n  endpoints: [127.0.0.1:7070]\n"),
+        {"executor.endpoints=[127.0.0.1:1, 127.0.0.1:2]"});
+    CHECK(exp.runs.front().executor.endpoints ==
+          std::vector<std::string>{"127.0.0.1:1", "127.0.0.1:2"});
+    const auto err =
+        error_of("set_scalar_to_seq", base + "serving: {k: 5}\n", {"serving.k=[1, 2]"});
+    INFO(err);
+    CHECK(err.find("--set serving.k=[1, 2]: serving.k: expected a single value") !=
+          std::string::npos);
+  }
+  SECTION("a map replaced by a map merges with it, the flag winning") {
+    const auto r =
+        run_of("set_map_to_map",
+               base + "store:\n  gpu: {capacity: 10GB, eviction: {name: lfu, aging_period: 5}}\n",
+               {"store.gpu.eviction={aging_period: 7}"});
+    CHECK(r.store.gpu.eviction == "lfu");
+    CHECK(r.store.gpu.eviction_params.values().at("aging_period").text == "7");
+  }
+  SECTION("the later of two flags on one key wins") {
+    const auto r = run_of("set_twice", base, {"serving.k=3", "serving.k=4"});
+    CHECK(r.serving.k == 4);
+  }
+}
+
+TEST_CASE("an error in a --set value names the flag instead of a file line") {
+  const std::string base = "experiment: e\ntrace: " + trace_path() +
+                           "\nstore:\n  gpu: {capacity: 10GB, eviction: lru}\n";
+  SECTION("a policy parameter") {
+    const auto err =
+        error_of("set_err_policy", base, {"store.gpu.eviction={name: lfu, aging_period: x}"});
+    INFO(err);
+    CHECK(err.find("--set store.gpu.eviction={name: lfu, aging_period: x}: ") != std::string::npos);
+    CHECK(err.find("c.yaml") == std::string::npos);
+  }
+  SECTION("a map where the file has a scalar, with an unknown key") {
+    const auto err = error_of("set_err_key", base, {"trace={kk: 1}"});
+    INFO(err);
+    CHECK(err.find("--set trace={kk: 1}: trace.kk: unknown key 'kk'") != std::string::npos);
+  }
+  SECTION("one run's override") {
+    const auto err = error_of("set_err_run", base + "runs:\n  - name: a\n", {"runs.a.serving.k=x"});
+    INFO(err);
+    CHECK(err.find("--set runs.a.serving.k=x: serving.k: expected an integer") !=
+          std::string::npos);
+  }
+  SECTION("a policy name") {
+    const auto err = error_of("set_err_name", base, {"store.gpu.eviction=lruu"});
+    INFO(err);
+    CHECK(err.find("--set store.gpu.eviction=lruu") != std::string::npos);
+    CHECK(err.find("c.yaml") == std::string::npos);
+  }
 }
