@@ -5,6 +5,7 @@
 #include <span>
 
 #include "policies/registry.h"
+#include "sim/batch_scheduler.h"
 #include "traces/error.h"
 
 namespace inferscale {
@@ -51,6 +52,7 @@ Replica::Replica(int index, const RunConfig& cfg, FactTable& facts, RequestPool&
     total_blocks_ = total_blocks_ > header_blocks ? total_blocks_ - header_blocks : 0;
   }
   free_blocks_ = total_blocks_;
+  scheduler_ = SchedulerRegistry::make(cfg.scheduler.name, cfg.scheduler.params, cfg.scheduler.where);
 }
 
 bool Replica::user_in_flight(UserId user) const {
@@ -203,8 +205,45 @@ void Replica::preempt(std::uint32_t ri) {
   preempted_this_step_ = true;
 }
 
+/// The replica's planning calls as its scheduler sees them, for one step.
+class Replica::Steps final : public StepBuilder {
+ public:
+  Steps(Replica& replica, SimTime now)
+      : r_(replica), now_(now), budget_(replica.cfg_.scheduler.max_batch_tokens) {}
+
+  std::uint32_t budget() const override { return budget_; }
+  bool plan_decodes() override { return r_.plan_decodes(budget_); }
+  void plan_request_encodes() override { r_.plan_request_encodes(now_, budget_); }
+  void plan_prefills() override { r_.plan_prefills(now_, budget_); }
+  void admit_waiting() override { r_.admit_waiting(now_, budget_); }
+  void plan_memory_writes() override { r_.plan_memory_writes(now_, budget_); }
+  bool can_admit() const override { return r_.can_admit(budget_); }
+  std::size_t waiting() const override { return r_.waiting_.size(); }
+  RequestId waiting_id(std::size_t position) const override {
+    return r_.pool_[r_.waiting_[position]].id;
+  }
+  std::uint32_t waiting_misses(std::size_t position) const override {
+    return r_.gpu_misses(r_.waiting_[position]);
+  }
+  bool admit_waiting_at(std::size_t position) override {
+    return r_.admit_waiting_at(position, now_, budget_);
+  }
+
+ private:
+  Replica& r_;
+  SimTime now_;
+  std::uint32_t budget_;
+};
+
 SimTime Replica::start_step(SimTime now) {
   INFERSCALE_ASSERT(!busy_, "step started on a busy replica");
+  begin_step(now);
+  Steps steps(*this, now);
+  scheduler_->plan_step(steps);
+  return execute_step(now);
+}
+
+void Replica::begin_step(SimTime now) {
   plan_.clear();
   items_.clear();
   plan_.replica = index_;
@@ -213,16 +252,17 @@ SimTime Replica::start_step(SimTime now) {
   to_release_.clear();
   preempted_this_step_ = false;
   step_tokens_ = 0;
-  std::uint32_t budget = cfg_.scheduler.max_batch_tokens;
+}
 
-  // 1. One decode token per running request past its prefill; preempt on a full KV pool.
+bool Replica::plan_decodes(std::uint32_t& budget) {
   // Every request this loop does not reach is preempted, or the budget is spent: when it saw
-  // none still in its prefill, step 3 has nothing to do.
+  // none still in its prefill, plan_prefills has nothing to do.
   // The decodes are counted locally and charged to the budget after the loop: the member
   // counters would be stored back at every decode (a Request's fields may alias them).
+  const std::uint32_t limit = budget;
   bool prefilling = false;
   std::uint32_t decodes = 0;
-  for (std::size_t i = 0; i < running_.size() && decodes < budget; ++i) {
+  for (std::size_t i = 0; i < running_.size() && decodes < limit; ++i) {
     const std::uint32_t ri = running_[i];
     Request& r = pool_[ri];
     if (!r.prefill_done()) {
@@ -243,29 +283,61 @@ SimTime Replica::start_step(SimTime now) {
     items_.push_back(StepItem{ri, 0, true, false});
     ++decodes;
   }
-  budget -= decodes;
+  budget = limit - decodes;
   step_tokens_ += decodes;
-  // 2. Fact encodes that admitted requests wait for (FIFO).
+  return prefilling;
+}
+
+void Replica::plan_request_encodes(SimTime now, std::uint32_t& budget) {
   while (!request_jobs_.empty() && plan_encode_job(request_jobs_.front(), now, budget)) {
     request_jobs_.pop_front();
   }
-  // 3. Prefill chunks of admitted requests, in admission order.
-  for (std::size_t i = 0; prefilling && i < running_.size() && budget > 0; ++i) {
+}
+
+void Replica::plan_prefills(SimTime now, std::uint32_t& budget) {
+  for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
     const Request& r = pool_[running_[i]];
     if (r.prefill_done() || r.pending_encodes > 0 || loads_pending(r, now)) continue;
     if (!r.injected || r.computed_done < r.computed_total) plan_prefill_chunk(running_[i], budget);
   }
-  // 4. Admit waiting requests, first come first served.
-  while (!preempted_this_step_ && !waiting_.empty() && running_.size() < cfg_.scheduler.max_seqs &&
-         budget > 0) {
+}
+
+void Replica::admit_waiting(SimTime now, std::uint32_t& budget) {
+  while (can_admit(budget)) {
     if (!admit(waiting_.front(), now, budget)) break;
     waiting_.pop_front();
   }
-  // 5. Memory writes with what is left.
+}
+
+bool Replica::admit_waiting_at(std::size_t position, SimTime now, std::uint32_t& budget) {
+  INFERSCALE_ASSERT(position < waiting_.size(), "no waiting request at this position");
+  if (!admit(waiting_[position], now, budget)) return false;
+  waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(position));
+  return true;
+}
+
+std::uint32_t Replica::gpu_misses(std::uint32_t ri) const {
+  const Request& r = pool_[ri];
+  if (!gpu_) return static_cast<std::uint32_t>(r.facts.size());
+  std::uint32_t misses = 0;
+  for (const FactId g : r.facts) {
+    if (global_ids_) {
+      misses += gpu_->resident(g) ? 0 : 1;
+    } else {
+      const bool seen = g < local_plus1_.size() && local_plus1_[g] != 0;
+      misses += seen && gpu_->resident(local_plus1_[g] - 1) ? 0 : 1;
+    }
+  }
+  return misses;
+}
+
+void Replica::plan_memory_writes(SimTime now, std::uint32_t& budget) {
   while (!write_jobs_.empty() && budget > 0 && plan_encode_job(write_jobs_.front(), now, budget)) {
     write_jobs_.pop_front();
   }
+}
 
+SimTime Replica::execute_step(SimTime now) {
   if (plan_.prefills.empty() && plan_.decodes.empty() && plan_.encodes.empty() &&
       plan_.loads.empty() && plan_.async_loads.empty()) {
     for (const FactId l : step_pins_) unpin(l);

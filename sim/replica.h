@@ -1,6 +1,7 @@
 #pragma once
 // @brief Replica: one GPU serving one model copy: memory model, fact store (GPU and host tiers),
-// and the continuous-batching scheduler that turns its queue into one BatchPlan per step.
+// and the planning steps from which its batch scheduler (scheduler.name) composes one BatchPlan
+// per step.
 
 #include <cstdint>
 #include <deque>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "executor/executor.h"
+#include "sim/batch_scheduler.h"
 #include "sim/config/experiment.h"
 #include "sim/fact_table.h"
 #include "sim/request.h"
@@ -68,8 +70,8 @@ class Replica final : public RunView {
   /// Requests waiting or running (the least-loaded router's measure).
   std::size_t load() const { return waiting_.size() + running_.size(); }
 
-  /// Plans one step at `now`, executes it, and returns its duration (the replica is busy until
-  /// finish_step). Returns -1 when there is nothing to do.
+  /// Plans one step at `now` with the scheduler, executes it, and returns its duration (the
+  /// replica is busy until finish_step). Returns -1 when there is nothing to do.
   SimTime start_step(SimTime now);
   /// Applies the step's effects at its end; finished requests are appended to `finished`.
   void finish_step(SimTime now, std::vector<std::uint32_t>& finished);
@@ -111,6 +113,26 @@ class Replica final : public RunView {
   FactId fact_id_bound() const override { return local_bound(); }
 
  private:
+  class Steps;  // the StepBuilder its scheduler plans a step with
+  friend class Steps;
+
+  // The planning steps of start_step (StepBuilder documents what each does).
+  void begin_step(SimTime now);
+  bool plan_decodes(std::uint32_t& budget);
+  void plan_request_encodes(SimTime now, std::uint32_t& budget);
+  void plan_prefills(SimTime now, std::uint32_t& budget);
+  bool can_admit(std::uint32_t budget) const {
+    return !preempted_this_step_ && !waiting_.empty() &&
+           running_.size() < cfg_.scheduler.max_seqs && budget > 0;
+  }
+  void admit_waiting(SimTime now, std::uint32_t& budget);
+  bool admit_waiting_at(std::size_t position, SimTime now, std::uint32_t& budget);
+  /// Facts of the request that are not resident in the GPU tier (all of them without one).
+  std::uint32_t gpu_misses(std::uint32_t ri) const;
+  void plan_memory_writes(SimTime now, std::uint32_t& budget);
+  /// Executes the plan and records the step; -1 (and the replica stays idle) when it is empty.
+  SimTime execute_step(SimTime now);
+
   struct EncodeJob {
     FactId global = 0;
     std::uint32_t request = kNone;  // pool index of the request waiting for it (kNone: a write)
@@ -282,6 +304,7 @@ class Replica final : public RunView {
   RequestPool& pool_;
   Executor& executor_;
   NextAccessFn next_access_;
+  std::unique_ptr<BatchScheduler> scheduler_;
   bool kv_inject_;
   bool async_loads_;
   std::uint64_t kv_bytes_per_token_;

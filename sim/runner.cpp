@@ -12,6 +12,7 @@
 
 #include "executor/cost_model/cost_model.h"
 #include "policies/registry.h"
+#include "sim/batch_scheduler.h"
 #include "sim/access_oracle.h"
 #include "sim/executor_factory.h"
 #include "sim/trace_source.h"
@@ -100,6 +101,21 @@ json executor_json(const ExecutorConfig& e) {
   return j;
 }
 
+/// The scheduler's name and parameters appear only when it is not the default, so that a default
+/// run's summary.json is what it was before the scheduler could be chosen.
+json scheduler_json(const SchedulerConfig& s) {
+  json j{{"max_batch_tokens", s.max_batch_tokens},
+         {"max_seqs", s.max_seqs},
+         {"chunked_prefill", s.chunked_prefill}};
+  if (s.name != SchedulerConfig{}.name) {
+    j["name"] = s.name;
+    json params = json::object();
+    for (const auto& [key, value] : s.params.values()) params[key] = value.text;
+    if (!params.empty()) j["params"] = params;
+  }
+  return j;
+}
+
 json config_json(const RunConfig& c) {
   json trace{{"kind", c.trace.kind}};
   if (c.trace.kind == "file") trace["path"] = c.trace.path;
@@ -112,10 +128,7 @@ json config_json(const RunConfig& c) {
       {"gpu", gpu_json(c.gpu)},
       {"replicas", c.replicas},
       {"router", to_string(c.router)},
-      {"scheduler",
-       {{"max_batch_tokens", c.scheduler.max_batch_tokens},
-        {"max_seqs", c.scheduler.max_seqs},
-        {"chunked_prefill", c.scheduler.chunked_prefill}}},
+      {"scheduler", scheduler_json(c.scheduler)},
       {"serving",
        {{"mode", to_string(c.serving.mode)},
         {"k", c.serving.k},
@@ -266,6 +279,7 @@ void validate_experiment(const ExperimentConfig& exp) {
         PolicyRegistry::make_admission(t->admission, aargs, t->admission_where);
       }
     }
+    SchedulerRegistry::make(run.scheduler.name, run.scheduler.params, run.scheduler.where);
   }
 }
 

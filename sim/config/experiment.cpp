@@ -242,11 +242,18 @@ RunConfig parse_run(const YamlView& v, const std::string& experiment, const std:
 
   if (v.has("scheduler")) {
     const auto s = v.child("scheduler");
-    s.reject_unknown({"max_batch_tokens", "max_seqs", "chunked_prefill"});
+    s.reject_unknown({"max_batch_tokens", "max_seqs", "chunked_prefill", "name", "params"});
     r.scheduler.max_batch_tokens =
         static_cast<std::uint32_t>(s.integer("max_batch_tokens", 8192, 16, 1 << 24));
     r.scheduler.max_seqs = static_cast<std::uint32_t>(s.integer("max_seqs", 256, 1, 1 << 20));
     r.scheduler.chunked_prefill = s.boolean("chunked_prefill", true);
+    r.scheduler.name = s.text("name", r.scheduler.name);  // checked by validate_experiment
+    r.scheduler.where = s.where("name");
+    r.scheduler.params = Params(s.where("params"));
+    if (s.has("params")) {
+      const auto p = s.child("params");
+      for (const auto& k : p.keys()) r.scheduler.params.set(k, p.scalar(k), p.where(k));
+    }
   }
 
   if (v.has("serving")) {

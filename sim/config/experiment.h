@@ -36,6 +36,9 @@ struct SchedulerConfig {
   std::uint32_t max_batch_tokens = 8192;  // per step: decodes + prefill chunks + encodes
   std::uint32_t max_seqs = 256;
   bool chunked_prefill = true;
+  std::string name = "continuous";  // a registered BatchScheduler (sim/batch_scheduler.h)
+  Params params;                    // its parameters (scheduler.params)
+  std::string where;                // position of `name`, for errors
 };
 
 struct ServingConfig {
@@ -137,8 +140,5 @@ ExperimentConfig load_experiment(const std::string& file, const std::vector<std:
 ModelConfig load_model(const std::string& name_or_path, const std::string& where);
 /// Loads a GPU preset by name (configs/gpus/<name>.yaml) or path.
 GpuConfig load_gpu(const std::string& name_or_path, const std::string& where);
-
-/// Where the presets live: $INFERSCALE_CONFIGS, else ./configs, else the source tree's configs.
-std::string config_dir();
 
 }  // namespace inferscale
