@@ -1,16 +1,14 @@
 #pragma once
 // @brief Programmatic dependent launch (PDL, sm_90 and later) for the kernels of a layer that
-// follow one another (kv_append, split-KV attention and its combine, silu_mul, inject, the skinny
-// product): such a kernel may be launched while the one before it in the stream is still
-// running, so that its blocks are resident and waiting when that one finishes, rather than
-// launched after it.
+// follow one another (kv_append, split-KV attention and its combine, silu_mul, inject): such a
+// kernel may be launched while the one before it in the stream is still running, so that its
+// blocks are resident and waiting when that one finishes, rather than launched after it.
 //
 // A kernel launched by launch_kernel() must call wait_for_prior_grids() before it reads anything
-// that earlier work in the stream writes (all but the skinny product do so first; it loads only
-// its weights before), and may call
-// allow_dependent_grids() to let the next PDL kernel launch before it finishes. Without the
-// launch attribute (programmatic launch off, or a GPU before sm_90) both are no-ops, so results
-// are the same either way. The switch is process-wide (kernels/launch.h).
+// that earlier work in the stream writes, and may call allow_dependent_grids() to let the next
+// PDL kernel launch before it finishes. Without the launch attribute (programmatic launch off,
+// or a GPU before sm_90) both are no-ops, so results are the same either way. The switch is
+// process-wide (kernels/launch.h).
 
 #include <cuda_runtime.h>
 

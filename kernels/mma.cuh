@@ -1,6 +1,6 @@
 #pragma once
-// @brief Warp-level tensor-core primitives shared by the kernels that multiply 16-bit matrices
-// (split-KV attention, the skinny matrix product): mma.sync m16n8k16 with fp32 accumulators.
+// @brief Warp-level tensor-core primitives for the kernels that multiply 16-bit matrices
+// (split-KV attention): mma.sync m16n8k16 with fp32 accumulators.
 //
 // bf16 mma.sync needs sm_80: device code for older targets (a build's default architecture
 // list) compiles to empty bodies, and each launcher refuses to run such a kernel (it reads the

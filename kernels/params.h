@@ -123,29 +123,6 @@ struct ArgmaxParams {
   DType dtype = DType::kF32;
 };
 
-/// A product by a weight matrix for a few rows: out = x w^T (+ residual), accumulated in fp32,
-/// rounded once. w is a linear layer's weight, [n, k] (output features by input features), so
-/// row r of out is the layer applied to row r of x. `residual` may equal `out` (in place).
-struct SkinnyGemmParams {
-  const void* x = nullptr;         // [rows, k] at x_stride
-  const void* w = nullptr;         // [n, k] at w_stride
-  void* out = nullptr;             // [rows, n] at out_stride
-  const void* residual = nullptr;  // [rows, n] at out_stride, added before rounding; null: none
-  std::int64_t rows = 0, n = 0, k = 0;
-  std::int64_t x_stride = 0, w_stride = 0, out_stride = 0;
-  DType dtype = DType::kBF16;
-  // How the kernel divides K (the reference ignores it): `splits` blocks per 32 output columns,
-  // each over a contiguous range of K; with splits > 1 they leave fp32 partials in `workspace`
-  // (splits * rows * n floats) and the last of them to finish (counted in `counters`, one per
-  // block column, zero before the launch and left zero after it) adds them in split order.
-  std::int32_t splits = 1;
-  float* workspace = nullptr;
-  std::uint32_t* counters = nullptr;
-  // Which of the kernel's shapes runs (kSkinnyGemmVariants of them); -1: the default
-  // (kSkinnyGemmDefaultVariant). Set it before asking for splits or counters.
-  std::int32_t variant = -1;
-};
-
 /// How the split-KV attention kernel divides its work (see kernels/split_kv_plan.h). A block has
 /// four warps: `warps_m` of them take 16 packed query rows each, and the 4 / warps_m warps that
 /// share rows take one slice each of every 64-key tile, so a block covers 16 * warps_m rows.

@@ -22,17 +22,14 @@
 
 #include "executor/gpu/cuda_copy_engine.h"
 #include "executor/gpu/device_ops.h"
-#include "executor/gpu/gemm_tuner.h"
 #include "executor/gpu/torch_compat.h"
 #include "kernels/argmax.cuh"
 #include "kernels/cuda_check.h"
 #include "kernels/inject.cuh"
 #include "kernels/kv_append.cuh"
-#include "kernels/l2_prefetch.cuh"
 #include "kernels/launch.h"
 #include "kernels/rms_norm.cuh"
 #include "kernels/silu_mul.cuh"
-#include "kernels/skinny_gemm.cuh"
 #include "kernels/split_kv_attention.cuh"
 #include "kernels/split_kv_plan.h"
 #include "kernels/staged_copy.cuh"
@@ -44,7 +41,6 @@ namespace {
 using cuda_detail::copy_on;
 using cuda_detail::CopyEngine;
 using cuda_detail::current_stream;
-using cuda_detail::GemmTuner;
 
 class CudaClock : public StepClock {
  public:
@@ -122,18 +118,10 @@ class CudaOps : public DeviceOps {
   }
 
   at::Tensor linear(const at::Tensor& x, const at::Tensor& w) override {
-    const bool skinny_path = skinny_wanted(x, w), tuned_path = tune_wanted(x);
-    if (skinny_path || tuned_path) {
-      at::Tensor y = at::empty({x.size(0), w.size(0)}, x.options());
-      if (skinny_path && skinny(y, x, w, false)) return y;
-      if (tuned_path && tuned(y, x, w, false)) return y;
-    }
     choose_blas(x);
     return DeviceOps::linear(x, w);
   }
   void linear_add(at::Tensor& y, const at::Tensor& x, const at::Tensor& w) override {
-    if (skinny_wanted(x, w) && y.dim() == 2 && y.stride(1) == 1 && skinny(y, x, w, true)) return;
-    if (tune_wanted(x) && tuned(y, x, w, true)) return;
     choose_blas(x);
     DeviceOps::linear_add(y, x, w);
   }
@@ -189,103 +177,6 @@ class CudaOps : public DeviceOps {
       ++counts_.math;
       return math_attention(q, k, v, b, scale);
     }
-  }
-
-  void prefetch_l2(const at::Tensor& t) override {
-    if (!l2_prefetch_.enabled || !t.is_cuda()) return;
-    if (!prefetch_stream_) {
-      prefetch_stream_ = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device_.index());
-      INFERSCALE_CUDA_CHECK(cudaEventCreateWithFlags(&prefetch_after_, cudaEventDisableTiming));
-      INFERSCALE_CUDA_CHECK(cudaEventCreateWithFlags(&prefetch_done_, cudaEventDisableTiming));
-    }
-    join_prefetch();  // one at a time
-    const cudaStream_t side = prefetch_stream_->stream();
-    INFERSCALE_CUDA_CHECK(cudaEventRecord(prefetch_after_, current_stream()));
-    INFERSCALE_CUDA_CHECK(cudaStreamWaitEvent(side, prefetch_after_, 0));
-    INFERSCALE_CUDA_CHECK(
-        l2_prefetch_launch(t.data_ptr(), std::size_t(t.numel()) * t.element_size(), side));
-    INFERSCALE_CUDA_CHECK(cudaEventRecord(prefetch_done_, side));
-    prefetch_pending_ = true;
-  }
-  void join_prefetch() override {
-    if (!prefetch_pending_) return;
-    INFERSCALE_CUDA_CHECK(cudaStreamWaitEvent(current_stream(), prefetch_done_, 0));
-    prefetch_pending_ = false;
-  }
-
-  std::vector<GemmTuneRecord> gemm_tune_records() const override { return tuner_.records(); }
-
-  bool tune_wanted(const at::Tensor& x) const {
-    return gemm_tune_.enabled && x.dim() == 2 && x.size(0) <= gemm_tune_.max_rows;
-  }
-
-  /// y (+)= x w^T by the tuned choice for its shape; false where libtorch's product runs.
-  bool tuned(at::Tensor& y, const at::Tensor& x, const at::Tensor& w, bool accumulate) {
-    const auto fallback = [&](at::Tensor& out) {
-      apply_blas(x);  // the library that runs the product when libtorch's wins (uncounted)
-      if (accumulate) {
-        out.addmm_(x, w.t());
-      } else {
-        at::mm_out(out, x, w.t());
-      }
-    };
-    if (!tuner_.run(y, x, w, accumulate, gemm_tune_, fallback)) return false;
-    ++gemm_counts_.tuned;
-    return true;
-  }
-
-  bool skinny_wanted(const at::Tensor& x, const at::Tensor& w) const {
-    return skinny_ok_ && skinny_gemm_.enabled && x.dim() == 2 && w.dim() == 2 &&
-           x.size(0) <= skinny_gemm_.max_rows && x.scalar_type() == w.scalar_type() &&
-           (x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf) && x.stride(1) == 1 &&
-           w.stride(1) == 1 && x.size(1) == w.size(1) &&
-           (skinny_gemm_.max_weight_bytes <= 0 ||
-            w.numel() * w.element_size() <= skinny_gemm_.max_weight_bytes);
-  }
-
-  /// y (+)= x w^T by the skinny kernel; false where it does not take these operands (shape,
-  /// alignment) or was not built for this GPU (said once; libtorch's product runs instead).
-  bool skinny(at::Tensor& y, const at::Tensor& x, const at::Tensor& w, bool accumulate) {
-    SkinnyGemmParams p;
-    p.x = x.data_ptr();
-    p.w = w.data_ptr();
-    p.out = y.data_ptr();
-    p.residual = accumulate ? y.data_ptr() : nullptr;
-    p.rows = x.size(0);
-    p.n = w.size(0);
-    p.k = x.size(1);
-    p.x_stride = x.stride(0);
-    p.w_stride = w.stride(0);
-    p.out_stride = y.stride(0);
-    p.dtype = kernel_dtype(x.scalar_type());
-    p.splits = skinny_gemm_splits(p, sm_count_);
-    at::Tensor workspace;
-    if (p.splits > 1) {
-      // Counters: zeroed once here, before any graph capture (a product that needs more of
-      // them than 4 blocks per SM never splits); each launch leaves them zero.
-      if (!skinny_counters_.defined()) {
-        skinny_counters_ = at::zeros({4 * std::int64_t(sm_count_)}, x.options().dtype(at::kInt));
-      }
-      if (skinny_gemm_counters(p) > skinny_counters_.numel()) {
-        p.splits = 1;
-      } else {
-        workspace = at::empty({p.splits * p.rows * p.n}, x.options().dtype(at::kFloat));
-        p.workspace = workspace.data_ptr<float>();
-        p.counters = reinterpret_cast<std::uint32_t*>(skinny_counters_.data_ptr<std::int32_t>());
-      }
-    }
-    if (!skinny_gemm_supported(p)) return false;
-    const cudaError_t err = skinny_gemm_launch(p, current_stream());
-    if (err == cudaErrorNotSupported) {
-      std::fprintf(stderr,
-                   "warning: the skinny matrix product is not built for this GPU; using "
-                   "cuBLAS\n");
-      skinny_ok_ = false;
-      return false;
-    }
-    INFERSCALE_CUDA_CHECK(err);
-    ++gemm_counts_.skinny;
-    return true;
   }
 
   /// The split-KV kernel on the KV cache in place, with an fp32 workspace for its partials from
@@ -482,13 +373,6 @@ class CudaOps : public DeviceOps {
   std::unique_ptr<CopyEngine> copies_;
   bool flash_ok_ = true;
   bool split_kv_ok_ = true;
-  bool skinny_ok_ = true;
-  GemmTuner tuner_;
-  // L2 prefetches: a side stream, the event it waits for and the one the compute stream joins.
-  std::optional<c10::cuda::CUDAStream> prefetch_stream_;
-  cudaEvent_t prefetch_after_ = nullptr, prefetch_done_ = nullptr;
-  bool prefetch_pending_ = false;
-  at::Tensor skinny_counters_;  // the skinny kernel's split counters (int32, zero between launches)
 };
 
 }  // namespace

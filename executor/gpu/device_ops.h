@@ -49,57 +49,6 @@ struct AttentionCounts {
   std::uint64_t split_kv = 0, flash = 0, math = 0;
 };
 
-/// When the CUDA ops multiply by a weight matrix with the skinny kernel (kernels/skinny_gemm.cu)
-/// instead of libtorch's matrix product (cuBLAS): at most `max_rows` rows (query-only prefills
-/// and small decode batches, which only stream the weights), 16-bit dtypes, aligned operands.
-/// **Off by default**: on the H200 the kernel streams the weights more slowly than cuBLAS on
-/// most products (an earlier version: batch-1, k = 50 kv_inject TTFT 6.6 ms with it, 5.2 ms
-/// without; its variants against cuBLAS: bench/results/skinny_gemm/README.md). The CPU ignores it.
-/// `max_weight_bytes` (> 0) keeps larger weight matrices on cuBLAS (e.g. only the QKV and O
-/// products of Llama-3.1-8B at 64 MB). Under programmatic dependent launch the kernel issues its
-/// first weight loads before it waits for the kernel before it.
-struct SkinnyGemmPolicy {
-  bool enabled = false;               // the A/B switch
-  std::int32_t max_rows = 32;         // at most kSkinnyGemmMaxRows (kernels/skinny_gemm.cuh)
-  std::int64_t max_weight_bytes = 0;  // 0: any
-};
-
-/// When the CUDA ops time cuBLASLt's candidate configurations for a few-row matrix product (at
-/// most `max_rows` rows: query-only prefills and small decode batches, whose few output tiles
-/// may leave most multiprocessors idle unless K is split) and keep the fastest, or libtorch's
-/// product where none beats it by 2 %. Each shape is timed once, the first time it runs outside
-/// a CUDA graph capture (a step that does so is slower: the bench's warm-up), each launch alone
-/// with the L2 cache first refilled with other data. Off by default (the calibration and
-/// hardware-in-the-loop steps must not include timing runs). The CPU ignores it.
-struct GemmTunePolicy {
-  bool enabled = false;
-  std::int32_t max_rows = 64;
-  std::int32_t candidates = 16;  // algorithms asked of cuBLASLt's heuristic per shape
-  bool split_k = true;           // also each algorithm that can split K, split 2 to 16 ways
-  bool force_cublaslt = false;   // tests: the fastest cuBLASLt algorithm even if libtorch wins
-};
-
-/// One shape's tuning (GemmTunePolicy): the median times of libtorch's product and of the best
-/// cuBLASLt configuration, each launch timed alone after the L2 cache was refilled with other
-/// data (the weights of a step come from memory, not from L2).
-struct GemmTuneRecord {
-  std::int64_t m = 0, n = 0, k = 0;  // y [m, n] (+)= x [m, k] w [n, k]^T
-  bool accumulate = false;
-  double base_us = 0, best_us = 0;                 // best_us: the fastest cuBLASLt configuration
-  std::int32_t configurations = 0;                 // cuBLASLt configurations timed
-  std::int32_t algo = -1, tile = -1, split_k = 1;  // of the fastest
-  bool chosen = false;                             // it runs instead of libtorch's product
-};
-
-/// When the CUDA ops bring a layer's O-projection weights into the L2 cache on a side stream while
-/// its attention runs (attention of few rows reads little from memory; the weights then come
-/// from L2 rather than HBM). The compute stream waits for the prefetch before the product, so
-/// it is exact. Off by default: on the H200 it made every bench step slower (batch-1 k = 50
-/// TTFT 5.35 vs 5.12 ms; bench/results/skinny_gemm/README.md). The CPU ignores it.
-struct L2PrefetchPolicy {
-  bool enabled = false;
-};
-
 /// Which BLAS library libtorch's matrix products use on CUDA (libtorch's preference is
 /// process-wide; the CUDA ops set it before each product). cuBLAS splits K of a product of a few
 /// dozen rows over blocks and adds a reduction kernel; cuBLASLt reads such products' weights
@@ -125,7 +74,7 @@ inline const char* blas_library_name(BlasLibrary library) {
 
 /// Matrix products by implementation, since the ops were made; blas_lt of blas on cuBLASLt.
 struct GemmCounts {
-  std::uint64_t skinny = 0, blas = 0, blas_lt = 0, tuned = 0;
+  std::uint64_t blas = 0, blas_lt = 0;
 };
 
 /// When a forward pass runs as a CUDA graph (DeviceOps::run_forward): a pass of at most
@@ -176,8 +125,8 @@ class DeviceOps {
   /// (one layer of the KV cache). Returns [tokens, heads, head_dim].
   virtual at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                const AttentionBatch& batch, double scale) = 0;
-  /// x w^T: x [rows, in], w [out, in] (a linear layer's weight). libtorch's matrix product; the
-  /// CUDA ops take few rows to the skinny kernel (SkinnyGemmPolicy).
+  /// x w^T: x [rows, in], w [out, in] (a linear layer's weight). libtorch's matrix product (the
+  /// CUDA ops pick its BLAS library by BlasPolicy).
   virtual at::Tensor linear(const at::Tensor& x, const at::Tensor& w) {
     ++gemm_counts_.blas;
     return at::mm(x, w.t());
@@ -187,11 +136,6 @@ class DeviceOps {
     ++gemm_counts_.blas;
     y.addmm_(x, w.t());
   }
-  /// Starts bringing `t` into the GPU's L2 cache beside the compute stream's later work, once
-  /// the work issued so far is done (L2PrefetchPolicy); join_prefetch() makes the compute
-  /// stream wait for it. Both do nothing on the CPU or with the policy off.
-  virtual void prefetch_l2(const at::Tensor& /*t*/) {}
-  virtual void join_prefetch() {}
   /// A host int32 vector as a tensor on the compute device (one copy; asynchronous on CUDA).
   virtual at::Tensor upload(const std::vector<std::int32_t>& host) = 0;
   /// A host copy of a device tensor that stays valid until the step is synchronized.
@@ -263,15 +207,6 @@ class DeviceOps {
   void set_split_kv(const SplitKvPolicy& policy) { split_kv_ = policy; }
   const SplitKvPolicy& split_kv() const { return split_kv_; }
   const AttentionCounts& attention_counts() const { return counts_; }
-  /// Which matrix products linear() and linear_add() send to the skinny kernel.
-  void set_skinny_gemm(const SkinnyGemmPolicy& policy) { skinny_gemm_ = policy; }
-  const SkinnyGemmPolicy& skinny_gemm() const { return skinny_gemm_; }
-  void set_l2_prefetch(const L2PrefetchPolicy& policy) { l2_prefetch_ = policy; }
-  const L2PrefetchPolicy& l2_prefetch() const { return l2_prefetch_; }
-  void set_gemm_tune(const GemmTunePolicy& policy) { gemm_tune_ = policy; }
-  const GemmTunePolicy& gemm_tune() const { return gemm_tune_; }
-  /// The shapes tuned so far, in the order they were met (CUDA with GemmTunePolicy on).
-  virtual std::vector<GemmTuneRecord> gemm_tune_records() const { return {}; }
   /// Which BLAS library libtorch's products use (CUDA; set_blas applies a fixed choice at once).
   virtual void set_blas(const BlasPolicy& policy) { blas_ = policy; }
   const BlasPolicy& blas() const { return blas_; }
@@ -287,10 +222,7 @@ class DeviceOps {
   AttentionCounts counts_;
   CudaGraphPolicy graphs_;
   std::uint64_t graph_replays_ = 0;
-  SkinnyGemmPolicy skinny_gemm_;
-  GemmTunePolicy gemm_tune_;
   BlasPolicy blas_;
-  L2PrefetchPolicy l2_prefetch_;
   GemmCounts gemm_counts_;
 };
 
@@ -321,7 +253,7 @@ bool cuda_ops_available();
 void release_cached_cuda_memory();
 
 /// Whether the kernels that follow one another within a layer (kv_append, split-KV attention and
-/// its combine, silu_mul, inject, the skinny product) launch with programmatic dependent launch
+/// its combine, silu_mul, inject) launch with programmatic dependent launch
 /// (process-wide; kernels/launch.cuh): on sm_90 and later each may start launching before the one
 /// before it finishes, and waits for it inside. Results are the same either way. No-op without
 /// CUDA.

@@ -97,32 +97,6 @@ CudaGraphPolicy cuda_graph_setting() {
   return p;
 }
 
-/// The skinny matrix-product kernel for few-row products with INFERSCALE_SKINNY_GEMM=on (off by
-/// default, as in the executor: slower than cuBLAS on the H200), for weight matrices of at most
-/// INFERSCALE_SKINNY_GEMM_MAX_MB megabytes (10^6 bytes) if set.
-SkinnyGemmPolicy skinny_gemm_setting() {
-  SkinnyGemmPolicy p;
-  p.enabled = env_switch("INFERSCALE_SKINNY_GEMM", "on", "off", p.enabled);
-  if (const auto mb = env_positive("INFERSCALE_SKINNY_GEMM_MAX_MB", 1LL << 30)) {
-    p.max_weight_bytes = *mb * 1000000;
-  }
-  return p;
-}
-
-/// O-projection weights into L2 during attention with INFERSCALE_L2_PREFETCH=on (off by default).
-L2PrefetchPolicy l2_prefetch_setting() {
-  L2PrefetchPolicy p;
-  p.enabled = env_switch("INFERSCALE_L2_PREFETCH", "on", "off", p.enabled);
-  return p;
-}
-
-/// Few-row products by timed cuBLASLt choices with INFERSCALE_GEMM_TUNE=on (off by default).
-GemmTunePolicy gemm_tune_setting() {
-  GemmTunePolicy p;
-  p.enabled = env_switch("INFERSCALE_GEMM_TUNE", "on", "off", p.enabled);
-  return p;
-}
-
 /// The BLAS library of the products: `fallback` (the executor's default) unless INFERSCALE_BLAS
 /// names cublas, cublaslt or cublaslt_few_rows (BlasPolicy).
 BlasPolicy blas_setting(BlasPolicy fallback) {
@@ -165,9 +139,6 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
   eo.cuda_graphs = cuda_graph_setting();
   eo.blas = blas_setting(eo.blas);
   eo.programmatic_launch = programmatic_launch_setting(eo.programmatic_launch);
-  eo.skinny_gemm = skinny_gemm_setting();
-  eo.gemm_tune = gemm_tune_setting();
-  eo.l2_prefetch = l2_prefetch_setting();
   const std::uint64_t block = FactPool::block_bytes(m, std::uint32_t(dtype_bytes(o.dtype)));
   const std::uint64_t blocks_per_fact = (o.fact + kBlockTokens - 1) / kBlockTokens;
   eo.pool_bytes =
@@ -319,32 +290,7 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
 
   const GemmCounts& gc = ex.ops().gemm_counts();
   log("matrix products issued by the host (graph replays not counted): " + std::to_string(gc.blas) +
-      " by libtorch (" + std::to_string(gc.blas_lt) + " of them on cuBLASLt), " +
-      std::to_string(gc.skinny) + " by the skinny kernel, " + std::to_string(gc.tuned) +
-      " by tuned cuBLASLt choices");
-  nlohmann::json tune_records = nlohmann::json::array();
-  for (const GemmTuneRecord& r : ex.ops().gemm_tune_records()) {
-    tune_records.push_back({{"m", r.m},
-                            {"n", r.n},
-                            {"k", r.k},
-                            {"accumulate", r.accumulate},
-                            {"libtorch_us", r.base_us},
-                            {"best_cublaslt_us", r.best_us},
-                            {"configurations", r.configurations},
-                            {"algo", r.algo},
-                            {"tile", r.tile},
-                            {"split_k", r.split_k},
-                            {"chosen", r.chosen}});
-    char line[200];
-    std::snprintf(line, sizeof line,
-                  "tuned %5lld x %6lld x %6lld%s: libtorch %7.1f us, best of %3d cuBLASLt "
-                  "configurations %7.1f us (algo %d, tile %d, split %d)%s",
-                  static_cast<long long>(r.m), static_cast<long long>(r.n),
-                  static_cast<long long>(r.k), r.accumulate ? " +=" : "   ", r.base_us,
-                  r.configurations, r.best_us, r.algo, r.tile, r.split_k,
-                  r.chosen ? " chosen" : "");
-    log(line);
-  }
+      " by libtorch (" + std::to_string(gc.blas_lt) + " of them on cuBLASLt)");
   nlohmann::json doc;
   doc["command"] = o.command;
   doc["machine"] = ex.ops().device_name();
@@ -388,41 +334,13 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
         {"lt_max_rows", eo.blas.lt_max_rows},
         {"switch", "INFERSCALE_BLAS=cublas|cublaslt|cublaslt_few_rows"},
         {"note", "cublaslt_few_rows: products of at most lt_max_rows rows on cuBLASLt"}}},
-      {"skinny_gemm",
-       {{"enabled", eo.skinny_gemm.enabled},
-        {"max_rows", eo.skinny_gemm.max_rows},
-        {"max_weight_bytes", eo.skinny_gemm.max_weight_bytes},
-        {"switch", "INFERSCALE_SKINNY_GEMM=on|off, INFERSCALE_SKINNY_GEMM_MAX_MB=n"},
-        {"note", "products of at most max_rows rows by the skinny kernel, others by the BLAS"}}},
       {"programmatic_launch",
        {{"enabled", eo.programmatic_launch},
         {"switch", "INFERSCALE_PDL=on|off"},
         {"note",
-         "kv_append, split-KV attention and its combine, silu_mul, inject and the skinny product "
-         "launched with programmatic stream serialization: each may start before the kernel "
+         "kv_append, split-KV attention and its combine, silu_mul and inject launched with programmatic stream serialization: each may start before the kernel "
          "before it ends"}}},
-      {"gemm_counts",
-       {{"libtorch", gc.blas},
-        {"libtorch_cublaslt", gc.blas_lt},
-        {"skinny", gc.skinny},
-        {"tuned", gc.tuned}}},
-      {"l2_prefetch",
-       {{"enabled", eo.l2_prefetch.enabled},
-        {"switch", "INFERSCALE_L2_PREFETCH=on|off"},
-        {"note",
-         "each layer's O-projection weights prefetched into L2 on a side stream after its QKV "
-         "product; the O product waits for the prefetch"}}},
-      {"gemm_tune",
-       {{"enabled", eo.gemm_tune.enabled},
-        {"max_rows", eo.gemm_tune.max_rows},
-        {"candidates", eo.gemm_tune.candidates},
-        {"split_k", eo.gemm_tune.split_k},
-        {"switch", "INFERSCALE_GEMM_TUNE=on|off"},
-        {"note",
-         "products of at most max_rows rows by the cuBLASLt configuration that timed fastest "
-         "for their shape (in the first warm-up step; each launch timed alone with the L2 "
-         "cache refilled with other data), where one beats libtorch's product by 2 %"},
-        {"records", tune_records}}},
+      {"gemm_counts", {{"libtorch", gc.blas}, {"libtorch_cublaslt", gc.blas_lt}}},
       {"cwe_window", 0},
       {"reps", o.reps},
       {"warmup", o.warmup},

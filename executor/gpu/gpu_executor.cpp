@@ -51,9 +51,6 @@ GpuExecutor::GpuExecutor(GpuExecutorOptions options)
   }
   ops_->set_split_kv(options_.split_kv);
   ops_->set_cuda_graphs(options_.cuda_graphs);
-  ops_->set_skinny_gemm(options_.skinny_gemm);
-  ops_->set_gemm_tune(options_.gemm_tune);
-  ops_->set_l2_prefetch(options_.l2_prefetch);
   ops_->set_blas(options_.blas);
   if (options_.device == "cuda") {
     use_programmatic_launch(options_.programmatic_launch);

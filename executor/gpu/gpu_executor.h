@@ -67,12 +67,9 @@ struct GpuExecutorOptions {
   /// launches the pass first and issues the copies while the device runs it; false: the copies
   /// first, as every step did before 0337801.
   bool copies_beside_pass = true;
-  SplitKvPolicy split_kv;        // split-KV attention where it pays; enabled = A/B
-  CudaGraphPolicy cuda_graphs;   // forwards of recurring shapes as CUDA graphs (CUDA)
-  SkinnyGemmPolicy skinny_gemm;  // few-row products by the skinny kernel (CUDA; off)
-  GemmTunePolicy gemm_tune;      // few-row products by timed cuBLASLt choices (off)
-  L2PrefetchPolicy l2_prefetch;  // O weights into L2 during attention (CUDA; off)
-  BlasPolicy blas;               // cuBLAS or cuBLASLt per product (CUDA)
+  SplitKvPolicy split_kv;       // split-KV attention where it pays; enabled = A/B
+  CudaGraphPolicy cuda_graphs;  // forwards of recurring shapes as CUDA graphs (CUDA)
+  BlasPolicy blas;              // cuBLAS or cuBLASLt per product (CUDA)
   /// Programmatic dependent launch for the layer's custom kernels (CUDA, process-wide;
   /// use_programmatic_launch()). On by default: 0.07-0.3 ms faster kv_inject steps at batch 1
   /// and 16 on the H200 (bench/results/pdl/README.md), bit-identical results.

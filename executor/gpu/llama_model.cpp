@@ -117,7 +117,6 @@ at::Tensor LlamaModel::forward(const ForwardInputs& in, KvCache& cache, FactPool
   for (std::uint32_t l = 0; l < config_.layers; ++l) {
     const LayerWeights& lw = w_.layers[l];
     const at::Tensor qkv = ops_.linear(h, lw.wqkv);  // [T, (H + 2 KV) D]: q | k | v, unscaled
-    ops_.prefetch_l2(lw.wo);  // beside kv_append and attention (L2PrefetchPolicy)
     const at::Tensor k_layer = cache.k.select(0, l), v_layer = cache.v.select(0, l);
     kv.qkv = qkv.data_ptr();
     kv.qkv_stride = qkv.stride(0);
@@ -126,7 +125,6 @@ at::Tensor LlamaModel::forward(const ForwardInputs& in, KvCache& cache, FactPool
     if (store) kv.pool = pool->layer_view(l);
     ops_.kv_append(kv);
     const at::Tensor attn = attention(q, k_layer, v_layer, in, scale);  // [T, H, D]
-    ops_.join_prefetch();
     ops_.linear_add(h, attn.view({T, H * D}), lw.wo);        // the residual add in the product
     const at::Tensor gate_up = ops_.linear(h, lw.wgate_up);  // [T, 2F]: gate | up, unscaled
     sm.gate_up = gate_up.data_ptr();

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The GPU's ceilings with PyTorch, for comparison with the executor's figures: device-to-device
-copy bandwidth, a large bf16 matrix product, and a skinny (decode-shaped) bf16 GEMM."""
+copy bandwidth, a large bf16 matrix product, and a few-row (decode-shaped) bf16 GEMM."""
 import torch
 torch.manual_seed(0)
 def timed(fn, reps=10):
@@ -22,4 +22,4 @@ print(f"bf16 matmul 8192^3: {2 * 8192**3 / t / 1e12:.0f} TFLOP/s")
 x = torch.randn(24, 4096, dtype=torch.bfloat16, device="cuda")
 w = torch.randn(28672, 4096, dtype=torch.bfloat16, device="cuda")
 t = timed(lambda: x @ w.t(), reps=50)
-print(f"skinny bf16 GEMM 24x4096x28672: {w.numel() * 2 / t / 1e12:.2f} TB/s of weights")
+print(f"few-row bf16 GEMM 24x4096x28672: {w.numel() * 2 / t / 1e12:.2f} TB/s of weights")

@@ -34,21 +34,10 @@
 #              all on cuBLASLt (INFERSCALE_BLAS)
 #   splits     kv_inject bench at batch 1 and 16, k=50, with the shortest split-KV key split at
 #              1, 2, 4 and 8 tiles (INFERSCALE_SPLIT_KV_MIN_TILES; 1 is the default plan)
-#   skinny     kv_inject bench at batch 1, 16 and 64, k=0 and 50, with the skinny matrix-product
-#              kernel on and off (INFERSCALE_SKINNY_GEMM; off is the default)
-#   prefetch   kv_inject bench at batch 1, 16 and 64, k=0 and 50, with each layer's O weights
-#              prefetched into L2 during its attention (INFERSCALE_L2_PREFETCH) on and off
-#   skinny_pdl kv_inject bench with the skinny kernel off, on for weights of at most 64 MB (QKV and
-#              O) and on for all few-row products, under programmatic dependent launch
 #   pdl        kv_inject bench at batch 1, 16 and 64, k=0 and 50, with programmatic dependent
 #              launch of the layer's own kernels (INFERSCALE_PDL) on and off, twice each
-#   gemm_tune  kv_inject bench at batch 1, 16 and 64, k=0 and 50, with few-row products by timed
-#              cuBLASLt choices (INFERSCALE_GEMM_TUNE; split K among them) on and off, twice
-#              each; the summary lists each tuned shape's times
 #   tunable    kv_inject bench at batch 1, 16 and 64, k=0 and 50, with PyTorch's TunableOp choosing
 #              each matrix product's cuBLAS / cuBLASLt algorithm, against the default choice
-#   skinny_sweep  bench/skinny_gemm_bench.cu: every skinny-product variant against cuBLAS on the
-#              Llama-3.1-8B products (the three fastest per product and row count in the summary)
 #   profile    every kernel's duration (ncu) in a batch-1, k=50 kv_inject bench step
 #   ceilings   scripts/device/ceilings.py: copy bandwidth and bf16 matrix products with PyTorch
 #   fidelity   configs/eval/fidelity_h200.yaml over every answerable LoCoMo question
@@ -134,7 +123,7 @@ if want build; then
     -DCMAKE_CUDA_COMPILER="$NVCC" -DCMAKE_EXE_LINKER_FLAGS=-Wl,--allow-shlib-undefined \
     -DINFERSCALE_BUILD_BENCH=OFF
   step build 300 "$WORK/build.log" cmake --build "$BUILD" -j "$(nproc)" --target inferscale \
-    kernels_gpu_tests kernels_attention_gpu_tests executor_gpu_tests skinny_gemm_bench -- -k 0
+    kernels_gpu_tests kernels_attention_gpu_tests executor_gpu_tests -- -k 0
   grep -E "error" "$WORK/build.log" | head -20 >>"$SUMMARY"
 fi
 BIN=$BUILD/inferscale
@@ -259,35 +248,10 @@ if want splits; then
   done
 fi
 
-if want skinny; then
-  for g in on off; do ab_bench "skinny_$g" "skinny $g" "INFERSCALE_SKINNY_GEMM=$g"; done
-fi
-
-if want prefetch; then
-  for g in on off; do ab_bench "l2_prefetch_$g" "l2 prefetch $g" "INFERSCALE_L2_PREFETCH=$g"; done
-fi
-
-if want skinny_pdl; then
-  # Under programmatic dependent launch (the default) the skinny kernel loads its first weights
-  # before it waits for the kernel before it: skinny off, on for the QKV and O products only
-  # (Llama-3.1-8B: 50 and 34 MB), on for every product of at most 32 rows.
-  ab_bench skinny_pdl_off "skinny off" INFERSCALE_SKINNY_GEMM=off
-  ab_bench skinny_pdl_small "skinny <= 64 MB" INFERSCALE_SKINNY_GEMM=on INFERSCALE_SKINNY_GEMM_MAX_MB=64
-  ab_bench skinny_pdl_all "skinny all" INFERSCALE_SKINNY_GEMM=on
-  ab_bench skinny_pdl_off2 "skinny off" INFERSCALE_SKINNY_GEMM=off
-fi
-
 if want pdl; then
   for i in 1 2; do
     for g in on off; do ab_bench "pdl_${g}_$i" "pdl $g" "INFERSCALE_PDL=$g"; done
   done
-fi
-
-if want gemm_tune; then
-  for i in 1 2; do
-    for g in on off; do ab_bench "gemm_tune_${g}_$i" "gemm tune $g" "INFERSCALE_GEMM_TUNE=$g"; done
-  done
-  grep -h "tuned .* us" "$WORK/gemm_tune_on_1.log" | sed 's/^/    /' >>"$SUMMARY"
 fi
 
 if want tunable; then
@@ -301,23 +265,6 @@ if want tunable; then
     PYTORCH_TUNABLEOP_FILENAME="$TUNED"
   ab_bench tunable_ref "no tunableop" INFERSCALE_CUDA_GRAPHS=on
   ls "$WORK"/tunableop_results* 2>/dev/null | sed 's/^/    tuned: /' >>"$SUMMARY"
-fi
-
-if want skinny_sweep; then
-  step skinny_sweep 180 "$WORK/skinny_sweep.log" "$BUILD/kernels/skinny_gemm_bench"
-  # Per product and row count: cuBLAS and the three fastest configurations.
-  python3 - "$WORK/skinny_sweep.log" >>"$SUMMARY" <<'PY'
-import sys, collections
-rows = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    f = [c.strip() for c in line.split('|')[1:-1]]
-    if len(f) == 8 and f[0] in ('qkv', 'o', 'gate_up', 'down', 'lm_head'):
-        rows[(f[0], f[1])].append(f)
-for key, fs in rows.items():
-    best = sorted((f for f in fs if f[4] != 'cuBLAS'), key=lambda f: -float(f[6]))[:3]
-    for f in [f for f in fs if f[4] == 'cuBLAS'] + best:
-        print('    ' + ' | '.join(f))
-PY
 fi
 
 if want profile; then

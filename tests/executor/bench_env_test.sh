@@ -1,6 +1,6 @@
 #!/bin/sh
 # `inferscale bench executor` with a bad INFERSCALE_SPLIT_KV_MIN_TILES, INFERSCALE_CUDA_GRAPHS,
-# INFERSCALE_BLAS, INFERSCALE_SPLIT_KV, INFERSCALE_SKINNY_GEMM or INFERSCALE_PDL: exit status 2, the variable named in the error, no JSON written.
+# INFERSCALE_BLAS, INFERSCALE_SPLIT_KV or INFERSCALE_PDL: exit status 2, the variable named in the error, no JSON written.
 # Usage: bench_env_test.sh INFERSCALE OUT_DIR
 set -u
 bin=$1
@@ -25,7 +25,5 @@ for bad in 0 x 3x -1; do rejects INFERSCALE_SPLIT_KV_MIN_TILES "$bad" "expected 
 for bad in yes 1 ON; do rejects INFERSCALE_CUDA_GRAPHS "$bad" "expected on or off"; done
 rejects INFERSCALE_BLAS lt "expected cublas, cublaslt or cublaslt_few_rows"
 rejects INFERSCALE_SPLIT_KV maybe "expected on or off"
-rejects INFERSCALE_SKINNY_GEMM 1 "expected on or off"
 rejects INFERSCALE_PDL true "expected on or off"
-rejects INFERSCALE_SKINNY_GEMM_MAX_MB 0 "expected an integer >= 1"
-echo "bad INFERSCALE_SPLIT_KV_MIN_TILES, INFERSCALE_CUDA_GRAPHS, INFERSCALE_BLAS, INFERSCALE_SPLIT_KV, INFERSCALE_SKINNY_GEMM(_MAX_MB) and INFERSCALE_PDL values rejected"
+echo "bad INFERSCALE_SPLIT_KV_MIN_TILES, INFERSCALE_CUDA_GRAPHS, INFERSCALE_BLAS, INFERSCALE_SPLIT_KV, and INFERSCALE_PDL values rejected"

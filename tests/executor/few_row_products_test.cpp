@@ -1,9 +1,8 @@
 // Few-row matrix products in the model: on a CUDA GPU, prefill and decode steps of a few rows
-// run their products on the skinny kernel (SkinnyGemmPolicy), by tuned cuBLASLt choices
-// (GemmTunePolicy) or on cuBLASLt (BlasPolicy kFewRowsLt) and give the logits of libtorch's product
-// within the rounding of a different summation order; larger steps and the CPU keep libtorch's
-// product. Prefetching the O weights into L2 (L2PrefetchPolicy) or launching the layer's kernels
-// with programmatic dependent launch (GpuExecutorOptions::programmatic_launch) changes no result.
+// run their products on cuBLASLt (BlasPolicy kFewRowsLt) and give the logits of cuBLAS within
+// the rounding of a different summation order; larger steps and the CPU keep libtorch's choice.
+// Launching the layer's kernels with programmatic dependent launch
+// (GpuExecutorOptions::programmatic_launch) changes no result.
 #include <ATen/ATen.h>
 
 #include <cstdint>
@@ -25,7 +24,7 @@ struct Run {
   std::uint64_t split_kv = 0, graph_replays = 0;  // attention calls by split-KV; graph replays
 };
 
-enum class Path { kLibtorch, kSkinny, kSkinnySmall, kTuned, kFewRowsLt, kPrefetch, kProgrammatic };
+enum class Path { kLibtorch, kFewRowsLt, kProgrammatic };
 
 /// A prefill of `requests` prompts, then 4 decode steps of all of them. With `graphs`, split-KV
 /// attention for every context and CUDA graphs (the decode steps share a shape: captured, then
@@ -37,12 +36,6 @@ Run run_path(Path path, int requests, bool graphs = false) {
     o.cuda_graphs.enabled = true;
   }
   o.programmatic_launch = path == Path::kProgrammatic;
-  o.skinny_gemm.enabled = path == Path::kSkinny || path == Path::kSkinnySmall;
-  if (path == Path::kSkinnySmall) o.skinny_gemm.max_weight_bytes = 4'000'000;  // QKV and O
-  o.gemm_tune.enabled = path == Path::kTuned;
-  o.gemm_tune.max_rows = 32;
-  o.gemm_tune.force_cublaslt = true;  // whichever is faster, so that the path is exercised
-  o.l2_prefetch.enabled = path == Path::kPrefetch;
   // cuBLAS for libtorch's products but on the few-row path (the executor's default takes few
   // rows to cuBLASLt).
   o.blas.library = path == Path::kFewRowsLt ? BlasLibrary::kFewRowsLt : BlasLibrary::kCublas;
@@ -65,9 +58,7 @@ Run run_path(Path path, int requests, bool graphs = false) {
     run.logits.push_back(ex.last_logits().clone());
   }
   run.decodes = ex.ops().gemm_counts();
-  run.decodes.skinny -= run.prefill.skinny;
   run.decodes.blas -= run.prefill.blas;
-  run.decodes.tuned -= run.prefill.tuned;
   run.decodes.blas_lt -= run.prefill.blas_lt;
   run.split_kv = ex.ops().attention_counts().split_kv;
   run.graph_replays = ex.ops().graph_replays();
@@ -87,60 +78,6 @@ void check_same_logits(const Run& on, const Run& off) {
 
 }  // namespace
 
-TEST_CASE("skinny products give cuBLAS's logits within rounding, only for steps of few rows") {
-  if (!cuda_ops_available()) INFERSCALE_SKIP("no CUDA device");
-  const std::uint64_t layers = gpu_bf16_options(11).model.layers;
-  const std::uint64_t per_forward = 4 * layers + 1;  // QKV, O, gate/up, down; the LM head
-  // One prompt of 17 tokens: every product is skinny. Three: 51 rows, the prefill's products go
-  // to cuBLAS except the LM head's (3 sampled rows); decode steps (3 rows) are skinny.
-  for (const int requests : {1, 3}) {
-    INFO(requests << " requests");
-    const Run on = run_path(Path::kSkinny, requests), off = run_path(Path::kLibtorch, requests);
-    CHECK(off.prefill.skinny == 0);
-    CHECK(off.decodes.skinny == 0);
-    CHECK(on.decodes.skinny == 4 * per_forward);
-    CHECK(on.decodes.blas == 0);
-    if (requests == 1) {
-      CHECK(on.prefill.skinny == per_forward);
-    } else {
-      CHECK(on.prefill.skinny == 1);
-      CHECK(on.prefill.blas == 4 * layers);
-    }
-    check_same_logits(on, off);
-  }
-}
-
-TEST_CASE("skinny products limited by weight size take only the small weight matrices") {
-  if (!cuda_ops_available()) INFERSCALE_SKIP("no CUDA device");
-  // The test model's QKV (3.1 MB) and O (2.1 MB) weights are under 4 MB; gate/up (11.5 MB),
-  // down (5.8 MB) and the LM head (65.5 MB) are not.
-  const std::uint64_t layers = gpu_bf16_options(11).model.layers;
-  const Run on = run_path(Path::kSkinnySmall, 1), off = run_path(Path::kLibtorch, 1);
-  CHECK(on.prefill.skinny == 2 * layers);
-  CHECK(on.prefill.blas == 2 * layers + 1);
-  CHECK(on.decodes.skinny == 4 * 2 * layers);
-  CHECK(on.decodes.blas == 4 * (2 * layers + 1));
-  check_same_logits(on, off);
-}
-
-TEST_CASE("tuned cuBLASLt products give libtorch's logits within rounding, for steps of few rows") {
-  if (!cuda_ops_available()) INFERSCALE_SKIP("no CUDA device");
-  const std::uint64_t layers = gpu_bf16_options(11).model.layers;
-  const std::uint64_t per_forward = 4 * layers + 1;
-  // Tuning at most 32 rows: one prompt (17 rows) is tuned throughout; three (51 rows) only in
-  // the LM head of the prefill and in the decode steps. Every shape found a cuBLASLt algorithm
-  // (forced), so nothing of those steps falls back.
-  for (const int requests : {1, 3}) {
-    INFO(requests << " requests");
-    const Run on = run_path(Path::kTuned, requests), off = run_path(Path::kLibtorch, requests);
-    CHECK(off.prefill.tuned == 0);
-    CHECK(on.decodes.tuned == 4 * per_forward);
-    CHECK(on.decodes.blas == 0);
-    CHECK(on.prefill.tuned == (requests == 1 ? per_forward : 1));
-    check_same_logits(on, off);
-  }
-}
-
 TEST_CASE("few-row products on cuBLASLt give cuBLAS's logits within rounding") {
   if (!cuda_ops_available()) INFERSCALE_SKIP("no CUDA device");
   const std::uint64_t layers = gpu_bf16_options(11).model.layers;
@@ -156,19 +93,6 @@ TEST_CASE("few-row products on cuBLASLt give cuBLAS's logits within rounding") {
     CHECK(on.prefill.blas_lt == (requests == 1 ? per_forward : 1));
     CHECK(on.decodes.blas_lt == 4 * per_forward);
     check_same_logits(on, off);
-  }
-}
-
-TEST_CASE("L2 prefetches of the O weights leave every step's logits bit-identical") {
-  if (!cuda_ops_available()) INFERSCALE_SKIP("no CUDA device");
-  for (const int requests : {1, 3}) {
-    INFO(requests << " requests");
-    const Run on = run_path(Path::kPrefetch, requests), off = run_path(Path::kLibtorch, requests);
-    REQUIRE(on.logits.size() == off.logits.size());
-    for (std::size_t i = 0; i < on.logits.size(); ++i) {
-      INFO("step " << i);
-      CHECK(at::equal(on.logits[i], off.logits[i]));
-    }
   }
 }
 
@@ -192,14 +116,8 @@ TEST_CASE("programmatic dependent launch leaves every step's logits bit-identica
   }
 }
 
-TEST_CASE("the CPU ops multiply with libtorch whatever the product policies") {
+TEST_CASE("the CPU ops multiply with libtorch whatever the BLAS policy") {
   auto ops = make_cpu_ops();
-  GemmTunePolicy tune;
-  tune.enabled = true;
-  ops->set_gemm_tune(tune);
-  SkinnyGemmPolicy skinny;
-  skinny.enabled = true;
-  ops->set_skinny_gemm(skinny);
   BlasPolicy blas;
   blas.library = BlasLibrary::kFewRowsLt;
   ops->set_blas(blas);
@@ -209,8 +127,6 @@ TEST_CASE("the CPU ops multiply with libtorch whatever the product policies") {
   CHECK(at::allclose(ops->linear(x, w), at::mm(x, w.t())));
   ops->linear_add(y, x, w);
   CHECK(at::allclose(y, want, 1e-5, 1e-5));
-  CHECK(ops->gemm_counts().skinny == 0);
-  CHECK(ops->gemm_counts().tuned == 0);
   CHECK(ops->gemm_counts().blas_lt == 0);
   CHECK(ops->gemm_counts().blas == 2);
 }
