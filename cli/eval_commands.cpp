@@ -9,6 +9,7 @@
 #include <fstream>
 #include <memory>
 
+#include "cli/eval_config.h"
 #include "eval/fidelity.h"
 #include "executor/gpu/checkpoint_loader.h"
 #include "executor/gpu/gpu_executor.h"

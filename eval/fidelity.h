@@ -53,10 +53,6 @@ struct FidelityConfig {
   std::string source;  // the config file (echoed in the outputs)
 };
 
-/// Reads a YAML config; InputError with file:line:column and key path on bad input. Relative
-/// model and data paths are taken relative to the working directory.
-FidelityConfig load_fidelity_config(const std::string& path);
-
 /// One (k, w, setting) of the summary; mode "text" rows have w = -1.
 struct FidelitySummaryRow {
   std::uint32_t k = 0;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -444,6 +445,20 @@ class Runner {
 
 FidelityResult run_fidelity(const FidelityConfig& config, const FidelityLog& log) {
   return Runner(config, log).run();
+}
+
+std::string RecomputeSetting::label() const {
+  char buf[64];
+  switch (kind) {
+    case Kind::kNone:
+      return "none";
+    case Kind::kFirstTokens:
+      return "first_tokens=" + std::to_string(first_tokens);
+    case Kind::kRatio:
+      std::snprintf(buf, sizeof buf, "ratio=%g", ratio);
+      return buf;
+  }
+  return "?";
 }
 
 }  // namespace inferscale

@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "eval/fidelity.h"
+#include "cli/eval_config.h"
 #include "tests/catch.h"
 #include "tests/eval/model_paths.h"
 #include "traces/error.h"

@@ -1,26 +1,13 @@
-// The YAML of `inferscale eval fidelity` (the keys are documented in configs/eval/README.md).
+// The YAML of `inferscale eval fidelity` (the keys are documented in configs/eval/README.md),
+// read here in the CLI so that eval/ depends on the executor only, not on the simulator's config.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-#include "eval/fidelity.h"
+#include "cli/eval_config.h"
 #include "sim/config/yaml_view.h"
 
 namespace inferscale {
-
-std::string RecomputeSetting::label() const {
-  char buf[64];
-  switch (kind) {
-    case Kind::kNone:
-      return "none";
-    case Kind::kFirstTokens:
-      return "first_tokens=" + std::to_string(first_tokens);
-    case Kind::kRatio:
-      std::snprintf(buf, sizeof buf, "ratio=%g", ratio);
-      return buf;
-  }
-  return "?";
-}
 
 namespace {
 
