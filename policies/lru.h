@@ -1,6 +1,7 @@
 #pragma once
-// @brief LRU: evict the least recently used fact. Declared in a header (registered in lru.cpp)
-// so that a store tier can call it directly, without virtual calls (StoreTier's direct path).
+// @brief LRU's class, declared in a header only for the store tier's direct path (StoreTier
+// calls insert, hit, remove, pick and evict without virtual calls). The policy, its
+// EvictionPolicy methods and its registration are in lru.cpp.
 
 #include <optional>
 
@@ -10,12 +11,20 @@
 
 namespace inferscale {
 
-/// @brief LRU over slot ids. The virtual interface forwards to the direct one (insert, hit,
-/// remove, pick, evict), which a store tier may call instead with its own view of pins: both
-/// run the same code, so they decide alike. The order is an LruOrder (a queue, not a linked
-/// list): a hit appends, and the next victims are read in order.
+/// @brief LRU. The EvictionPolicy methods (lru.cpp) call the inline core below, which a store
+/// tier may call instead with its own view of pins: both run the same code, so they decide
+/// alike. The order is an LruOrder (a queue, not a linked list): a hit appends, and the next
+/// victims are read in order.
 class Lru final : public EvictionPolicy {
  public:
+  void on_insert(const CacheEntry& e, SimTime now) override;
+  void on_hit(const CacheEntry& e, SimTime now) override;
+  void on_remove(FactId id) override;
+  std::optional<FactId> victim(const EvictionContext& ctx) const override;
+  void on_evict(FactId id, const EvictionContext& ctx) override;
+  bool slot_ids() const override;
+
+  // The direct core.
   void insert(std::uint32_t id) { list_.push_front(id); }
   void hit(std::uint32_t id) {
     pinned_tail_.unlink(list_, id);
@@ -39,27 +48,10 @@ class Lru final : public EvictionPolicy {
     const std::uint32_t tail = list_.back();
     if (tail != LruOrder::kNil) ctx.prefetch(tail);
   }
-
   /// A walk over the ids from the back (the next victims but for pins), for a store that
   /// starts loading their records (a hint): LruOrder::walk_start and walk_next.
   std::size_t walk_start() const { return list_.walk_start(); }
   std::uint32_t walk_next(std::size_t& cursor) const { return list_.walk_next(cursor); }
-
-  void on_insert(const CacheEntry& e, SimTime) override {
-    insert(static_cast<std::uint32_t>(e.id));
-  }
-  void on_hit(const CacheEntry& e, SimTime) override { hit(static_cast<std::uint32_t>(e.id)); }
-  void on_remove(FactId id) override { remove(static_cast<std::uint32_t>(id)); }
-  void on_evict(FactId id, const EvictionContext& ctx) override {
-    evict(static_cast<std::uint32_t>(id), ctx);
-  }
-  /// Order alone decides: with slot ids a million-fact run keeps its list in the cache.
-  bool slot_ids() const override { return true; }
-  std::optional<FactId> victim(const EvictionContext& ctx) const override {
-    const auto i = pick(ctx);
-    if (i == LruOrder::kNil) return std::nullopt;
-    return i;
-  }
 
  private:
   LruOrder list_;
