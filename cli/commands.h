@@ -17,6 +17,9 @@ void add_policy_mrc_commands(CLI::App& app, Action& action);
 void add_run_commands(CLI::App& app, Action& action);
 void add_serve_commands(CLI::App& app, Action& action);
 
+/// The `policy` subcommand group (created on first use), which several files extend.
+CLI::App* policy_group(CLI::App& app);
+
 /// A group of subcommands built only with an optional dependency (e.g. `bench`, with the
 /// libtorch executor) registers itself from its own file at start-up; main adds them all.
 using CommandGroup = void (*)(CLI::App& app, Action& action);

@@ -107,7 +107,7 @@ int run_mrc(const MrcOptions& o) {
   for (const auto& p : split(o.policies)) {
     if (p == "all") {
       for (const auto& info : PolicyRegistry::eviction()) {
-        if (info.name != "plugin") policies.push_back(info.name);  // plugin needs a path
+        if (info.name.rfind("plugin", 0) != 0) policies.push_back(info.name);  // need a path
       }
     } else if (PolicyRegistry::find_eviction(p) == nullptr) {
       PolicyRegistry::make_eviction(p, PolicyArgs{}, "--policies");  // throws with known names
@@ -196,8 +196,7 @@ int run_mrc(const MrcOptions& o) {
 }  // namespace
 
 void add_policy_mrc_commands(CLI::App& app, Action& action) {
-  auto* policy = app.add_subcommand("policy", "Study eviction and admission policies");
-  policy->require_subcommand(1);
+  auto* policy = policy_group(app);
   auto* mrc = policy->add_subcommand(
       "mrc",
       "Miss-ratio curves: replay a trace's requests through one store tier per policy and "
@@ -206,7 +205,7 @@ void add_policy_mrc_commands(CLI::App& app, Action& action) {
   mrc->add_option("trace", o->trace, "Trace (JSONL)")->required();
   mrc->add_option("--out", o->out, "Output CSV")->required();
   mrc->add_option("--policies", o->policies,
-                  "Comma-separated eviction policies, or all (every registered one but plugin)")
+                  "Comma-separated eviction policies, or all (every registered one but plugins)")
       ->capture_default_str();
   mrc->add_option("--capacities", o->capacities,
                   "Comma-separated capacities: N% of all facts' KV bytes, or bytes (64MiB, 2GiB)")

@@ -3,9 +3,13 @@
  * needed besides this one.
  *
  * Versioning: the table starts with abi_version and struct_size. The loader refuses a library
- * whose abi_version differs from INFERSCALE_POLICY_ABI_VERSION, or whose struct_size is smaller
- * than the table it knows. Later versions only append fields, so a newer loader can read an
- * older table's prefix.
+ * whose abi_version differs from INFERSCALE_POLICY_ABI_VERSION (rebuild it against this header),
+ * or whose struct_size is smaller than the table it knows. Versions append fields: a plugin's
+ * source for an older version needs only its descriptor type renamed and a rebuild.
+ *   1: the callbacks; victim() sees pins and users in flight.
+ *   2: victim() also sees the user's last activity and, for offline plugins, the trace's future
+ *      (next_access, position); attach() hands the same functions to the other callbacks; flags
+ *      (INFERSCALE_POLICY_OFFLINE). The descriptor type is inferscale_policy_descriptor_v2.
  *
  * Contract (as for in-tree policies, see policies/policy.h): the callbacks other than victim
  * are the only ones that may change the policy's state; victim must not change it, must skip
@@ -23,8 +27,13 @@
 extern "C" {
 #endif
 
-#define INFERSCALE_POLICY_ABI_VERSION 1u
+#define INFERSCALE_POLICY_ABI_VERSION 2u
 #define INFERSCALE_NO_VICTIM UINT64_MAX
+/* What next_access and user_last_active_ns answer for "never". */
+#define INFERSCALE_NEVER INT64_MAX
+/* flags: the plugin reads the trace's future (next_access); it is selected as
+ * `eviction: plugin_offline`, which gives the run an access oracle. */
+#define INFERSCALE_POLICY_OFFLINE 1u
 
 /* One fact as the store tier sees it. Times are virtual nanoseconds. */
 typedef struct inferscale_entry {
@@ -38,7 +47,8 @@ typedef struct inferscale_entry {
   int64_t last_access_ns;    /* previous access on this tier (on_hit only; else 0) */
 } inferscale_entry;
 
-/* What victim() may look at. */
+/* What victim() may look at: the request for room and the run. Every function takes `run` as
+ * its first argument and answers for the moment of the call. */
 typedef struct inferscale_victim_query {
   int64_t now_ns;
   uint64_t bytes_needed;            /* free bytes the tier is trying to reach */
@@ -47,7 +57,14 @@ typedef struct inferscale_victim_query {
   int (*pinned)(const void* run, uint64_t fact);
   /* Nonzero while the user has a request queued or running. */
   int (*user_in_flight)(const void* run, uint64_t user);
-  const void* run; /* pass to the two functions above */
+  const void* run; /* pass to the functions of this query */
+  /* ABI 2. Last time the user issued a request, or INFERSCALE_NEVER. */
+  int64_t (*user_last_active_ns)(const void* run, uint64_t user);
+  /* ABI 2, offline plugins only (INFERSCALE_POLICY_OFFLINE): trace position (request index) of
+   * the next request naming the fact after the one being processed, or INFERSCALE_NEVER. */
+  int64_t (*next_access)(const void* run, uint64_t fact);
+  /* ABI 2, offline plugins only: trace position of the request being processed. */
+  int64_t (*position)(const void* run);
 } inferscale_victim_query;
 
 /* A parameter from the YAML `params` map (all values as written, as strings). */
@@ -56,9 +73,9 @@ typedef struct inferscale_param {
   const char* value;
 } inferscale_param;
 
-typedef struct inferscale_policy_descriptor_v1 {
+typedef struct inferscale_policy_descriptor_v2 {
   uint32_t abi_version; /* INFERSCALE_POLICY_ABI_VERSION */
-  uint32_t struct_size; /* sizeof(inferscale_policy_descriptor_v1) */
+  uint32_t struct_size; /* sizeof(inferscale_policy_descriptor_v2) */
   const char* name;     /* short name, for messages */
   const char* description;
 
@@ -79,10 +96,18 @@ typedef struct inferscale_policy_descriptor_v1 {
   void (*on_access)(void* policy, const inferscale_entry* entry, int64_t now_ns);
   /* The fact to evict, or INFERSCALE_NO_VICTIM (then the incoming fact is not inserted). */
   uint64_t (*victim)(const void* policy, const inferscale_victim_query* query);
-} inferscale_policy_descriptor_v1;
+
+  /* ABI 2. INFERSCALE_POLICY_OFFLINE or 0. */
+  uint32_t flags;
+  uint32_t reserved; /* 0 */
+  /* ABI 2. The run, before the first access and whenever it changes, for the callbacks other
+   * than victim: a query whose functions and `run` are set (now_ns, bytes_needed and incoming
+   * are not). The pointer stays valid until the next attach or destroy. May be NULL. */
+  void (*attach)(void* policy, const inferscale_victim_query* run);
+} inferscale_policy_descriptor_v2;
 
 /* The one symbol a policy library exports. */
-typedef const inferscale_policy_descriptor_v1* (*inferscale_policy_descriptor_fn)(void);
+typedef const inferscale_policy_descriptor_v2* (*inferscale_policy_descriptor_fn)(void);
 #define INFERSCALE_POLICY_DESCRIPTOR_SYMBOL "inferscale_policy_descriptor"
 
 #if defined(_WIN32)

@@ -1,8 +1,9 @@
 // plugin: an eviction policy from a shared library built against policies/plugin.h, loaded by
 // path (`eviction: plugin`, `params: {path: ./libmy_policy.so, ...}`; a relative path is taken
 // from the working directory). Other params are passed to the library's create() as strings.
-// Every way to fail while loading is an InputError at the `path` key; a bad victim is caught by
-// the store tier (PolicyContractError).
+// plugin_offline loads the same way for a run that gives the policy the trace's future (the
+// plugin's INFERSCALE_POLICY_OFFLINE flag asks for it). Every way to fail while loading is an
+// InputError at the `path` key; a bad victim is caught by the store tier (PolicyContractError).
 #include <dlfcn.h>
 
 #include <filesystem>
@@ -20,7 +21,7 @@ using Handle = std::shared_ptr<void>;
 
 class PluginPolicy final : public EvictionPolicy {
  public:
-  PluginPolicy(Handle handle, const inferscale_policy_descriptor_v1* d, void* state)
+  PluginPolicy(Handle handle, const inferscale_policy_descriptor_v2* d, void* state)
       : handle_(std::move(handle)), d_(d), state_(state) {}
   ~PluginPolicy() override { d_->destroy(state_); }
   PluginPolicy(const PluginPolicy&) = delete;
@@ -41,6 +42,12 @@ class PluginPolicy final : public EvictionPolicy {
   }
   void on_remove(FactId id) override { d_->on_remove(state_, id); }
   bool needs_last_access() const override { return true; }  // the ABI promises it
+  void attach(const RunView* view) override {
+    if (d_->attach == nullptr) return;
+    attached_ = inferscale_victim_query{};
+    set_run(attached_, view);
+    d_->attach(state_, &attached_);
+  }
   void on_evict(FactId id, const EvictionContext& ctx) override {
     if (d_->on_evict == nullptr) {
       d_->on_remove(state_, id);
@@ -68,10 +75,16 @@ class PluginPolicy final : public EvictionPolicy {
       incoming = convert(*ctx.incoming);
       q.incoming = &incoming;
     }
+    set_run(q, ctx.run);
+    return q;
+  }
+  static void set_run(inferscale_victim_query& q, const RunView* run) {
     q.pinned = &pinned;
     q.user_in_flight = &user_in_flight;
-    q.run = ctx.run;
-    return q;
+    q.user_last_active_ns = &user_last_active_ns;
+    q.next_access = &next_access;
+    q.position = &position;
+    q.run = run;
   }
   static inferscale_entry convert(const CacheEntry& e) {
     inferscale_entry c{};
@@ -90,18 +103,32 @@ class PluginPolicy final : public EvictionPolicy {
   static int user_in_flight(const void* run, std::uint64_t user) {
     return run != nullptr && static_cast<const RunView*>(run)->user_in_flight(user) ? 1 : 0;
   }
+  // kNever and INFERSCALE_NEVER are both the largest int64_t.
+  static std::int64_t user_last_active_ns(const void* run, std::uint64_t user) {
+    return run != nullptr ? static_cast<const RunView*>(run)->user_last_active(user) : kNever;
+  }
+  static std::int64_t next_access(const void* run, std::uint64_t fact) {
+    return run != nullptr ? static_cast<const RunView*>(run)->next_access(fact) : kNever;
+  }
+  static std::int64_t position(const void* run) {
+    return run != nullptr ? static_cast<const RunView*>(run)->position() : 0;
+  }
 
   Handle handle_;  // keeps the library loaded while the instance lives
-  const inferscale_policy_descriptor_v1* d_;
+  const inferscale_policy_descriptor_v2* d_;
   void* state_;
+  inferscale_victim_query attached_{};  // what attach() handed the plugin
 };
+static_assert(kNever == INFERSCALE_NEVER);
 
-std::unique_ptr<EvictionPolicy> load_plugin(const PolicyArgs& a) {
+std::unique_ptr<EvictionPolicy> load_plugin(const PolicyArgs& a, bool offline_run) {
   const Params& p = a.params;
+  const std::string policy = offline_run ? "plugin_offline" : "plugin";
   if (!p.has("path")) {
     throw InputError(p.where(),
-                     "eviction policy 'plugin' needs the parameter 'path' (the "
-                     "shared library built against policies/plugin.h)");
+                     "eviction policy '" + policy +
+                         "' needs the parameter 'path' (the "
+                         "shared library built against policies/plugin.h)");
   }
   std::string path = p.text("path", "");
   const std::string where = p.values().at("path").where;
@@ -122,7 +149,7 @@ std::unique_ptr<EvictionPolicy> load_plugin(const PolicyArgs& a) {
     throw InputError(where, "plugin library '" + path + "' does not export " +
                                 INFERSCALE_POLICY_DESCRIPTOR_SYMBOL + "() (see policies/plugin.h)");
   }
-  const inferscale_policy_descriptor_v1* d = fn();
+  const inferscale_policy_descriptor_v2* d = fn();
   if (d == nullptr) throw InputError(where, "plugin library '" + path + "' returned no descriptor");
   if (d->abi_version != INFERSCALE_POLICY_ABI_VERSION) {
     throw InputError(where, "plugin library '" + path + "' has policy ABI version " +
@@ -130,10 +157,10 @@ std::unique_ptr<EvictionPolicy> load_plugin(const PolicyArgs& a) {
                                 std::to_string(INFERSCALE_POLICY_ABI_VERSION) +
                                 ": rebuild it against this version's policies/plugin.h");
   }
-  if (d->struct_size < sizeof(inferscale_policy_descriptor_v1)) {
+  if (d->struct_size < sizeof(inferscale_policy_descriptor_v2)) {
     throw InputError(where, "plugin library '" + path + "' has a descriptor of " +
                                 std::to_string(d->struct_size) + " bytes, expected at least " +
-                                std::to_string(sizeof(inferscale_policy_descriptor_v1)));
+                                std::to_string(sizeof(inferscale_policy_descriptor_v2)));
   }
   const std::pair<const char*, bool> required[] = {
       {"create", d->create != nullptr},       {"destroy", d->destroy != nullptr},
@@ -144,6 +171,11 @@ std::unique_ptr<EvictionPolicy> load_plugin(const PolicyArgs& a) {
       throw InputError(where,
                        "plugin library '" + path + "' leaves the callback '" + name + "' empty");
     }
+  }
+  if ((d->flags & INFERSCALE_POLICY_OFFLINE) != 0 && !offline_run) {
+    throw InputError(where, "plugin library '" + path +
+                                "' reads the trace's future (INFERSCALE_POLICY_OFFLINE): select "
+                                "it as 'plugin_offline'");
   }
   std::vector<inferscale_param> params;
   for (const auto& [name, value] : p.values()) {
@@ -168,6 +200,13 @@ std::unique_ptr<EvictionPolicy> load_plugin(const PolicyArgs& a) {
 INFERSCALE_REGISTER_EVICTION(
     plugin, "an out-of-tree policy loaded from a shared library (policies/plugin.h)",
     {ParamInfo{"path", "(required)", "the shared library; other params are passed to it"}},
-    load_plugin);
+    [](const PolicyArgs& a) { return load_plugin(a, false); });
+
+INFERSCALE_REGISTER_OFFLINE_EVICTION(
+    plugin_offline,
+    "an out-of-tree policy that reads the trace's future (INFERSCALE_POLICY_OFFLINE), from a "
+    "shared library",
+    {ParamInfo{"path", "(required)", "the shared library; other params are passed to it"}},
+    [](const PolicyArgs& a) { return load_plugin(a, true); });
 
 }  // namespace inferscale

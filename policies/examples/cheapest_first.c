@@ -131,9 +131,9 @@ static uint64_t victim(const void* self, const inferscale_victim_query* q) {
   return best != INFERSCALE_NO_VICTIM ? best : best_recent;
 }
 
-static const inferscale_policy_descriptor_v1 descriptor = {
+static const inferscale_policy_descriptor_v2 descriptor = {
     INFERSCALE_POLICY_ABI_VERSION,
-    sizeof(inferscale_policy_descriptor_v1),
+    sizeof(inferscale_policy_descriptor_v2),
     "cheapest_first",
     "lowest recompute cost per byte first, sparing recently used facts",
     create,
@@ -144,8 +144,11 @@ static const inferscale_policy_descriptor_v1 descriptor = {
     NULL, /* on_evict: same as on_remove */
     NULL, /* on_access: not needed */
     victim,
+    0,    /* flags: an online policy */
+    0,    /* reserved */
+    NULL, /* attach: the run is read in victim() alone */
 };
 
-INFERSCALE_POLICY_EXPORT const inferscale_policy_descriptor_v1* inferscale_policy_descriptor(void) {
+INFERSCALE_POLICY_EXPORT const inferscale_policy_descriptor_v2* inferscale_policy_descriptor(void) {
   return &descriptor;
 }

@@ -44,7 +44,9 @@ std::vector<std::pair<std::string, Params>> all_policies() {
   std::vector<std::pair<std::string, Params>> out;
   for (const auto& info : PolicyRegistry::eviction()) {
     Params p("params");
-    if (info.name == "plugin") p.set("path", INFERSCALE_EXAMPLE_POLICY);
+    if (info.name == "plugin" || info.name == "plugin_offline") {
+      p.set("path", INFERSCALE_EXAMPLE_POLICY);
+    }
     out.emplace_back(info.name, p);
   }
   return out;

@@ -6,8 +6,8 @@ static uint64_t victim(const void* p, const inferscale_victim_query* q) {
   return 123456789u;
 }
 
-static const inferscale_policy_descriptor_v1 descriptor = {INFERSCALE_POLICY_ABI_VERSION,
-                                                           sizeof(inferscale_policy_descriptor_v1),
+static const inferscale_policy_descriptor_v2 descriptor = {INFERSCALE_POLICY_ABI_VERSION,
+                                                           sizeof(inferscale_policy_descriptor_v2),
                                                            "bad_victim",
                                                            "",
                                                            fifo_create,
@@ -17,8 +17,11 @@ static const inferscale_policy_descriptor_v1 descriptor = {INFERSCALE_POLICY_ABI
                                                            fifo_remove,
                                                            NULL,
                                                            NULL,
-                                                           victim};
+                                                           victim,
+                                                           0,
+                                                           0,
+                                                           NULL};
 
-INFERSCALE_POLICY_EXPORT const inferscale_policy_descriptor_v1* inferscale_policy_descriptor(void) {
+INFERSCALE_POLICY_EXPORT const inferscale_policy_descriptor_v2* inferscale_policy_descriptor(void) {
   return &descriptor;
 }

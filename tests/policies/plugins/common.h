@@ -7,6 +7,7 @@
 typedef struct fifo {
   uint64_t ids[1024];
   size_t head, tail;
+  size_t calls; /* impure_victim's state */
 } fifo;
 
 static inline void* fifo_create(const inferscale_param* params, size_t n, uint64_t capacity,

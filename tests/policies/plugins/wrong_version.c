@@ -6,8 +6,8 @@ static uint64_t victim(const void* p, const inferscale_victim_query* q) {
   return INFERSCALE_NO_VICTIM;
 }
 
-static const inferscale_policy_descriptor_v1 descriptor = {999,
-                                                           sizeof(inferscale_policy_descriptor_v1),
+static const inferscale_policy_descriptor_v2 descriptor = {999,
+                                                           sizeof(inferscale_policy_descriptor_v2),
                                                            "wrong_version",
                                                            "",
                                                            fifo_create,
@@ -17,8 +17,11 @@ static const inferscale_policy_descriptor_v1 descriptor = {999,
                                                            fifo_remove,
                                                            NULL,
                                                            NULL,
-                                                           victim};
+                                                           victim,
+                                                           0,
+                                                           0,
+                                                           NULL};
 
-INFERSCALE_POLICY_EXPORT const inferscale_policy_descriptor_v1* inferscale_policy_descriptor(void) {
+INFERSCALE_POLICY_EXPORT const inferscale_policy_descriptor_v2* inferscale_policy_descriptor(void) {
   return &descriptor;
 }
