@@ -63,7 +63,7 @@ FILE* report_stream(const std::string& out) {
 void add_import_locomo(CLI::App* trace, Action& action) {
   auto o = std::make_shared<LocomoImportOptions>();
   auto c = std::make_shared<Common>();
-  auto data = std::make_shared<std::string>("../shared/data/locomo10");
+  auto data = std::make_shared<std::string>();
   auto categories = std::make_shared<std::string>("1,2,3,4,5");
   auto start_s = std::make_shared<double>(-1);
   auto no_text = std::make_shared<bool>(false);
@@ -71,8 +71,10 @@ void add_import_locomo(CLI::App* trace, Action& action) {
       "import-locomo",
       "Build a trace from LoCoMo: users replicate its speakers, facts become memory writes, "
       "questions become requests retrieving BM25 top-k facts");
-  cmd->add_option("--data", *data, "LoCoMo: a directory of <id>.json files or one locomo10.json")
-      ->capture_default_str();
+  cmd->add_option("--data", *data,
+                  "LoCoMo: a directory of <id>.json files or one locomo10.json (default: "
+                  "$INFERSCALE_LOCOMO, else data/locomo10/ in the repository, else "
+                  "../shared/data/locomo10 beside it)");
   cmd->add_option("--out", c->out, "trace file to write ('-': stdout)")->required();
   cmd->add_option("--users", o->users,
                   "users; user i replays conversation i % C, speaker (i / C) % 2")
@@ -110,7 +112,7 @@ void add_import_locomo(CLI::App* trace, Action& action) {
       o->start_s = given ? *start_s : -1;
       o->text = !*no_text;
       validate_locomo_options(*o);
-      const auto locomo = load_locomo(*data);
+      const auto locomo = load_locomo(find_locomo(locomo_search(*data), "--data"));
       TraceWriter w(c->out);
       const auto r = import_locomo(locomo, *o, w);
       w.close();

@@ -74,7 +74,7 @@ LocomoImportOptions locomo_options(const YamlView& v, std::uint64_t seed, std::s
                     "start_s", "arrival", "rate", "concurrency", "think_time_s", "seed", "text",
                     "initial_memory"});
   LocomoImportOptions o;
-  data = v.text("data", "../shared/data/locomo10");
+  data = v.text("data", "");
   o.users = static_cast<std::uint64_t>(v.integer("users", std::int64_t(o.users), 1, 1 << 30));
   o.questions_per_user = static_cast<std::uint32_t>(
       v.integer("questions_per_user", o.questions_per_user, 0, 1 << 30));
@@ -128,10 +128,7 @@ void check_trace_source(const RunConfig& run) {
   } else {
     std::string data;
     locomo_options(v, run.seed, data);
-    if (!fs::exists(data)) {
-      v.fail("data", "LoCoMo data '" + data + "' not found (a directory of <id>.json files or "
-                         "locomo10.json)");
-    }
+    find_locomo(locomo_search(data), v.where("data"));
   }
 }
 
@@ -150,11 +147,7 @@ std::string materialize_trace(const RunConfig& run, const std::string& cache_dir
     std::string data;
     const auto o = locomo_options(v, run.seed, data);
     if (fs::exists(path)) return path;
-    if (!fs::exists(data)) {
-      v.fail("data", "LoCoMo data '" + data + "' not found (a directory of <id>.json files or "
-                         "locomo10.json)");
-    }
-    const LocomoData d = load_locomo(data);
+    const LocomoData d = load_locomo(find_locomo(locomo_search(data), v.where("data")));
     TraceWriter w(path);
     import_locomo(d, o, w);
     w.close();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -376,6 +377,57 @@ void load_locomo_json(std::string_view text, const std::string& name, LocomoData
   } else {
     loader.item(doc, "", stem);
   }
+}
+
+LocomoSearch locomo_search(const std::string& given) {
+  LocomoSearch s;
+  s.given = given;
+  if (const char* env = std::getenv("INFERSCALE_LOCOMO")) s.env = env;
+  s.repository = INFERSCALE_SOURCE_DIR;
+  return s;
+}
+
+std::vector<std::string> locomo_places(const LocomoSearch& s) {
+  if (!s.given.empty()) return {s.given};
+  if (!s.env.empty()) return {s.env};
+  return {s.repository + "/data/locomo10", s.repository + "/../shared/data/locomo10"};
+}
+
+namespace {
+
+bool holds_locomo(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) return true;
+  if (!std::filesystem::is_directory(path, ec)) return false;
+  for (const auto& e : std::filesystem::directory_iterator(path, ec)) {
+    if (e.is_regular_file() && e.path().extension() == ".json") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string find_locomo(const LocomoSearch& s, const std::string& where) {
+  const auto places = locomo_places(s);
+  for (const auto& p : places) {
+    if (holds_locomo(p)) return p;
+  }
+  std::string list;
+  for (std::size_t i = 0; i < places.size(); ++i) {
+    list += (i == 0 ? "" : ", ") + std::to_string(i + 1) + ". " + places[i];
+  }
+  const char* named = !s.given.empty() ? " (the folder given, used alone)"
+                      : !s.env.empty() ? " ($INFERSCALE_LOCOMO, used alone)"
+                                       : "";
+  throw InputError(
+      where,
+      "LoCoMo data not found. LoCoMo (\"Evaluating Very Long-Term Conversational Memory of LLM "
+      "Agents\", 2024) is a benchmark of 10 long multi-session conversations with QA "
+      "annotations, licensed CC BY-NC 4.0 and not shipped with InferScale; it is published in "
+      "the GitHub repository snap-research/locomo as data/locomo10.json. Searched, in order: " +
+          list + named +
+          ". Put locomo10.json in one of these folders, or name its folder with --data DIR "
+          "(`data: DIR` in a config) or INFERSCALE_LOCOMO=DIR");
 }
 
 LocomoData load_locomo(const std::string& path) {

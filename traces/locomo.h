@@ -57,6 +57,21 @@ struct LocomoData {
   std::size_t questions() const;
 };
 
+/// Where LoCoMo is looked for. A place that is named (`given`, then `env`) is used alone;
+/// otherwise the repository's data/locomo10/, then ../shared/data/locomo10 beside it.
+struct LocomoSearch {
+  std::string given;       // --data or `data:` ("" : not given)
+  std::string env;         // $INFERSCALE_LOCOMO ("" : unset)
+  std::string repository;  // the source tree
+};
+/// The search for `given` in this process: $INFERSCALE_LOCOMO and the source tree.
+LocomoSearch locomo_search(const std::string& given);
+/// The places `s` looks in, in order.
+std::vector<std::string> locomo_places(const LocomoSearch& s);
+/// The first place that holds LoCoMo (one .json file, or a directory with .json files); else
+/// InputError at `where` saying what LoCoMo is, where it is published and where to put it.
+std::string find_locomo(const LocomoSearch& s, const std::string& where);
+
 /// Reads LoCoMo from a directory of per-conversation files (`*.json`, sorted by name) or from
 /// one file (one conversation object, or a list of them). Errors: InputError with the file and
 /// the key path.
