@@ -24,6 +24,9 @@ struct BenchArgs {
   std::vector<std::uint32_t> batches = {1, 16, 64};
   std::vector<std::uint32_t> ks = {0, 10, 25, 50};
   std::string out = "bench/results/executor_h200.json";
+  // The executor's switches under A/B (validated by CLI11: a bad value exits with status 2).
+  std::string split_kv = "on", cuda_graphs = "on", pdl = "on";
+  std::string blas = blas_library_name(BlasPolicy{}.library);
   ExecutorBenchOptions o;
 };
 
@@ -76,6 +79,13 @@ int run_bench(const BenchArgs& a, const std::string& command) {
   if (o.query == 0) throw InputError("--query", "the query needs at least one token");
   o.batches = a.batches;
   o.ks = a.ks;
+  o.split_kv.enabled = a.split_kv == "on";
+  o.cuda_graphs.enabled = a.cuda_graphs == "on";
+  o.programmatic_launch = a.pdl == "on";
+  for (const BlasLibrary l :
+       {BlasLibrary::kCublas, BlasLibrary::kCublasLt, BlasLibrary::kFewRowsLt}) {
+    if (a.blas == blas_library_name(l)) o.blas.library = l;
+  }
   o.command = command;
   const nlohmann::json doc = run_executor_bench(
       o, [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
@@ -115,6 +125,26 @@ void add_bench_commands(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_option("--seed", args->o.seed, "seed of the random weights")->capture_default_str();
   cmd->add_option("--out", args->out, "results JSON")->capture_default_str();
+  const auto on_off = CLI::IsMember({"on", "off"});
+  cmd->add_option("--split-kv", args->split_kv,
+                  "split-KV attention for short queries over long contexts")
+      ->check(on_off)
+      ->capture_default_str();
+  cmd->add_option("--split-kv-min-tiles", args->o.split_kv.min_chunk_tiles,
+                  "shortest split-KV key split, in 64-key tiles")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("--cuda-graphs", args->cuda_graphs, "recurring step shapes as CUDA graphs")
+      ->check(on_off)
+      ->capture_default_str();
+  cmd->add_option("--blas", args->blas,
+                  "BLAS library of the matrix products (cublaslt_few_rows: cuBLASLt for products "
+                  "of at most 64 rows, cuBLAS for the rest)")
+      ->check(CLI::IsMember({"cublas", "cublaslt", "cublaslt_few_rows"}))
+      ->capture_default_str();
+  cmd->add_option("--pdl", args->pdl, "programmatic dependent launch of the layer's own kernels")
+      ->check(on_off)
+      ->capture_default_str();
   cmd->callback([&action, args, &app] {
     std::string command = "inferscale";
     for (const auto* sub : app.get_subcommands()) {
@@ -133,7 +163,10 @@ void add_bench_commands(CLI::App& app, Action& action) {
                std::to_string(args->o.output) + " --batch " + list(args->batches) + " --k " +
                list(args->ks) + " --modes " + args->modes + " --rope " + args->rope + " --reps " +
                std::to_string(args->o.reps) + " --warmup " + std::to_string(args->o.warmup) +
-               " --seed " + std::to_string(args->o.seed) + " --out " + args->out;
+               " --seed " + std::to_string(args->o.seed) + " --split-kv " + args->split_kv +
+               " --split-kv-min-tiles " + std::to_string(args->o.split_kv.min_chunk_tiles) +
+               " --cuda-graphs " + args->cuda_graphs + " --blas " + args->blas + " --pdl " +
+               args->pdl + " --out " + args->out;
     action = [args, command] { return run_bench(*args, command); };
   });
 }

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstdint>
-#include <cstdlib>
 #include <deque>
 #include <exception>
 #include <map>
@@ -57,7 +56,9 @@ inline void copy_on(const DeviceOps::CopyRegion& r, cudaStream_t stream) {
 /// the compute stream must wait for a ticket whose copies its lane has not issued yet.
 class CopyEngine {
  public:
-  explicit CopyEngine(at::Device device) : device_index_(device.index()) {
+  /// `in_flight_bytes` (> 0): DeviceOps::copy_inflight_bytes().
+  CopyEngine(at::Device device, std::size_t in_flight_bytes)
+      : in_flight_bytes_(in_flight_bytes), device_index_(device.index()) {
     for (Lane& lane : lanes_) {
       lane.stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index());
     }
@@ -153,14 +154,7 @@ class CopyEngine {
   }
 
  private:
-  /// 64 MiB unless INFERSCALE_COPY_INFLIGHT_MB says otherwise (a diagnostic: how deep the
-  /// queue on a copy engine may be before a lane waits).
-  static std::size_t in_flight_limit() {
-    const char* env = std::getenv("INFERSCALE_COPY_INFLIGHT_MB");
-    const long mb = env != nullptr ? std::strtol(env, nullptr, 10) : 0;
-    return std::size_t(mb > 0 ? mb : 64) << 20;
-  }
-  const std::size_t in_flight_bytes_ = in_flight_limit();
+  const std::size_t in_flight_bytes_;  // how deep the queue on a copy engine may be
   /// A progress event per 16 MiB (at most a quarter of the in-flight limit).
   const std::size_t mark_bytes_ = std::min(std::size_t(16) << 20, in_flight_bytes_ / 4);
 

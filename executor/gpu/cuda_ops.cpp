@@ -281,12 +281,12 @@ class CudaOps : public DeviceOps {
     }
   }
   void begin_copies(CopyDirection direction) override {
-    if (!copies_) copies_ = std::make_unique<CopyEngine>(device_);
+    if (!copies_) copies_ = std::make_unique<CopyEngine>(device_, copy_inflight_bytes_);
     copies_->begin(direction == CopyDirection::kToDevice ? 0 : 1);
   }
   std::uint64_t end_copies() override { return copies_->end(); }
   void hold_copy_point() override {
-    if (!copies_) copies_ = std::make_unique<CopyEngine>(device_);
+    if (!copies_) copies_ = std::make_unique<CopyEngine>(device_, copy_inflight_bytes_);
     copies_->hold_point();
   }
   void release_copy_point() override {

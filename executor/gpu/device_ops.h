@@ -216,6 +216,10 @@ class DeviceOps {
   const CudaGraphPolicy& cuda_graphs() const { return graphs_; }
   /// Forward passes run as a CUDA graph replay, since the ops were made.
   std::uint64_t graph_replays() const { return graph_replays_; }
+  /// How many bytes of copies a copy lane keeps queued on its copy engine before it waits for
+  /// older ones (CUDA; GpuExecutorOptions::copy_inflight_mb). Set before the first copy batch.
+  void set_copy_inflight_bytes(std::size_t bytes) { copy_inflight_bytes_ = bytes; }
+  std::size_t copy_inflight_bytes() const { return copy_inflight_bytes_; }
 
  protected:
   SplitKvPolicy split_kv_;
@@ -224,6 +228,7 @@ class DeviceOps {
   std::uint64_t graph_replays_ = 0;
   BlasPolicy blas_;
   GemmCounts gemm_counts_;
+  std::size_t copy_inflight_bytes_ = std::size_t(64) << 20;
 };
 
 /// Split-KV parameters of one attention call: tensors, strides and shape; the caller sets the

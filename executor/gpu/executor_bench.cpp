@@ -2,13 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <optional>
-#include <stdexcept>
 #include <string>
 
 #include "executor/gpu/torch_compat.h"
-#include "traces/error.h"
 
 namespace inferscale {
 
@@ -48,78 +44,6 @@ std::string attention_kind(const AttentionCounts& c) {
   return c.split_kv > 0 ? "split_kv" : (c.flash > 0 ? "flash" : "math");
 }
 
-/// An environment switch with two values: `fallback` when unset or empty, true for `yes`,
-/// false for `no`; anything else is an input error naming the variable.
-bool env_switch(const char* name, const std::string& yes, const std::string& no, bool fallback) {
-  const char* env = std::getenv(name);
-  if (env == nullptr || *env == '\0') return fallback;
-  const std::string v = env;
-  if (v != yes && v != no) {
-    throw InputError(name, "expected " + yes + " or " + no + ", got '" + v + "'");
-  }
-  return v == yes;
-}
-
-/// An integer >= 1 (at most `most`) from the environment variable `name`; nullopt when unset or
-/// empty; anything else is an input error naming the variable.
-std::optional<long long> env_positive(const char* name, long long most) {
-  const char* env = std::getenv(name);
-  if (env == nullptr || *env == '\0') return std::nullopt;
-  const std::string v = env;
-  std::size_t used = 0;
-  long long n = 0;
-  try {
-    n = std::stoll(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != v.size() || n < 1 || n > most) {
-    throw InputError(name, "expected an integer >= 1, got '" + v + "'");
-  }
-  return n;
-}
-
-/// options.split_kv with INFERSCALE_SPLIT_KV (on|off) and INFERSCALE_SPLIT_KV_MIN_TILES (the
-/// shortest key split in 64-key tiles, an integer >= 1) applied.
-SplitKvPolicy split_kv_setting(const SplitKvPolicy& policy) {
-  SplitKvPolicy p = policy;
-  if (const auto n = env_positive("INFERSCALE_SPLIT_KV_MIN_TILES", 1 << 20)) {
-    p.min_chunk_tiles = std::int32_t(*n);
-  }
-  p.enabled = env_switch("INFERSCALE_SPLIT_KV", "on", "off", p.enabled);
-  return p;
-}
-
-/// CUDA graphs for the bench's recurring step shapes: on unless INFERSCALE_CUDA_GRAPHS=off.
-CudaGraphPolicy cuda_graph_setting() {
-  CudaGraphPolicy p;
-  p.enabled = env_switch("INFERSCALE_CUDA_GRAPHS", "on", "off", true);
-  return p;
-}
-
-/// The BLAS library of the products: `fallback` (the executor's default) unless INFERSCALE_BLAS
-/// names cublas, cublaslt or cublaslt_few_rows (BlasPolicy).
-BlasPolicy blas_setting(BlasPolicy fallback) {
-  const char* env = std::getenv("INFERSCALE_BLAS");
-  if (env == nullptr || *env == '\0') return fallback;
-  const std::string v = env;
-  for (const BlasLibrary l :
-       {BlasLibrary::kCublas, BlasLibrary::kCublasLt, BlasLibrary::kFewRowsLt}) {
-    if (v == blas_library_name(l)) {
-      fallback.library = l;
-      return fallback;
-    }
-  }
-  throw InputError("INFERSCALE_BLAS",
-                   "expected cublas, cublaslt or cublaslt_few_rows, got '" + v + "'");
-}
-
-/// Programmatic dependent launch of the layer's custom kernels: `fallback` (the executor's
-/// default, on) unless INFERSCALE_PDL says otherwise.
-bool programmatic_launch_setting(bool fallback) {
-  return env_switch("INFERSCALE_PDL", "on", "off", fallback);
-}
-
 }  // namespace
 
 nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
@@ -135,10 +59,10 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
   eo.dtype = o.dtype;
   eo.rope = o.rope;
   eo.seed = o.seed;
-  eo.split_kv = split_kv_setting(o.split_kv);
-  eo.cuda_graphs = cuda_graph_setting();
-  eo.blas = blas_setting(eo.blas);
-  eo.programmatic_launch = programmatic_launch_setting(eo.programmatic_launch);
+  eo.split_kv = o.split_kv;
+  eo.cuda_graphs = o.cuda_graphs;
+  eo.blas = o.blas;
+  eo.programmatic_launch = o.programmatic_launch;
   const std::uint64_t block = FactPool::block_bytes(m, std::uint32_t(dtype_bytes(o.dtype)));
   const std::uint64_t blocks_per_fact = (o.fact + kBlockTokens - 1) / kBlockTokens;
   eo.pool_bytes =
@@ -319,27 +243,27 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
         {"max_query_tokens", eo.split_kv.max_query_tokens},
         {"min_context_tokens", eo.split_kv.min_context_tokens},
         {"min_chunk_tiles", eo.split_kv.min_chunk_tiles},
-        {"switch", "INFERSCALE_SPLIT_KV=on|off, INFERSCALE_SPLIT_KV_MIN_TILES=n"}}},
+        {"switch", "--split-kv on|off, --split-kv-min-tiles n"}}},
       {"cuda_graphs",
        {{"enabled", eo.cuda_graphs.enabled},
         {"max_tokens", eo.cuda_graphs.max_tokens},
         {"max_graphs", eo.cuda_graphs.max_graphs},
         {"key_bucket", eo.cuda_graphs.key_bucket},
-        {"switch", "INFERSCALE_CUDA_GRAPHS=on|off"},
+        {"switch", "--cuda-graphs on|off"},
         {"note",
          "a step shape seen before is captured once (that step runs eagerly) and replayed "
          "after; with warmup >= 2 every measured step of a shape is a replay"}}},
       {"blas",
        {{"library", blas_library_name(eo.blas.library)},
         {"lt_max_rows", eo.blas.lt_max_rows},
-        {"switch", "INFERSCALE_BLAS=cublas|cublaslt|cublaslt_few_rows"},
+        {"switch", "--blas cublas|cublaslt|cublaslt_few_rows"},
         {"note", "cublaslt_few_rows: products of at most lt_max_rows rows on cuBLASLt"}}},
       {"programmatic_launch",
        {{"enabled", eo.programmatic_launch},
-        {"switch", "INFERSCALE_PDL=on|off"},
+        {"switch", "--pdl on|off"},
         {"note",
-         "kv_append, split-KV attention and its combine, silu_mul and inject launched with programmatic stream serialization: each may start before the kernel "
-         "before it ends"}}},
+         "kv_append, split-KV attention and its combine, silu_mul and inject launched with "
+         "programmatic stream serialization: each may start before the kernel before it ends"}}},
       {"gemm_counts", {{"libtorch", gc.blas}, {"libtorch_cublaslt", gc.blas_lt}}},
       {"cwe_window", 0},
       {"reps", o.reps},

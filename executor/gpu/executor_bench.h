@@ -26,17 +26,19 @@ struct ExecutorBenchOptions {
   std::uint32_t reps = 3, warmup = 2;  // two: a recurring shape's graph is captured in the second
   std::uint64_t seed = 0;
   SplitKvPolicy split_kv;  // the executor's attention choice (A/B: split_kv.enabled)
-  std::string command;     // echoed into the results
+  /// CUDA graphs for the recurring step shapes: on in the bench (off in the executor).
+  CudaGraphPolicy cuda_graphs{.enabled = true};
+  BlasPolicy blas;                  // the products' BLAS library (the executor's default)
+  bool programmatic_launch = true;  // GpuExecutorOptions::programmatic_launch
+  std::string command;              // echoed into the results
 };
 
 /// Runs every (mode, batch, k) and returns the results document: settings, and one row per
 /// (mode, batch, k) with mode, batch, k, ttft_ms, tpot_ms, tokens_per_s, plus tflops (text) or
 /// inject_tbps (kv_inject), and which attention the TTFT step and the decode steps ran
-/// (split_kv, flash, math or mixed). `log` receives progress lines.
-///
-/// The environment variable INFERSCALE_SPLIT_KV=on|off, where set, overrides
-/// options.split_kv.enabled: the A/B of the split-KV attention kernel with the same command
-/// line (recorded in the results' settings).
+/// (split_kv, flash, math or mixed). `log` receives progress lines. Every setting that changes
+/// the measurement comes from `options` (the command's flags) and is recorded in the results'
+/// settings.
 nlohmann::json run_executor_bench(const ExecutorBenchOptions& options,
                                   const std::function<void(const std::string&)>& log);
 

@@ -52,6 +52,10 @@ GpuExecutor::GpuExecutor(GpuExecutorOptions options)
   ops_->set_split_kv(options_.split_kv);
   ops_->set_cuda_graphs(options_.cuda_graphs);
   ops_->set_blas(options_.blas);
+  if (options_.copy_inflight_mb == 0) {
+    throw std::invalid_argument("GpuExecutor: copy_inflight_mb must be at least 1");
+  }
+  ops_->set_copy_inflight_bytes(std::size_t(options_.copy_inflight_mb) << 20);
   if (options_.device == "cuda") {
     use_programmatic_launch(options_.programmatic_launch);
   }

@@ -67,6 +67,10 @@ struct GpuExecutorOptions {
   /// launches the pass first and issues the copies while the device runs it; false: the copies
   /// first, as every step did before 0337801.
   bool copies_beside_pass = true;
+  /// Megabytes (MiB) of asynchronous copies each copy lane keeps queued on its copy engine before
+  /// it waits for older ones (CUDA), so that a step's own small transfers never queue behind
+  /// seconds of bulk copies and loads and offloads advance side by side. At least 1.
+  std::uint32_t copy_inflight_mb = 64;
   SplitKvPolicy split_kv;       // split-KV attention where it pays; enabled = A/B
   CudaGraphPolicy cuda_graphs;  // forwards of recurring shapes as CUDA graphs (CUDA)
   BlasPolicy blas;              // cuBLAS or cuBLASLt per product (CUDA)

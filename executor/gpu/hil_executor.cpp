@@ -27,6 +27,7 @@ class DeviceBoundExecutor final : public Executor {
     g.warm_rows = o.warm_rows;
     g.settle_ms = o.settle_ms;
     g.copies_beside_pass = o.copies_beside_pass;
+    g.copy_inflight_mb = o.copy_inflight_mb;
     g.rope = o.rope_delta ? RopeMode::kDelta : RopeMode::kPreRope;
     g.seed = o.seed;
     inner_ = std::make_unique<GpuExecutor>(std::move(g));

@@ -28,14 +28,14 @@
 #              attention on and off (BENCH_SPLIT_KV="on" runs only on; issue: GPU executor targets),
 #              BENCH_REPS repetitions per row (default 9; about two minutes a grid)
 #   graphs     kv_inject bench at batch 1, 16 and 64, k=0 and 50, with CUDA graphs on and off
-#              (INFERSCALE_CUDA_GRAPHS; on is the bench's default) and cuBLASLt instead of cuBLAS
+#              (--cuda-graphs; on is the bench's default) and cuBLASLt instead of cuBLAS
 #   blas       kv_inject bench at batch 1, 16 and 64, k=0 and 50, with the products on cuBLAS, on
 #              cuBLASLt when of at most 64 rows (cublaslt_few_rows), twice each interleaved, and
-#              all on cuBLASLt (INFERSCALE_BLAS)
+#              all on cuBLASLt (--blas)
 #   splits     kv_inject bench at batch 1 and 16, k=50, with the shortest split-KV key split at
-#              1, 2, 4 and 8 tiles (INFERSCALE_SPLIT_KV_MIN_TILES; 1 is the default plan)
+#              1, 2, 4 and 8 tiles (--split-kv-min-tiles; 1 is the default plan)
 #   pdl        kv_inject bench at batch 1, 16 and 64, k=0 and 50, with programmatic dependent
-#              launch of the layer's own kernels (INFERSCALE_PDL) on and off, twice each
+#              launch of the layer's own kernels (--pdl) on and off, twice each
 #   tunable    kv_inject bench at batch 1, 16 and 64, k=0 and 50, with PyTorch's TunableOp choosing
 #              each matrix product's cuBLAS / cuBLASLt algorithm, against the default choice
 #   profile    every kernel's duration (ncu) in a batch-1, k=50 kv_inject bench step
@@ -204,53 +204,51 @@ fi
 
 if want bench; then
   for sk in ${BENCH_SPLIT_KV:-on off}; do
-    INFERSCALE_SPLIT_KV=$sk step "bench_split_kv_$sk" 300 "$WORK/bench_$sk.log" "$BIN" bench \
-      executor --model llama-3.1-8b --device cuda --header 64 --fact 24 --query 24 --output 50 \
-      --batch 1,16,64 --k 0,10,25,50 --reps "${BENCH_REPS:-9}" \
+    step "bench_split_kv_$sk" 300 "$WORK/bench_$sk.log" "$BIN" bench executor \
+      --model llama-3.1-8b --device cuda --header 64 --fact 24 --query 24 --output 50 \
+      --batch 1,16,64 --k 0,10,25,50 --reps "${BENCH_REPS:-9}" --split-kv "$sk" \
       --out "$WORK/executor_h200_split_kv_$sk.json"
     sed -n '/^mode/,$p' "$WORK/bench_$sk.log" | sed "s/^/    [$sk] /" >>"$SUMMARY"
   done
 fi
 
-# ab_bench NAME LABEL VAR=VALUE...: the kv_inject bench of the A/B phases (batch 1, 16 and 64, k=0
-# and 50, 5 repetitions) with the variables set, into executor_h200_NAME.json; its table goes to
-# the summary under LABEL.
+# ab_bench NAME LABEL FLAGS...: the kv_inject bench of the A/B phases (batch 1, 16 and 64, k=0
+# and 50, 5 repetitions) with the bench's FLAGS (e.g. --pdl off), into executor_h200_NAME.json;
+# its table goes to the summary under LABEL. Variables set before the call (PyTorch's) reach it.
 ab_bench() {
   local name=$1 label=$2
   shift 2
-  (
-    export "$@"
-    step "$name" 240 "$WORK/$name.log" "$BIN" bench executor --model llama-3.1-8b --device cuda \
-      --header 64 --fact 24 --query 24 --output 50 --batch 1,16,64 --k 0,50 --modes kv_inject \
-      --reps 5 --out "$WORK/executor_h200_$name.json"
-  )
+  step "$name" 240 "$WORK/$name.log" "$BIN" bench executor --model llama-3.1-8b --device cuda \
+    --header 64 --fact 24 --query 24 --output 50 --batch 1,16,64 --k 0,50 --modes kv_inject \
+    --reps 5 --out "$WORK/executor_h200_$name.json" "$@"
   sed -n '/^mode/,$p' "$WORK/$name.log" | tail -7 | sed "s/^/    [$label] /" >>"$SUMMARY"
 }
 
 if want graphs; then
-  for g in on off; do ab_bench "graphs_$g" "graphs $g" "INFERSCALE_CUDA_GRAPHS=$g"; done
-  ab_bench graphs_on_cublaslt "graphs on, cublaslt" INFERSCALE_BLAS=cublaslt
+  for g in on off; do ab_bench "graphs_$g" "graphs $g" --cuda-graphs "$g"; done
+  ab_bench graphs_on_cublaslt "graphs on, cublaslt" --blas cublaslt
 fi
 
 if want blas; then
   for i in 1 2; do
-    for b in cublas cublaslt_few_rows; do ab_bench "blas_${b}_$i" "$b" "INFERSCALE_BLAS=$b"; done
+    for b in cublas cublaslt_few_rows; do ab_bench "blas_${b}_$i" "$b" --blas "$b"; done
   done
-  ab_bench blas_cublaslt cublaslt INFERSCALE_BLAS=cublaslt
+  ab_bench blas_cublaslt cublaslt --blas cublaslt
 fi
 
 if want splits; then
   for t in 1 2 4 8; do
-    INFERSCALE_SPLIT_KV_MIN_TILES=$t step "splits_min_tiles_$t" 90 "$WORK/splits.log" "$BIN" bench \
-      executor --model llama-3.1-8b --device cuda --header 64 --fact 24 --query 24 --output 50 \
-      --batch 1,16 --k 50 --modes kv_inject --out "$WORK/executor_h200_min_tiles_$t.json"
+    step "splits_min_tiles_$t" 90 "$WORK/splits.log" "$BIN" bench executor \
+      --model llama-3.1-8b --device cuda --header 64 --fact 24 --query 24 --output 50 \
+      --batch 1,16 --k 50 --modes kv_inject --split-kv-min-tiles "$t" \
+      --out "$WORK/executor_h200_min_tiles_$t.json"
     sed -n '/^mode/,$p' "$WORK/splits.log" | tail -3 | sed "s/^/    [min tiles $t] /" >>"$SUMMARY"
   done
 fi
 
 if want pdl; then
   for i in 1 2; do
-    for g in on off; do ab_bench "pdl_${g}_$i" "pdl $g" "INFERSCALE_PDL=$g"; done
+    for g in on off; do ab_bench "pdl_${g}_$i" "pdl $g" --pdl "$g"; done
   done
 fi
 
@@ -259,11 +257,11 @@ if want tunable; then
   # bench meets (tuning outside CUDA graphs), writes the winners to a file, and a second run
   # with tuning off uses them inside the graphs; the third is the reference without TunableOp.
   TUNED=$WORK/tunableop_results.csv
-  ab_bench tunable_tune "tunableop tuning, graphs off" PYTORCH_TUNABLEOP_ENABLED=1 \
-    PYTORCH_TUNABLEOP_TUNING=1 PYTORCH_TUNABLEOP_FILENAME="$TUNED" INFERSCALE_CUDA_GRAPHS=off
-  ab_bench tunable_on "tunableop tuned" PYTORCH_TUNABLEOP_ENABLED=1 PYTORCH_TUNABLEOP_TUNING=0 \
-    PYTORCH_TUNABLEOP_FILENAME="$TUNED"
-  ab_bench tunable_ref "no tunableop" INFERSCALE_CUDA_GRAPHS=on
+  PYTORCH_TUNABLEOP_ENABLED=1 PYTORCH_TUNABLEOP_TUNING=1 PYTORCH_TUNABLEOP_FILENAME="$TUNED" \
+    ab_bench tunable_tune "tunableop tuning, graphs off" --cuda-graphs off
+  PYTORCH_TUNABLEOP_ENABLED=1 PYTORCH_TUNABLEOP_TUNING=0 PYTORCH_TUNABLEOP_FILENAME="$TUNED" \
+    ab_bench tunable_on "tunableop tuned"
+  ab_bench tunable_ref "no tunableop" --cuda-graphs on
   ls "$WORK"/tunableop_results* 2>/dev/null | sed 's/^/    tuned: /' >>"$SUMMARY"
 fi
 
