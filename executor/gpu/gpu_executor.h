@@ -26,6 +26,8 @@
 
 namespace inferscale {
 
+class HostTrace;
+
 /// How fact keys are stored: before RoPE and rotated once at their composed positions
 /// (bit-identical to a native prefill), or after RoPE at their encode positions and shifted by
 /// the position delta (a second rounding).
@@ -185,6 +187,43 @@ class GpuExecutor : public Executor {
                                             Injections& inj);
   void flush_injections(Injections& inj);
   void free_transients();
+
+  // gpu_executor_step.cpp: the phases of execute(), in their order
+  /// The clock's marks of one step (-1: not taken).
+  struct StepMarks {
+    int start = -1, load = -1, encode = -1, inject_begin = -1, inject_end = -1;
+    int pass = -1;  // the pass's end, when copies are issued after its launch
+    int forward = -1;
+  };
+  /// Host evictions of facts this step neither offloads nor loads, at once (the offloads reuse
+  /// their blocks); returns the others, for evict_late_from_host once the copies are issued.
+  std::vector<FactId> evict_untouched_from_host(const BatchPlan& plan);
+  void evict_late_from_host(const std::vector<FactId>& facts);
+  /// The asynchronous offloads, the evictions, the loads and the asynchronous loads; `fallback`
+  /// receives the encodes of loads whose KV the host tier does not hold.
+  void issue_copies(const BatchPlan& plan, Injections& into,
+                    std::vector<PendingEncode>& fallback, HostTrace& trace);
+  /// A prefill that injects an asynchronously loaded fact waits for its copy.
+  void wait_for_injected_loads(const BatchPlan& plan);
+  /// Cached headers, then the plan's encodes after `encodes` (the loads' fallbacks).
+  void run_step_encodes(const BatchPlan& plan, std::vector<PendingEncode>& encodes,
+                        Injections& inj);
+  /// Each prefill's prompt layout; a first chunk's injected header and facts into `inj`.
+  void compose_prompts(const BatchPlan& plan, Injections& inj);
+  /// Every prefill chunk's computed tokens and every decode item into `batch`, then padding.
+  void add_forward_items(const BatchPlan& plan, ForwardBatch& batch);
+  /// The one forward pass (a CUDA graph replay where it may be); the sampled tokens on the
+  /// host (undefined where nothing is sampled), valid after the clock's synchronize().
+  at::Tensor run_forward_pass(const ForwardBatch& batch, HostTrace& trace);
+  /// The step's duration and phases from its marks (after synchronize()), with the device's
+  /// idle `gap` before it where copies were in flight; fills stats_.
+  BatchResult measure_step(const BatchPlan& plan, const StepMarks& marks, std::int64_t gap,
+                           const AttentionCounts& calls_before, std::uint64_t replays_before);
+  /// Request state advanced by the sampled `tokens` (prefills', then decodes'); released
+  /// requests' cache rows freed.
+  void advance_requests(const BatchPlan& plan, const std::vector<std::int32_t>& tokens);
+  void trace_step(HostTrace& trace, const BatchPlan& plan, std::int64_t gap,
+                  const BatchResult& result);
 
   // gpu_executor.cpp: requests and the forward pass
   RequestState& start_request(const PrefillItem& item);
