@@ -1,9 +1,15 @@
 #pragma once
 // @brief Model and GPU descriptions shared by the memory model, the cost model and the GPU
-// executor. Plain data: YAML parsing lives in sim/.
+// executor, and the model presets' YAML (configs/models/*.yaml), their one source.
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
+
+namespace YAML {
+class Node;
+}
 
 namespace inferscale {
 
@@ -71,5 +77,23 @@ struct GpuConfig {
   double mbu = 0.8;           // achieved fraction of HBM bandwidth
   double pcie_efficiency = 0.8;
 };
+
+/// Where the presets live: ./configs when it has models/, else the source tree's configs.
+std::string config_dir();
+/// A preset's file: `name_or_path` itself when it is a path (has a '/' or ends in .yaml), else
+/// config_dir()/<folder>/<name>.yaml.
+std::string preset_path(const std::string& name_or_path, const std::string& folder);
+/// Names of the presets in config_dir()/<folder>, sorted.
+std::vector<std::string> preset_names(const std::string& folder);
+
+/// Position of the value at a dotted key path ("" : the map itself), for errors:
+/// "file:line:column: key.path".
+using ModelWhere = std::function<std::string(const std::string& key_path)>;
+/// @brief A model from a YAML map with the keys of configs/models/*.yaml; bad input is an
+/// InputError at `where(key path)` saying what was expected.
+ModelConfig parse_model_config(const YAML::Node& node, const ModelWhere& where);
+/// @brief A model preset by name (configs/models/<name>.yaml) or path; InputError at `where`
+/// listing the presets when there is no such file.
+ModelConfig load_model_config(const std::string& name_or_path, const std::string& where);
 
 }  // namespace inferscale

@@ -1,5 +1,6 @@
 #include "executor/gpu/model_presets.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 
@@ -8,80 +9,6 @@
 namespace inferscale {
 
 namespace {
-
-ModelConfig llama31_8b() {
-  // meta-llama/Llama-3.1-8B config.json
-  ModelConfig m;
-  m.name = "llama-3.1-8b";
-  m.layers = 32;
-  m.hidden = 4096;
-  m.heads = 32;
-  m.kv_heads = 8;
-  m.head_dim = 128;
-  m.ffn = 14336;
-  m.vocab = 128256;
-  m.rope_theta = 500000.0;
-  m.rope_scaling_factor = 8.0;
-  m.rope_low_freq_factor = 1.0;
-  m.rope_high_freq_factor = 4.0;
-  m.rope_original_max_positions = 8192;
-  m.rms_eps = 1e-5;
-  m.max_positions = 131072;
-  return m;
-}
-
-ModelConfig mistral_7b() {
-  // mistralai/Mistral-7B-v0.3 config.json
-  ModelConfig m;
-  m.name = "mistral-7b";
-  m.layers = 32;
-  m.hidden = 4096;
-  m.heads = 32;
-  m.kv_heads = 8;
-  m.head_dim = 128;
-  m.ffn = 14336;
-  m.vocab = 32768;
-  m.rope_theta = 1000000.0;
-  m.rms_eps = 1e-5;
-  m.max_positions = 32768;
-  return m;
-}
-
-ModelConfig qwen25_7b() {
-  // Qwen/Qwen2.5-7B config.json (its q/k/v projection biases are not modelled by the random
-  // weights; real weights come with the weight loader)
-  ModelConfig m;
-  m.name = "qwen2.5-7b";
-  m.layers = 28;
-  m.hidden = 3584;
-  m.heads = 28;
-  m.kv_heads = 4;
-  m.head_dim = 128;
-  m.ffn = 18944;
-  m.vocab = 152064;
-  m.rope_theta = 1000000.0;
-  m.rms_eps = 1e-6;
-  m.max_positions = 131072;
-  return m;
-}
-
-ModelConfig smollm2_135m() {
-  // HuggingFaceTB/SmolLM2-135M config.json
-  ModelConfig m;
-  m.name = "smollm2-135m";
-  m.layers = 30;
-  m.hidden = 576;
-  m.heads = 9;
-  m.kv_heads = 3;
-  m.head_dim = 64;
-  m.ffn = 1536;
-  m.vocab = 49152;
-  m.tie_embeddings = true;
-  m.rope_theta = 100000.0;
-  m.rms_eps = 1e-5;
-  m.max_positions = 8192;
-  return m;
-}
 
 std::uint32_t parse_u32(const std::string& key, const std::string& value,
                         const std::string& where) {
@@ -97,15 +24,13 @@ std::uint32_t parse_u32(const std::string& key, const std::string& value,
 }  // namespace
 
 std::vector<std::string> model_preset_names() {
-  return {"llama-3.1-8b", "mistral-7b", "qwen2.5-7b", "smollm2-135m"};
+  return preset_names("models");
 }
 
 std::optional<ModelConfig> model_preset(const std::string& name) {
-  if (name == "llama-3.1-8b") return llama31_8b();
-  if (name == "mistral-7b") return mistral_7b();
-  if (name == "qwen2.5-7b") return qwen25_7b();
-  if (name == "smollm2-135m") return smollm2_135m();
-  return std::nullopt;
+  const auto names = model_preset_names();
+  if (std::find(names.begin(), names.end(), name) == names.end()) return std::nullopt;
+  return load_model_config(name, "model preset '" + name + "'");
 }
 
 ModelConfig parse_model_spec(const std::string& spec, const std::string& where) {

@@ -1,6 +1,6 @@
 #pragma once
-// @brief Model shapes of the cost model's presets (from each model's published config.json),
-// and custom dimensions given on a command line.
+// @brief Model shapes by preset name (configs/models/<name>.yaml, their one source) or custom
+// dimensions given on a command line.
 
 #include <optional>
 #include <string>
@@ -10,10 +10,10 @@
 
 namespace inferscale {
 
-/// The preset called `name` (llama-3.1-8b, mistral-7b, qwen2.5-7b, smollm2-135m), if any.
+/// The preset called `name` (a file of configs/models/: llama-3.1-8b, mistral-7b, ...), if any.
 std::optional<ModelConfig> model_preset(const std::string& name);
 
-/// Names of all presets.
+/// Names of all presets (the files of configs/models/), sorted.
 std::vector<std::string> model_preset_names();
 
 /// A preset name, or "custom:key=value,..." with keys layers, hidden, heads, kv_heads, head_dim,

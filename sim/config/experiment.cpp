@@ -1,7 +1,6 @@
 #include "sim/config/experiment.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <map>
 
@@ -33,77 +32,40 @@ const char* to_string(RouterKind r) {
   return "?";
 }
 
-std::string config_dir() {
-  if (const char* env = std::getenv("INFERSCALE_CONFIGS")) return env;
-  if (fs::exists("configs/models")) return "configs";
-#ifdef INFERSCALE_SOURCE_CONFIGS
-  return INFERSCALE_SOURCE_CONFIGS;
-#else
-  return "configs";
-#endif
-}
-
 namespace {
 
-constexpr std::int64_t kMaxU32 = 0xffffffffll;
-
-std::string preset_path(const std::string& name_or_path, const char* folder) {
-  if (name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".yaml")) {
-    return name_or_path;
-  }
-  return config_dir() + "/" + folder + "/" + name_or_path + ".yaml";
-}
-
 std::string known_presets(const char* folder) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(config_dir() + "/" + folder, ec)) {
-    if (e.path().extension() == ".yaml") names.push_back(e.path().stem().string());
-  }
-  std::sort(names.begin(), names.end());
   std::string s;
-  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  for (const auto& n : preset_names(folder)) s += (s.empty() ? "" : ", ") + n;
   return s;
 }
 
+/// The layers of `v` as one map, the first layer's value winning and maps merged key by key,
+/// for readers of one node (the model's, in executor/).
+YAML::Node merged(const YamlView& v) {
+  YAML::Node out(YAML::NodeType::Map);
+  for (const auto& k : v.keys()) {
+    if (v.is_map(k)) {
+      out[k] = merged(v.child(k));
+    } else {
+      out[k] = v.node(k);
+    }
+  }
+  return out;
+}
+
+/// A model from an inline map (layered: `--set model.x=..` over the file's map).
 ModelConfig parse_model(const YamlView& v) {
-  v.reject_unknown({"name", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab",
-                    "dtype", "tie_embeddings", "rope_theta", "rope_layout", "rope_scaling",
-                    "rms_eps", "max_positions"});
-  ModelConfig m;
-  m.name = v.text("name", "custom");
-  m.layers = static_cast<std::uint32_t>(v.integer("layers", 0, 1, 1024));
-  m.hidden = static_cast<std::uint32_t>(v.integer("hidden", 0, 1, 1 << 20));
-  m.heads = static_cast<std::uint32_t>(v.integer("heads", 0, 1, 4096));
-  m.kv_heads = static_cast<std::uint32_t>(v.integer("kv_heads", m.heads, 1, 4096));
-  m.head_dim = static_cast<std::uint32_t>(v.integer("head_dim", m.hidden / m.heads, 2, 4096));
-  m.ffn = static_cast<std::uint32_t>(v.integer("ffn", 0, 1, 1 << 22));
-  m.vocab = static_cast<std::uint32_t>(v.integer("vocab", 0, 1, 1 << 24));
-  for (const char* k : {"layers", "hidden", "heads", "ffn", "vocab"}) {
-    if (!v.has(k)) v.fail("", std::string("model: missing key '") + k + "'");
-  }
-  if (m.heads % m.kv_heads != 0) v.fail("kv_heads", "heads must be a multiple of kv_heads");
-  if (m.head_dim % 2 != 0) v.fail("head_dim", "head_dim must be even (rotary pairs)");
-  const auto dtype = v.choice("dtype", "bf16", {"bf16", "fp16", "fp32"});
-  m.dtype_bytes = dtype == "fp32" ? 4 : 2;
-  m.tie_embeddings = v.boolean("tie_embeddings", false);
-  m.rope_theta = v.number("rope_theta", 10000, 1, 1e12);
-  m.rope_layout = v.choice("rope_layout", "neox", {"neox", "gptj"}) == "neox" ? RopeLayout::kNeox
-                                                                              : RopeLayout::kGptj;
-  if (v.has("rope_scaling")) {
+  v.reject_unknown(v.keys());  // duplicates in one layer; the keys are checked in executor/
+  if (v.is_map("rope_scaling")) {
     const auto s = v.child("rope_scaling");
-    s.reject_unknown(
-        {"type", "factor", "low_freq_factor", "high_freq_factor", "original_max_positions"});
-    s.choice("type", "llama3", {"llama3"});
-    m.rope_scaling_factor = s.number("factor", 8, 1, 1e6);
-    m.rope_low_freq_factor = s.number("low_freq_factor", 1, 0, 1e6);
-    m.rope_high_freq_factor = s.number("high_freq_factor", 4, 0, 1e6);
-    m.rope_original_max_positions =
-        static_cast<std::uint32_t>(s.integer("original_max_positions", 8192, 1, kMaxU32));
+    s.reject_unknown(s.keys());
   }
-  m.rms_eps = v.number("rms_eps", 1e-5, 0, 1);
-  m.max_positions = static_cast<std::uint32_t>(v.integer("max_positions", 131072, 1, kMaxU32));
-  return m;
+  return parse_model_config(merged(v), [&v](const std::string& key_path) {
+    const auto dot = key_path.rfind('.');
+    if (dot == std::string::npos) return key_path.empty() ? v.where() : v.where(key_path);
+    return v.child(key_path.substr(0, dot)).where(key_path.substr(dot + 1));
+  });
 }
 
 GpuConfig parse_gpu(const YamlView& v) {
@@ -128,17 +90,15 @@ GpuConfig parse_gpu(const YamlView& v) {
 }
 
 /// `model: name` (preset), `model: path.yaml`, or an inline map.
-template <class T, class Parse>
-T preset_or_inline(const YamlView& top, const char* key, const char* folder, const char* fallback,
-                   Parse parse) {
-  if (top.is_map(key)) return parse(top.child(key));
-  const std::string name = top.text(key, fallback);
-  const std::string path = preset_path(name, folder);
-  if (!fs::exists(path)) {
-    top.fail(key, std::string("unknown ") + key + " '" + name +
-                      "' (presets: " + known_presets(folder) + "; or give a path to a .yaml file)");
-  }
-  return parse(YamlView({{load_yaml_file(path), path}}, ""));
+ModelConfig model_of(const YamlView& top) {
+  if (top.is_map("model")) return parse_model(top.child("model"));
+  return load_model_config(top.text("model", "llama-3.1-8b"), top.where("model"));
+}
+
+/// `gpu: name` (preset), `gpu: path.yaml`, or an inline map.
+GpuConfig gpu_of(const YamlView& top) {
+  if (top.is_map("gpu")) return parse_gpu(top.child("gpu"));
+  return load_gpu(top.text("gpu", "h200"), top.where("gpu"));
 }
 
 /// `eviction: lru` or `eviction: {name: lfu, aging_period: 10}`.
@@ -231,8 +191,8 @@ RunConfig parse_run(const YamlView& v, const std::string& experiment, const std:
     v.fail("trace", "trace file '" + r.trace.path + "' not found");
   }
 
-  r.model = preset_or_inline<ModelConfig>(v, "model", "models", "llama-3.1-8b", parse_model);
-  r.gpu = preset_or_inline<GpuConfig>(v, "gpu", "gpus", "h200", parse_gpu);
+  r.model = model_of(v);
+  r.gpu = gpu_of(v);
   r.replicas = static_cast<std::uint32_t>(v.integer("replicas", 1, 1, 4096));
   const auto router =
       v.choice("router", "user_affinity", {"round_robin", "least_loaded", "user_affinity"});
@@ -406,12 +366,7 @@ std::uint64_t RunConfig::request_kv_bytes() const {
 }
 
 ModelConfig load_model(const std::string& name_or_path, const std::string& where) {
-  const auto path = preset_path(name_or_path, "models");
-  if (!fs::exists(path)) {
-    throw InputError(where, "unknown model '" + name_or_path + "' (presets: " +
-                                known_presets("models") + "; or give a path to a .yaml file)");
-  }
-  return parse_model(YamlView({{load_yaml_file(path), path}}, ""));
+  return load_model_config(name_or_path, where);
 }
 
 GpuConfig load_gpu(const std::string& name_or_path, const std::string& where) {
