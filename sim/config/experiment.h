@@ -36,6 +36,9 @@ struct SchedulerConfig {
   std::uint32_t max_batch_tokens = 8192;  // per step: decodes + prefill chunks + encodes
   std::uint32_t max_seqs = 256;
   bool chunked_prefill = true;
+  std::string name = "continuous";  // a registered BatchScheduler (sim/batch_scheduler.h)
+  Params params;                    // its parameters (scheduler.params)
+  std::string where;                // position of `name`, for errors
 };
 
 struct ServingConfig {
