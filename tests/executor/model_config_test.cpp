@@ -103,21 +103,23 @@ TEST_CASE("model descriptions: errors name the file, the line and the key") {
 }
 
 TEST_CASE("presets are found in ./configs, else in the source tree") {
-  // ctest runs this in the build folder, which has no configs/.
-  CHECK(config_dir() == std::string(INFERSCALE_SOURCE_DIR) + "/configs");
-  CHECK(preset_path("mistral-7b", "models") ==
-        std::string(INFERSCALE_SOURCE_DIR) + "/configs/models/mistral-7b.yaml");
-  CHECK(preset_path("my/model.yaml", "models") == "my/model.yaml");
   const auto dir = std::filesystem::temp_directory_path() /
                    ("inferscale_config_dir_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir / "configs" / "models");
   std::ofstream(dir / "configs" / "models" / "local.yaml")
       << "layers: 1\nhidden: 4\nheads: 1\nffn: 4\nvocab: 8\n";
   const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir / "configs");  // a folder without configs/models
+  const auto source_dir = config_dir();
+  const auto source_path = preset_path("mistral-7b", "models");
   std::filesystem::current_path(dir);
-  const auto names = preset_names("models");
   const auto local_dir = config_dir();
+  const auto local_names = preset_names("models");
   std::filesystem::current_path(cwd);
+  CHECK(source_dir == std::string(INFERSCALE_SOURCE_DIR) + "/configs");
+  CHECK(source_path == std::string(INFERSCALE_SOURCE_DIR) + "/configs/models/mistral-7b.yaml");
+  CHECK(preset_path("my/model.yaml", "models") == "my/model.yaml");
   CHECK(local_dir == "configs");
-  CHECK(names == std::vector<std::string>{"local"});
+  CHECK(local_names == std::vector<std::string>{"local"});
 }
