@@ -163,51 +163,59 @@ constexpr std::int64_t kMaxTokens = 1 << 24;
 }  // namespace
 
 bool TraceReader::next(TraceRecord& out) {
+  if (!next_line()) {
+    if (in_.bad()) throw InputError(path_, "read error");
+    return false;
+  }
+  if (!parse_fast(out)) parse_general(out);
+  seen_record_ = true;
+  return true;
+}
+
+bool TraceReader::next_line() {
   while (std::getline(in_, line_)) {
     ++line_no_;
     bytes_read_ += line_.size() + 1;
-    if (line_.empty() || line_.find_first_not_of(" \t\r") == std::string::npos) continue;
-    if (seen_record_ || line_.rfind("{\"type\":\"header\"", 0) != 0) {
-      if (line_.rfind("{\"type\":\"request\"", 0) == 0 && fast_request(out)) {
-        seen_record_ = true;
-        return true;
-      }
-      if ((line_.rfind("{\"type\":\"fact\"", 0) == 0 ||
-           line_.rfind("{\"type\":\"memory_write\"", 0) == 0) &&
-          fast_fact(out)) {
-        seen_record_ = true;
-        return true;
-      }
-    }
-    if (!json_.parse(line_)) fail(json_.error_column(), json_.error());
-    const auto& root = json_.root();
-    if (root.type != JsonLine::Type::kObject) {
-      fail(root.column,
-           std::string("expected a JSON object, got ") + JsonLine::type_name(root.type));
-    }
-    const auto t = json_.member(root, "type");
-    if (t == 0) fail(root.column, "missing key 'type' (fact, memory_write, request or header)");
-    const auto& tn = json_.node(t);
-    if (tn.type != JsonLine::Type::kString) fail(tn.column, "key 'type': expected a string");
-    const auto type = json_.str(tn);
-    if (type == "header") {
-      if (seen_record_) fail(tn.column, "a header record must be the first line");
-      parse_header(out);
-    } else if (type == "fact") {
-      parse_fact(out, false);
-    } else if (type == "memory_write") {
-      parse_fact(out, true);
-    } else if (type == "request") {
-      parse_request(out);
-    } else {
-      fail(tn.column, "unknown record type '" + std::string(type) +
-                          "' (expected fact, memory_write, request or header)");
-    }
-    seen_record_ = true;
-    return true;
+    if (!line_.empty() && line_.find_first_not_of(" \t\r") != std::string::npos) return true;
   }
-  if (in_.bad()) throw InputError(path_, "read error");
   return false;
+}
+
+bool TraceReader::parse_fast(TraceRecord& out) {
+  // A header line always takes the general parser (it must also be the first record).
+  if (!seen_record_ && line_.rfind("{\"type\":\"header\"", 0) == 0) return false;
+  if (line_.rfind("{\"type\":\"request\"", 0) == 0) return fast_request(out);
+  if (line_.rfind("{\"type\":\"fact\"", 0) == 0 ||
+      line_.rfind("{\"type\":\"memory_write\"", 0) == 0) {
+    return fast_fact(out);
+  }
+  return false;
+}
+
+void TraceReader::parse_general(TraceRecord& out) {
+  if (!json_.parse(line_)) fail(json_.error_column(), json_.error());
+  const auto& root = json_.root();
+  if (root.type != JsonLine::Type::kObject) {
+    fail(root.column, std::string("expected a JSON object, got ") + JsonLine::type_name(root.type));
+  }
+  const auto t = json_.member(root, "type");
+  if (t == 0) fail(root.column, "missing key 'type' (fact, memory_write, request or header)");
+  const auto& tn = json_.node(t);
+  if (tn.type != JsonLine::Type::kString) fail(tn.column, "key 'type': expected a string");
+  const auto type = json_.str(tn);
+  if (type == "header") {
+    if (seen_record_) fail(tn.column, "a header record must be the first line");
+    parse_header(out);
+  } else if (type == "fact") {
+    parse_fact(out, false);
+  } else if (type == "memory_write") {
+    parse_fact(out, true);
+  } else if (type == "request") {
+    parse_request(out);
+  } else {
+    fail(tn.column, "unknown record type '" + std::string(type) +
+                        "' (expected fact, memory_write, request or header)");
+  }
 }
 
 void TraceReader::parse_header(TraceRecord& out) {

@@ -80,6 +80,12 @@ class TraceReader {
 
  private:
   [[noreturn]] void fail(long column, const std::string& message) const;
+  /// Reads the next line that is not blank into line_; false at end of file.
+  bool next_line();
+  /// line_ through a fast path when its start is one the writer emits; false: not parsed.
+  bool parse_fast(TraceRecord& out);
+  /// line_ through the general parser, which reports any error.
+  void parse_general(TraceRecord& out);
   void parse_header(TraceRecord& out);
   void parse_fact(TraceRecord& out, bool memory_write);
   void parse_request(TraceRecord& out);

@@ -157,150 +157,165 @@ std::uint64_t activation_reserve(const ModelConfig& m, const SchedulerConfig& s)
          (1ull << 30);
 }
 
-RunConfig parse_run(const YamlView& v, const std::string& experiment, const std::string& name) {
-  v.reject_unknown({"experiment", "description", "seed", "trace", "model", "gpu", "replicas",
-                    "router", "scheduler", "serving", "store", "memory", "executor", "slo",
-                    "output", "runs", "name"});
-  RunConfig r;
-  r.experiment = experiment;
-  r.name = name;
-  r.seed = static_cast<std::uint64_t>(v.integer("seed", 1, 0, INT64_MAX));
-
-  // trace
+/// `trace: file.jsonl`, `trace: {path: ...}`, `{generate: {...}}` or `{locomo: {...}}`.
+TraceSource parse_trace_source(const YamlView& v) {
   if (!v.has("trace"))
     v.fail("", "missing key 'trace' (a JSONL file, {generate: ...} or {locomo: ...})");
-  r.trace.where = v.where("trace");
+  TraceSource trace;
+  trace.where = v.where("trace");
   if (v.is_map("trace")) {
     const auto t = v.child("trace");
     t.reject_unknown({"path", "generate", "locomo"});
     if (t.has("path")) {
-      r.trace.path = t.text("path", "");
+      trace.path = t.text("path", "");
     } else if (t.has("generate")) {
-      r.trace.kind = "generate";
-      r.trace.options = t.child("generate");
+      trace.kind = "generate";
+      trace.options = t.child("generate");
     } else if (t.has("locomo")) {
-      r.trace.kind = "locomo";
-      r.trace.options = t.child("locomo");
+      trace.kind = "locomo";
+      trace.options = t.child("locomo");
     } else {
       t.fail("", "expected one of the keys path, generate, locomo");
     }
   } else {
-    r.trace.path = v.text("trace", "");
+    trace.path = v.text("trace", "");
   }
-  if (r.trace.kind == "file" && !fs::exists(r.trace.path)) {
-    v.fail("trace", "trace file '" + r.trace.path + "' not found");
+  if (trace.kind == "file" && !fs::exists(trace.path)) {
+    v.fail("trace", "trace file '" + trace.path + "' not found");
   }
+  return trace;
+}
 
-  r.model = model_of(v);
-  r.gpu = gpu_of(v);
-  r.replicas = static_cast<std::uint32_t>(v.integer("replicas", 1, 1, 4096));
+RouterKind parse_router(const YamlView& v) {
   const auto router =
       v.choice("router", "user_affinity", {"round_robin", "least_loaded", "user_affinity"});
-  r.router = router == "round_robin"    ? RouterKind::kRoundRobin
-             : router == "least_loaded" ? RouterKind::kLeastLoaded
-                                        : RouterKind::kUserAffinity;
+  return router == "round_robin"    ? RouterKind::kRoundRobin
+         : router == "least_loaded" ? RouterKind::kLeastLoaded
+                                    : RouterKind::kUserAffinity;
+}
 
-  if (v.has("scheduler")) {
-    const auto s = v.child("scheduler");
-    s.reject_unknown({"max_batch_tokens", "max_seqs", "chunked_prefill", "name", "params"});
-    r.scheduler.max_batch_tokens =
-        static_cast<std::uint32_t>(s.integer("max_batch_tokens", 8192, 16, 1 << 24));
-    r.scheduler.max_seqs = static_cast<std::uint32_t>(s.integer("max_seqs", 256, 1, 1 << 20));
-    r.scheduler.chunked_prefill = s.boolean("chunked_prefill", true);
-    r.scheduler.name = s.text("name", r.scheduler.name);  // checked by validate_experiment
-    r.scheduler.where = s.where("name");
-    r.scheduler.params = Params(s.where("params"));
-    if (s.has("params")) {
-      const auto p = s.child("params");
-      for (const auto& k : p.keys()) r.scheduler.params.set(k, p.scalar(k), p.where(k));
-    }
+SchedulerConfig parse_scheduler(const YamlView& v) {
+  SchedulerConfig c;
+  if (!v.has("scheduler")) return c;
+  const auto s = v.child("scheduler");
+  s.reject_unknown({"max_batch_tokens", "max_seqs", "chunked_prefill", "name", "params"});
+  c.max_batch_tokens = static_cast<std::uint32_t>(s.integer("max_batch_tokens", 8192, 16, 1 << 24));
+  c.max_seqs = static_cast<std::uint32_t>(s.integer("max_seqs", 256, 1, 1 << 20));
+  c.chunked_prefill = s.boolean("chunked_prefill", true);
+  c.name = s.text("name", c.name);  // checked against the registry by validate_experiment
+  c.where = s.where("name");
+  c.params = Params(s.where("params"));
+  if (s.has("params")) {
+    const auto p = s.child("params");
+    for (const auto& k : p.keys()) c.params.set(k, p.scalar(k), p.where(k));
   }
+  return c;
+}
 
-  if (v.has("serving")) {
-    const auto s = v.child("serving");
-    s.reject_unknown({"mode", "k", "header_tokens", "footer_tokens", "header_cache", "rope",
-                      "cwe_window", "turn_tokens", "miss_path"});
-    r.serving.mode = s.choice("mode", "kv_inject", {"text", "kv_inject"}) == "text"
-                         ? ServingMode::kText
-                         : ServingMode::kKvInject;
-    r.serving.k = static_cast<std::uint32_t>(s.integer("k", 50, 0, 1 << 16));
-    r.serving.header_tokens =
-        static_cast<std::uint32_t>(s.integer("header_tokens", 64, 0, 1 << 20));
-    r.serving.footer_tokens =
-        static_cast<std::uint32_t>(s.integer("footer_tokens", 16, 0, 1 << 20));
-    r.serving.header_cache = s.boolean("header_cache", true);
-    r.serving.rope = s.choice("rope", "pre_rope", {"pre_rope", "delta"}) == "pre_rope"
-                         ? RopeMode::kPreRope
-                         : RopeMode::kDelta;
-    r.serving.cwe_window = static_cast<std::uint32_t>(s.integer("cwe_window", 0, 0, 1 << 16));
-    r.serving.turn_tokens = static_cast<std::uint32_t>(s.integer("turn_tokens", 26, 0, 1 << 20));
-    r.serving.miss_path = s.choice("miss_path", "encode", {"encode", "text"}) == "encode"
-                              ? MissPath::kEncode
-                              : MissPath::kText;
-  }
+ServingConfig parse_serving(const YamlView& v) {
+  ServingConfig c;
+  if (!v.has("serving")) return c;
+  const auto s = v.child("serving");
+  s.reject_unknown({"mode", "k", "header_tokens", "footer_tokens", "header_cache", "rope",
+                    "cwe_window", "turn_tokens", "miss_path"});
+  c.mode = s.choice("mode", "kv_inject", {"text", "kv_inject"}) == "text" ? ServingMode::kText
+                                                                          : ServingMode::kKvInject;
+  c.k = static_cast<std::uint32_t>(s.integer("k", 50, 0, 1 << 16));
+  c.header_tokens = static_cast<std::uint32_t>(s.integer("header_tokens", 64, 0, 1 << 20));
+  c.footer_tokens = static_cast<std::uint32_t>(s.integer("footer_tokens", 16, 0, 1 << 20));
+  c.header_cache = s.boolean("header_cache", true);
+  c.rope = s.choice("rope", "pre_rope", {"pre_rope", "delta"}) == "pre_rope" ? RopeMode::kPreRope
+                                                                             : RopeMode::kDelta;
+  c.cwe_window = static_cast<std::uint32_t>(s.integer("cwe_window", 0, 0, 1 << 16));
+  c.turn_tokens = static_cast<std::uint32_t>(s.integer("turn_tokens", 26, 0, 1 << 20));
+  c.miss_path = s.choice("miss_path", "encode", {"encode", "text"}) == "encode" ? MissPath::kEncode
+                                                                                : MissPath::kText;
+  return c;
+}
 
+/// `memory:`; the activation reserve, unless given, follows the model and the step size.
+MemoryConfig parse_memory(const YamlView& v, const ModelConfig& model,
+                          const SchedulerConfig& scheduler) {
+  MemoryConfig c;
   if (v.has("memory")) {
     const auto m = v.child("memory");
     m.reject_unknown({"gpu_utilization", "activation_reserve"});
-    r.memory.gpu_utilization = m.number("gpu_utilization", 0.9, 0.01, 1.0);
-    r.memory.activation_reserve_bytes = m.bytes("activation_reserve", 0);
+    c.gpu_utilization = m.number("gpu_utilization", 0.9, 0.01, 1.0);
+    c.activation_reserve_bytes = m.bytes("activation_reserve", 0);
   }
-  if (r.memory.activation_reserve_bytes == 0) {
-    r.memory.activation_reserve_bytes = activation_reserve(r.model, r.scheduler);
+  if (c.activation_reserve_bytes == 0) {
+    c.activation_reserve_bytes = activation_reserve(model, scheduler);
   }
+  return c;
+}
 
+StoreConfig parse_store(const YamlView& v, std::uint64_t gpu_bytes) {
   const YamlView store = v.has("store") ? v.child("store") : YamlView({}, "store");
   store.reject_unknown({"warm", "gpu", "host"});
-  r.store.warm = store.boolean("warm", true);
-  r.store.gpu = parse_tier(store, "gpu", r.gpu.memory_bytes, true, "30");
-  r.store.host = parse_tier(store, "host", r.gpu.memory_bytes, false, "0");
+  StoreConfig c;
+  c.warm = store.boolean("warm", true);
+  c.gpu = parse_tier(store, "gpu", gpu_bytes, true, "30");
+  c.host = parse_tier(store, "host", gpu_bytes, false, "0");
+  return c;
+}
 
-  r.executor.where = v.where("executor");
-  if (v.has("executor")) {
-    const auto e = v.child("executor");
-    e.reject_unknown({"kind", "profile", "endpoints", "device", "connect_timeout_s", "timeout_s",
-                      "warm_rows", "settle_ms", "copies_beside_pass"});
-    r.executor.kind = e.text("kind", "cost_model");
-    r.executor.where = e.where("kind");
-    r.executor.profile = e.text("profile", "");
-    r.executor.device = e.choice("device", "cuda", {"cuda", "cpu"});
-    r.executor.connect_timeout_s = e.number("connect_timeout_s", 10, 0.001, 86400);
-    r.executor.timeout_s = e.number("timeout_s", 60, 0.001, 86400);
-    r.executor.warm_rows = static_cast<std::uint32_t>(e.integer("warm_rows", 512, 0, 65536));
-    r.executor.settle_ms = e.number("settle_ms", 200, 0, 60000);
-    r.executor.copies_beside_pass = e.boolean("copies_beside_pass", true);
-    if (e.is_sequence("endpoints")) {
-      for (const auto& n : e.node("endpoints")) {
-        const auto endpoint = remote::parse_endpoint(n.Scalar());
-        if (!endpoint || endpoint->port == 0) {
-          e.fail("endpoints", "'" + n.Scalar() + "' is not HOST:PORT (e.g. 127.0.0.1:7070)");
-        }
-        r.executor.endpoints.push_back(n.Scalar());
+ExecutorConfig parse_executor(const YamlView& v) {
+  ExecutorConfig c;
+  c.where = v.where("executor");
+  if (!v.has("executor")) return c;
+  const auto e = v.child("executor");
+  e.reject_unknown({"kind", "profile", "endpoints", "device", "connect_timeout_s", "timeout_s",
+                    "warm_rows", "settle_ms", "copies_beside_pass"});
+  c.kind = e.text("kind", "cost_model");
+  c.where = e.where("kind");
+  c.profile = e.text("profile", "");
+  c.device = e.choice("device", "cuda", {"cuda", "cpu"});
+  c.connect_timeout_s = e.number("connect_timeout_s", 10, 0.001, 86400);
+  c.timeout_s = e.number("timeout_s", 60, 0.001, 86400);
+  c.warm_rows = static_cast<std::uint32_t>(e.integer("warm_rows", 512, 0, 65536));
+  c.settle_ms = e.number("settle_ms", 200, 0, 60000);
+  c.copies_beside_pass = e.boolean("copies_beside_pass", true);
+  if (e.is_sequence("endpoints")) {
+    for (const auto& n : e.node("endpoints")) {
+      const auto endpoint = remote::parse_endpoint(n.Scalar());
+      if (!endpoint || endpoint->port == 0) {
+        e.fail("endpoints", "'" + n.Scalar() + "' is not HOST:PORT (e.g. 127.0.0.1:7070)");
       }
-    }
-    if (r.executor.kind == "calibrated" && r.executor.profile.empty()) {
-      e.fail("kind", "executor kind 'calibrated' needs 'profile: <file>'");
-    }
-    if (r.executor.kind == "remote" && r.executor.endpoints.empty()) {
-      e.fail("kind", "executor kind 'remote' needs 'endpoints: [HOST:PORT, ...]'");
+      c.endpoints.push_back(n.Scalar());
     }
   }
+  if (c.kind == "calibrated" && c.profile.empty()) {
+    e.fail("kind", "executor kind 'calibrated' needs 'profile: <file>'");
+  }
+  if (c.kind == "remote" && c.endpoints.empty()) {
+    e.fail("kind", "executor kind 'remote' needs 'endpoints: [HOST:PORT, ...]'");
+  }
+  return c;
+}
 
-  if (v.has("slo")) {
-    const auto s = v.child("slo");
-    s.reject_unknown({"ttft_ms", "tpot_ms"});
-    r.slo.ttft_ms = s.number("ttft_ms", 2000, 0, 1e9);
-    r.slo.tpot_ms = s.number("tpot_ms", 100, 0, 1e9);
-  }
-  if (v.has("output")) {
-    const auto o = v.child("output");
-    o.reject_unknown({"dir", "timeline", "requests_csv"});
-    r.output.dir = o.text("dir", "results");
-    r.output.timeline = o.boolean("timeline", false);
-    r.output.requests_csv = o.boolean("requests_csv", true);
-  }
+SloConfig parse_slo(const YamlView& v) {
+  SloConfig c;
+  if (!v.has("slo")) return c;
+  const auto s = v.child("slo");
+  s.reject_unknown({"ttft_ms", "tpot_ms"});
+  c.ttft_ms = s.number("ttft_ms", 2000, 0, 1e9);
+  c.tpot_ms = s.number("tpot_ms", 100, 0, 1e9);
+  return c;
+}
 
-  // Memory feasibility: weights + reserve + store + at least one block per sequence.
+OutputConfig parse_output(const YamlView& v) {
+  OutputConfig c;
+  if (!v.has("output")) return c;
+  const auto o = v.child("output");
+  o.reject_unknown({"dir", "timeline", "requests_csv"});
+  c.dir = o.text("dir", "results");
+  c.timeline = o.boolean("timeline", false);
+  c.requests_csv = o.boolean("requests_csv", true);
+  return c;
+}
+
+/// Memory feasibility: weights + reserve + store + at least one block per sequence.
+void check_memory_fits(const YamlView& v, const RunConfig& r) {
   const double usable = r.memory.gpu_utilization * double(r.gpu.memory_bytes);
   const double fixed = double(r.model.weight_bytes()) + double(r.memory.activation_reserve_bytes);
   auto gib = [](double b) { return std::to_string(b / double(1ull << 30)).substr(0, 6) + " GiB"; };
@@ -312,12 +327,35 @@ RunConfig parse_run(const YamlView& v, const std::string& experiment, const std:
   }
   if (r.serving.mode == ServingMode::kKvInject &&
       double(r.store.gpu.capacity_bytes) + fixed >= usable) {
-    const std::string where_key = r.store.gpu.where;
-    throw InputError(where_key, "the GPU store (" + gib(double(r.store.gpu.capacity_bytes)) +
-                                    ") does not fit: " + r.gpu.name + " has " + gib(usable) +
-                                    " usable, weights and reserve take " + gib(fixed) +
-                                    ", and request KV needs the rest");
+    throw InputError(r.store.gpu.where, "the GPU store (" +
+                                            gib(double(r.store.gpu.capacity_bytes)) +
+                                            ") does not fit: " + r.gpu.name + " has " +
+                                            gib(usable) + " usable, weights and reserve take " +
+                                            gib(fixed) + ", and request KV needs the rest");
   }
+}
+
+RunConfig parse_run(const YamlView& v, const std::string& experiment, const std::string& name) {
+  v.reject_unknown({"experiment", "description", "seed", "trace", "model", "gpu", "replicas",
+                    "router", "scheduler", "serving", "store", "memory", "executor", "slo",
+                    "output", "runs", "name"});
+  RunConfig r;
+  r.experiment = experiment;
+  r.name = name;
+  r.seed = static_cast<std::uint64_t>(v.integer("seed", 1, 0, INT64_MAX));
+  r.trace = parse_trace_source(v);
+  r.model = model_of(v);
+  r.gpu = gpu_of(v);
+  r.replicas = static_cast<std::uint32_t>(v.integer("replicas", 1, 1, 4096));
+  r.router = parse_router(v);
+  r.scheduler = parse_scheduler(v);
+  r.serving = parse_serving(v);
+  r.memory = parse_memory(v, r.model, r.scheduler);
+  r.store = parse_store(v, r.gpu.memory_bytes);
+  r.executor = parse_executor(v);
+  r.slo = parse_slo(v);
+  r.output = parse_output(v);
+  check_memory_fits(v, r);
   return r;
 }
 
