@@ -21,7 +21,8 @@
 #              with COPY_LANES, the lanes' points in calibration_h200_copy_lanes.csv)
 #   hil        configs/headline.yaml hardware-in-the-loop at USERS (default 50 100 150 200),
 #              with HIL_SET (extra --set arguments) if given, HIL_REPEATS times (default 1;
-#              more: results headline_hil_U_rN)
+#              more: results headline_hil_U_rN); HIL_RUNS="2 3" runs those numbers (_r2, _r3),
+#              so that repeats may span several device calls
 #   first_wave kv_inject alone at 50 users with executor.settle_ms 0 and 200 (forward passes
 #              before the first prefill step), SM clocks sampled (clocks_*.csv)
 #   bench      `inferscale bench executor` (Llama-3.1-8B shape, random weights) with split-KV
@@ -162,8 +163,8 @@ if want calibrate; then
 fi
 
 if want hil; then
-  for r in $(seq 1 "${HIL_REPEATS:-1}"); do
-    suffix=$([ "${HIL_REPEATS:-1}" -gt 1 ] && echo "_r$r")
+  for r in ${HIL_RUNS:-$(seq 1 "${HIL_REPEATS:-1}")}; do
+    suffix=$([ -n "${HIL_RUNS:-}" ] || [ "${HIL_REPEATS:-1}" -gt 1 ] && echo "_r$r")
     for u in $USERS; do
       step "hil_users_$u$suffix" 240 "$WORK/hil.log" "$BIN" run configs/headline.yaml \
         --no-progress --set executor.kind=gpu --set trace.locomo.data="$LOCOMO" \
