@@ -4,7 +4,7 @@
 # (plus $OUT/summary.txt, printed last). Back here, `python3 scripts/device/import_hil.py
 # h200.tar.gz TAG` files the archive under bench/results/ with a tag.
 #
-#   PHASES="build tests calibrate hil bench" scripts/device/h200.sh   # default: all but fidelity
+#   PHASES="build tests calibrate hil bench anchor" scripts/device/h200.sh   # default: all but fidelity
 #   PHASES="build fidelity" scripts/device/h200.sh
 #
 # Phases (run in this order):
@@ -28,6 +28,9 @@
 #   bench      `inferscale bench executor` (Llama-3.1-8B shape, random weights) with split-KV
 #              attention on and off (BENCH_SPLIT_KV="on" runs only on; issue: GPU executor targets),
 #              BENCH_REPS repetitions per row (default 9; about two minutes a grid)
+#   anchor     the plain-PyTorch anchor (anchor_graph.py, carried as .cache/anchors/, a copy of
+#              ../shared/anchors/) and, after phase bench, bench/anchor_ratio.py: the executor's
+#              kv_inject TTFT over the anchor's CUDA-graph time at the same batch, k and lengths
 #   graphs     kv_inject bench at batch 1, 16 and 64, k=0 and 50, with CUDA graphs on and off
 #              (--cuda-graphs; on is the bench's default) and cuBLASLt instead of cuBLAS
 #   blas       kv_inject bench at batch 1, 16 and 64, k=0 and 50, with the products on cuBLAS, on
@@ -53,7 +56,7 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/device-out}
 WORK=$(mktemp -d)
 mkdir -p "$OUT"
-PHASES=${PHASES:-build tests calibrate hil bench}
+PHASES=${PHASES:-build tests calibrate hil bench anchor}
 BUDGET_S=${BUDGET_S:-540}
 USERS=${USERS:-50 100 150 200}
 BUILD=${BUILD:-build-device}
@@ -211,6 +214,18 @@ if want bench; then
       --out "$WORK/executor_h200_split_kv_$sk.json"
     sed -n '/^mode/,$p' "$WORK/bench_$sk.log" | sed "s/^/    [$sk] /" >>"$SUMMARY"
   done
+fi
+
+if want anchor; then
+  ANCHOR=${ANCHOR:-.cache/anchors/anchor_graph.py}
+  if [ -f "$ANCHOR" ]; then
+    step anchor 150 "$WORK/anchor.log" bash -c "python3 '$ANCHOR' >'$WORK/anchor_graph.jsonl'"
+    sed 's/^/    /' "$WORK/anchor_graph.jsonl" >>"$SUMMARY"
+    [ -f "$WORK/executor_h200_split_kv_on.json" ] && python3 bench/anchor_ratio.py \
+      "$WORK/executor_h200_split_kv_on.json" "$WORK/anchor_graph.jsonl" | sed 's/^/    /' >>"$SUMMARY"
+  else
+    note "  anchor: not run ($ANCHOR missing: carry a copy of ../shared/anchors as .cache/anchors)"
+  fi
 fi
 
 # ab_bench NAME LABEL FLAGS...: the kv_inject bench of the A/B phases (batch 1, 16 and 64, k=0
