@@ -59,8 +59,8 @@ AccessOracle AccessOracle::from_csr(std::span<const std::uint64_t> offsets,
   return o;
 }
 
-AccessOracle AccessOracle::from_trace(const std::string& path) {
-  TraceReader reader(path);
+AccessOracle AccessOracle::from_trace(const std::string& path, bool fast_parse) {
+  TraceReader reader(path, fast_parse);
   TraceRecord rec;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
   std::uint32_t position = 0;

@@ -22,7 +22,7 @@ class AccessOracle {
                                std::span<const FactId> facts);
   /// Reads the trace at `path` (InputError on a bad trace). Facts are the reader's dense ids
   /// (declaration order), as the simulator numbers them.
-  static AccessOracle from_trace(const std::string& path);
+  static AccessOracle from_trace(const std::string& path, bool fast_parse = true);
 
   /// Position of the first request after `after` that names `fact`; kNever if none. O(log n).
   std::int64_t next_after(FactId fact, std::int64_t after) const;

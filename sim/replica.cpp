@@ -12,13 +12,14 @@ namespace inferscale {
 
 namespace {
 
-std::unique_ptr<StoreTier> make_tier(const char* name, const TierConfig& t, std::uint64_t seed) {
+std::unique_ptr<StoreTier> make_tier(const char* name, const TierConfig& t, std::uint64_t seed,
+                                     bool fast_paths) {
   PolicyArgs ev{t.eviction_params, t.capacity_bytes, seed};
   PolicyArgs ad{t.admission_params, t.capacity_bytes, seed ^ 0x9e3779b97f4a7c15ull};
   auto eviction = PolicyRegistry::make_eviction(t.eviction, ev, t.eviction_where);
   auto admission = PolicyRegistry::make_admission(t.admission, ad, t.admission_where);
   return std::make_unique<StoreTier>(name, t.capacity_bytes, std::move(eviction),
-                                     std::move(admission), t.eviction);
+                                     std::move(admission), t.eviction, fast_paths);
 }
 
 }  // namespace
@@ -36,10 +37,10 @@ Replica::Replica(int index, const RunConfig& cfg, FactTable& facts, RequestPool&
       kv_bytes_per_token_(cfg.model.kv_bytes_per_token()) {
   if (kv_inject_) {
     const std::uint64_t seed = cfg.seed * 1000003ull + static_cast<std::uint64_t>(index);
-    gpu_ = make_tier("gpu", cfg.store.gpu, seed);
+    gpu_ = make_tier("gpu", cfg.store.gpu, seed, cfg.fast_paths);
     gpu_->set_view(this, true);
     if (cfg.store.host.enabled) {
-      host_ = make_tier("host", cfg.store.host, seed + 17);
+      host_ = make_tier("host", cfg.store.host, seed + 17, cfg.fast_paths);
       host_->set_view(this, true);
     }
     global_ids_ = gpu_->slot_ids() && (!host_ || host_->slot_ids());

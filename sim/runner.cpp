@@ -36,7 +36,7 @@ NextAccessFn future_of(const RunConfig& run, const std::string& trace) {
       !(offline(run.store.gpu) || offline(run.store.host))) {
     return {};
   }
-  auto oracle = std::make_shared<const AccessOracle>(AccessOracle::from_trace(trace));
+  auto oracle = std::make_shared<const AccessOracle>(AccessOracle::from_trace(trace, run.fast_paths));
   return [oracle](FactId fact, std::int64_t after) { return oracle->next_after(fact, after); };
 }
 
@@ -310,7 +310,8 @@ std::vector<RunOutcome> run_experiment(const ExperimentConfig& exp, const Runner
       if (run.output.timeline) out.timeline_json = (tmp / "timeline.json").string();
       out.progress = opts.progress;
       // Prices that depend only on the plan: a replica's quiet steps may run back to back.
-      out.fuse_quiet_steps = run.executor.kind == "cost_model" || run.executor.kind == "calibrated";
+      out.fuse_quiet_steps =
+          run.fast_paths && (run.executor.kind == "cost_model" || run.executor.kind == "calibrated");
       Simulator sim(
           run, trace, [&run](int i) { return make_executor(run, i); }, encode_pricing(run), out,
           future_of(run, trace));

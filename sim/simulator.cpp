@@ -465,7 +465,7 @@ struct Simulator::Impl {
   }
 
   RunSummary run() {
-    TraceReader reader(trace_path);
+    TraceReader reader(trace_path, cfg.fast_paths);
     TraceRecord rec;
     bool have = reader.next(rec);
     closed_loop =

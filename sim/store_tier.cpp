@@ -8,7 +8,8 @@ namespace inferscale {
 
 StoreTier::StoreTier(std::string name, std::uint64_t capacity_bytes,
                      std::unique_ptr<EvictionPolicy> eviction,
-                     std::unique_ptr<AdmissionPolicy> admission, std::string eviction_name)
+                     std::unique_ptr<AdmissionPolicy> admission, std::string eviction_name,
+                     bool fast_paths)
     : name_(std::move(name)),
       eviction_name_(std::move(eviction_name)),
       capacity_bytes_(capacity_bytes),
@@ -18,8 +19,9 @@ StoreTier::StoreTier(std::string name, std::uint64_t capacity_bytes,
       slots_on_(eviction_->slot_ids()) {
   ask_admission_ = admission_ != nullptr && !admission_->admits_everything();
   slot_view_.tier = this;
-  // The type, not the name: a plugin or a test's policy under any name takes the virtual path.
-  if (slots_on_ && !track_last_access_) lru_ = dynamic_cast<Lru*>(eviction_.get());
+  // The type, not the name: a plugin or a test's policy under any name takes the virtual path,
+  // and so does the built-in LRU with the fast paths off.
+  if (fast_paths && slots_on_ && !track_last_access_) lru_ = dynamic_cast<Lru*>(eviction_.get());
 }
 
 void FactBytes::resize(std::size_t n) {

@@ -80,7 +80,7 @@ class StoreTier {
   static constexpr std::uint32_t kNoSlot = 0xffffffffu;  // hit_slot's answer for a miss
   StoreTier(std::string name, std::uint64_t capacity_bytes,
             std::unique_ptr<EvictionPolicy> eviction, std::unique_ptr<AdmissionPolicy> admission,
-            std::string eviction_name = {});
+            std::string eviction_name = {}, bool fast_paths = true);
   StoreTier(StoreTier&&) = delete;  // its slot view points to it
 
   /// The run's view (pins, users, future); set before the first access. Also given to the

@@ -28,7 +28,8 @@ std::uint32_t FactIndex::find_sparse(FactId id) const {
   return it == sparse_.end() ? kAbsent : it->second;
 }
 
-TraceReader::TraceReader(const std::string& path) : path_(path), in_(path, std::ios::binary) {
+TraceReader::TraceReader(const std::string& path, bool fast_parse)
+    : path_(path), in_(path, std::ios::binary), fast_parse_(fast_parse) {
   if (!in_) throw InputError(path, "cannot open trace file");
 }
 
@@ -167,7 +168,7 @@ bool TraceReader::next(TraceRecord& out) {
     if (in_.bad()) throw InputError(path_, "read error");
     return false;
   }
-  if (!parse_fast(out)) parse_general(out);
+  if (!fast_parse_ || !parse_fast(out)) parse_general(out);
   seen_record_ = true;
   return true;
 }

@@ -64,7 +64,8 @@ class FactIndex {
 /// expected. Memory use is independent of the number of requests.
 class TraceReader {
  public:
-  explicit TraceReader(const std::string& path);
+  /// `fast_parse` false: every line takes the general parser (the `fast_paths` switch, off).
+  explicit TraceReader(const std::string& path, bool fast_parse = true);
   /// Next record into `out` (reused); false at end of file.
   bool next(TraceRecord& out);
   /// The header (defaults when the trace has none); valid after the first next().
@@ -102,6 +103,7 @@ class TraceReader {
   JsonLine json_;
   TraceHeader header_;
   bool seen_record_ = false;
+  bool fast_parse_ = true;
   SimTime last_time_ = 0;
   FactIndex facts_;
   std::vector<std::uint32_t> dense_facts_;

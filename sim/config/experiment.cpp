@@ -338,7 +338,7 @@ void check_memory_fits(const YamlView& v, const RunConfig& r) {
 RunConfig parse_run(const YamlView& v, const std::string& experiment, const std::string& name) {
   v.reject_unknown({"experiment", "description", "seed", "trace", "model", "gpu", "replicas",
                     "router", "scheduler", "serving", "store", "memory", "executor", "slo",
-                    "output", "runs", "name"});
+                    "output", "runs", "name", "fast_paths"});
   RunConfig r;
   r.experiment = experiment;
   r.name = name;
@@ -347,6 +347,7 @@ RunConfig parse_run(const YamlView& v, const std::string& experiment, const std:
   r.model = model_of(v);
   r.gpu = gpu_of(v);
   r.replicas = static_cast<std::uint32_t>(v.integer("replicas", 1, 1, 4096));
+  r.fast_paths = v.boolean("fast_paths", true);
   r.router = parse_router(v);
   r.scheduler = parse_scheduler(v);
   r.serving = parse_serving(v);

@@ -112,6 +112,9 @@ struct RunConfig {
   ModelConfig model;
   GpuConfig gpu;
   std::uint32_t replicas = 1;
+  // Off: every behaviour takes the general path (no fused decode steps, the built-in LRU through
+  // the policy interface like a user's policy, the general trace parser); results are identical.
+  bool fast_paths = true;
   RouterKind router = RouterKind::kUserAffinity;
   SchedulerConfig scheduler;
   ServingConfig serving;

@@ -1,0 +1,87 @@
+// The `fast_paths` switch: off, every behaviour takes the general path (events for every decode
+// step, the built-in LRU through the policy interface like a user's policy, the general trace
+// parser). Each run here is made both ways and must give a byte-identical requests.csv and the
+// same summary.
+#include "sim/config/experiment.h"
+#include "sim/runner.h"
+#include "tests/catch.h"
+#include "tests/sim/same_run.h"
+#include "tests/sim/sim_test_util.h"
+#include "traces/error.h"
+
+using namespace inferscale;
+using namespace inferscale::test;
+
+namespace {
+
+/// Runs `yaml` with the fast paths on and off; returns the fused steps of the run with them on.
+std::uint64_t check_both_ways(const std::string& name, const std::string& yaml) {
+  INFO(yaml);
+  const auto dir = temp_dir("fast_paths_" + name);
+  std::vector<RunOutcome> outcomes;
+  for (const char* on : {"true", "false"}) {
+    const auto exp = load_experiment(write_text(dir / "exp.yaml", yaml),
+                                     {std::string("fast_paths=") + on});
+    RunnerOptions opts;
+    opts.out_dir = (dir / (std::string("results_") + on)).string();
+    opts.progress = false;
+    auto o = run_experiment(exp, opts);
+    REQUIRE(o.size() == 1);
+    CHECK(o[0].config.fast_paths == (on[0] == 't'));
+    outcomes.push_back(std::move(o[0]));
+  }
+  const auto& fast = outcomes[0];
+  const auto& general = outcomes[1];
+  CHECK(general.summary.fused_steps == 0);
+  CHECK(fast.summary.requests > 0);
+  CHECK(read_text(std::filesystem::path(fast.dir) / "requests.csv") ==
+        read_text(std::filesystem::path(general.dir) / "requests.csv"));
+  check_same_summary(fast.summary, general.summary);
+  std::filesystem::remove_all(dir);
+  return fast.summary.fused_steps;
+}
+
+std::string experiment(const std::string& generate, const std::string& rest) {
+  return "experiment: e\nseed: 5\nmodel: llama-3.1-8b\ngpu: h200\n"
+         "trace: {generate: {" + generate + "}}\n"
+         "serving: {k: 20, mode: kv_inject}\n"
+         "output: {requests_csv: true}\n" + rest;
+}
+
+}  // namespace
+
+TEST_CASE("fast paths: one replica, LRU at a small capacity (the direct tier path)") {
+  check_both_ways("lru1", experiment("users: 30, requests: 1500, k: 20, arrival: poisson, rate: 40",
+                                     "store: {warm: false, gpu: {capacity: 64MiB, eviction: lru}}\n"));
+}
+
+TEST_CASE("fast paths: eight replicas by user affinity (fused decode steps)") {
+  const std::uint64_t fused = check_both_ways(
+      "fleet", experiment("users: 80, requests: 3000, k: 20, arrival: poisson, rate: 30",
+                          "replicas: 8\nrouter: user_affinity\n"
+                          "store: {gpu: {capacity: 128MiB, eviction: lru}}\n"));
+  CHECK(fused > 0);  // the switch on does take the fused path here
+}
+
+TEST_CASE("fast paths: a host tier, memory writes during the run, and FIFO") {
+  check_both_ways("host", experiment("users: 20, requests: 800, k: 20, arrival: poisson, rate: 20,"
+                                     " live_sessions: 3",
+                                     "store: {gpu: {capacity: 48MiB, eviction: lru},"
+                                     " host: {capacity: 256MiB, eviction: lru}}\n"));
+  check_both_ways("fifo", experiment("users: 20, requests: 800, k: 20, arrival: poisson, rate: 20",
+                                     "store: {gpu: {capacity: 48MiB, eviction: fifo}}\n"));
+}
+
+TEST_CASE("fast paths: the key takes a boolean") {
+  const auto dir = temp_dir("fast_paths_key");
+  const auto file = write_text(dir / "exp.yaml", experiment("users: 2, requests: 4", ""));
+  CHECK(load_experiment(file, {}).runs[0].fast_paths);
+  CHECK_FALSE(load_experiment(file, {"fast_paths=false"}).runs[0].fast_paths);
+  std::string error;
+  try {
+    load_experiment(file, {"fast_paths=sometimes"});
+  } catch (const InputError& e) {
+    error = e.what();
+  }
+  CHECK(error.find("fast_paths") != std::string::npos);
+}
