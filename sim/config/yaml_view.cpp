@@ -16,7 +16,7 @@ std::string yaml_position(const YAML::Node& node, const std::string& source) {
 }
 
 YAML::Node load_yaml_file(const std::string& path) {
-  if (!std::filesystem::exists(path)) throw InputError(path, "file not found");
+  if (!path_exists(path, path)) throw InputError(path, "file not found");
   try {
     return YAML::LoadFile(path);
   } catch (const YAML::Exception& e) {
@@ -64,9 +64,13 @@ bool YamlView::is_sequence(const std::string& key) const {
 }
 
 std::string YamlView::where() const {
-  for (const auto& l : layers_) {
-    if (l.node && l.node.IsMap()) {
-      return yaml_position(l.node, l.source) + ": " + (path_.empty() ? "<top>" : path_);
+  // A file's map before a `--set` layer: a key missing from both is missing from the file (the
+  // `--set` layers hold only the keys given on the command line).
+  for (const bool from_set : {false, true}) {
+    for (const auto& l : layers_) {
+      if (l.node && l.node.IsMap() && (l.source.rfind("--set", 0) == 0) == from_set) {
+        return yaml_position(l.node, l.source) + ": " + (path_.empty() ? "<top>" : path_);
+      }
     }
   }
   return layers_.empty() ? path_ : layers_.front().source + ": " + path_;
