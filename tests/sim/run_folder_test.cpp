@@ -182,3 +182,23 @@ TEST_CASE("CLI: trace generate interrupted by SIGTERM leaves no temporary trace"
   CHECK(leftovers(dir).empty());
   CHECK_FALSE(fs::exists(out));
 }
+
+TEST_CASE("CLI: an output.dir that cannot be made is an input error naming it") {
+  // Before: std::filesystem threw, and the CLI said "internal error" with status 1.
+  const auto dir = temp_dir("output_dir_file");
+  const std::string file = write_text(dir / "a_file", "x\n");
+  const std::string cfg = write_text(
+      dir / "c.yaml", "experiment: e\ntrace: " + source_path("tests/sim/data/golden.jsonl") +
+                          "\noutput: {dir: " + file + "}\n");
+  const std::string cmd = std::string(INFERSCALE_BINARY_DIR) + "/inferscale run " + cfg +
+                          " --no-progress > " + (dir / "out.txt").string() + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  const std::string said = read_text(dir / "out.txt");
+  INFO(said);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK(said.rfind("error: " + cfg + ": output.dir: cannot create the results folder '" + file +
+                       "/e': ",
+                   0) == 0);
+  CHECK(read_text(dir / "a_file") == "x\n");
+}
