@@ -234,3 +234,14 @@ TEST_CASE("a name the file system refuses is an input error naming the key and t
   }
   CHECK(cfg_message.find("cannot access '/tmp/" + long_name + ".yaml'") != std::string::npos);
 }
+
+TEST_CASE("a map or a list used as a key is an input error at the key") {
+  // Found by fuzz_experiment: `? users: 100` made a map the key, and reading it as a name threw
+  // yaml-cpp's BadConversion (an internal error).
+  const auto err = error_of("complex_key", "experiment: e\ntrace:\n  locomo:\n  ? users: 100\n");
+  INFO(err);
+  CHECK(err.find("c.yaml:4:5: trace: expected a key name, got a map") != std::string::npos);
+  const auto list = error_of("list_key", "experiment: e\n? [a, b]\n: 3\n");
+  INFO(list);
+  CHECK(list.find("c.yaml:2:3: <top>: expected a key name, got a list") != std::string::npos);
+}
