@@ -7,9 +7,9 @@
 # Seed corpora come from the samples (traces, configs, encoded messages); what a run finds goes
 # to build-fuzz/corpus/<target>/, a crash, leak or sanitizer report to build-fuzz/artifacts/
 # and fails the script. The last line per target gives its executions per second.
-# Environment: BUILD_DIR (build-fuzz), FUZZ_TARGETS (all three), FUZZ_JOBS.
+# Environment: FUZZ_BUILD_DIR (build-fuzz), FUZZ_TARGETS (all three).
 SECONDS_EACH=${1:-60}
-BUILD_DIR=${BUILD_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build-fuzz}
+BUILD_DIR=${FUZZ_BUILD_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build-fuzz}
 BUILD_TYPE=RelWithDebInfo
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 install_debs "${CORE_PACKAGES[@]}" "${FUZZ_PACKAGES[@]}"

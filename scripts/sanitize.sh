@@ -2,8 +2,9 @@
 # The CPU test suites (traces, policies, simulator with its CLI tests, cost model, remote
 # executor) built with AddressSanitizer and UndefinedBehaviorSanitizer in build-asan/ (no
 # libtorch, no CUDA). A sanitizer report, a leak or a failed test fails the script. CI runs it
-# after scripts/test.sh. Environment: SANITIZE (address,undefined), BUILD_DIR (build-asan).
-BUILD_DIR=${BUILD_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build-asan}
+# after scripts/test.sh. Environment: SANITIZE (address,undefined), SANITIZE_BUILD_DIR
+# (build-asan; BUILD_DIR is left to scripts/test.sh).
+BUILD_DIR=${SANITIZE_BUILD_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build-asan}
 BUILD_TYPE=RelWithDebInfo
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 install_debs "${CORE_PACKAGES[@]}" catch2
