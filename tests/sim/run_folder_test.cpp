@@ -77,7 +77,7 @@ bool has_entry_starting(const fs::path& dir, const std::string& prefix) {
 
 }  // namespace
 
-TEST_CASE("a results folder is locked while a run writes it; the lock names its process") {
+TEST_CASE("a results folder is locked while a run writes it, and the lock names its process") {
   const auto dir = temp_dir("run_folder_lock");
   const fs::path base = dir / "results" / "exp";
   {
@@ -131,7 +131,7 @@ TEST_CASE("replace_path swaps a new result for an old one, files and folders") {
   CHECK(leftovers(dir).empty());
 }
 
-TEST_CASE("CLI: a second run of the same results is refused; SIGINT leaves nothing partial") {
+TEST_CASE("CLI: a second run of the same results is refused, and SIGINT leaves nothing partial") {
   // Before: both runs used <run>.tmp, the second removed the first's, and one of them renamed a
   // folder mixing the two runs' files; an interrupted run left <run>.tmp behind.
   const auto dir = temp_dir("two_runs");
