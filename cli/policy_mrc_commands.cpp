@@ -175,14 +175,17 @@ int run_mrc(const MrcOptions& o) {
     std::ofstream csv(tmp);
     if (!csv) throw InputError(o.out, "cannot write the output file");
     csv << "trace,policy,capacity_bytes,capacity_fraction,object_miss_ratio,byte_miss_ratio,"
-           "lookups,cost_miss_ratio\n";
+           "lookups,cost_miss_ratio,hits,misses\n";
     char line[512];
     for (const auto& r : rows) {
-      std::snprintf(line, sizeof(line), "%s,%s,%llu,%.6g,%.6f,%.6f,%llu,%.6f\n", name.c_str(),
-                    r.policy.c_str(), static_cast<unsigned long long>(r.capacity.bytes),
-                    r.capacity.fraction, r.result.object_miss_ratio(), r.result.byte_miss_ratio(),
-                    static_cast<unsigned long long>(r.result.stats.lookups),
-                    r.result.cost_miss_ratio());
+      const TierStats& st = r.result.stats;
+      std::snprintf(line, sizeof(line), "%s,%s,%llu,%.6g,%.6f,%.6f,%llu,%.6f,%llu,%llu\n",
+                    name.c_str(), r.policy.c_str(),
+                    static_cast<unsigned long long>(r.capacity.bytes), r.capacity.fraction,
+                    r.result.object_miss_ratio(), r.result.byte_miss_ratio(),
+                    static_cast<unsigned long long>(st.lookups), r.result.cost_miss_ratio(),
+                    static_cast<unsigned long long>(st.hits),
+                    static_cast<unsigned long long>(st.lookups - st.hits));
       csv << line;
     }
     if (!csv.flush()) throw InputError(o.out, "cannot write the output file");

@@ -28,6 +28,7 @@ struct ServeArgs {
   unsigned max_sessions = 8;
   double idle_timeout_s = 600;
   double frame_timeout_s = 30;
+  double handshake_timeout_s = 5;
 };
 
 /// The kinds a server can host: every executor of this build but `remote` itself.
@@ -100,7 +101,8 @@ void add_serve_commands(CLI::App& app, Action& action) {
   serve->add_flag("--copies-first", args->copies_first,
                   "gpu and calibrated executors: issue every step's asynchronous copies before "
                   "its pass (executor.copies_beside_pass: false)");
-  serve->add_option("--max-sessions", args->max_sessions, "connections served at once")
+  serve->add_option("--max-sessions", args->max_sessions,
+                    "sessions served at once (connections past their handshake)")
       ->capture_default_str()
       ->check(CLI::Range(1u, 4096u));
   serve
@@ -110,7 +112,13 @@ void add_serve_commands(CLI::App& app, Action& action) {
       ->check(CLI::Range(0.001, 1e6));
   serve
       ->add_option("--frame-timeout", args->frame_timeout_s,
-                   "seconds for a handshake, the rest of a started frame, and each reply")
+                   "seconds for the rest of a started frame, and each reply")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 1e6));
+  serve
+      ->add_option("--handshake-timeout", args->handshake_timeout_s,
+                   "seconds a new connection has to send its hello (it holds no session slot "
+                   "until then)")
       ->capture_default_str()
       ->check(CLI::Range(0.001, 1e6));
   serve->callback([&action, args] {
@@ -127,6 +135,7 @@ void add_serve_commands(CLI::App& app, Action& action) {
       options.max_sessions = args->max_sessions;
       options.idle_timeout_s = args->idle_timeout_s;
       options.frame_timeout_s = args->frame_timeout_s;
+      options.handshake_timeout_s = args->handshake_timeout_s;
       if (!is_loopback(listen->host)) {
         std::fprintf(stderr,
                      "warning: listening on %s, beyond loopback: the protocol has no "

@@ -178,7 +178,7 @@ ModelConfig parse_model_config(const YAML::Node& node, const ModelWhere& where) 
 
 ModelConfig load_model_config(const std::string& name_or_path, const std::string& where) {
   const std::string path = preset_path(name_or_path, "models");
-  if (!fs::exists(path)) {
+  if (!path_exists(path, where)) {
     std::string names;
     for (const auto& n : preset_names("models")) names += (names.empty() ? "" : ", ") + n;
     throw InputError(where, "unknown model '" + name_or_path + "' (presets: " + names +

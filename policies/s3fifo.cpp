@@ -2,7 +2,10 @@
 // recently evicted from S. A fact leaving S goes to M if it was hit at least `move_threshold`
 // times while in S, else to G (and out of the tier); a miss whose id is in G enters M directly.
 // M evicts its oldest fact whose hit count (at most 3) is zero, reinserting the others with the
-// count decremented.
+// count decremented. S evicts while it holds at least its target share (or M is empty), and a
+// fact needs two hits in S to move: both as in the published algorithm and its authors'
+// implementation. `small_trigger: above` and `move_threshold: 1` give this file's earlier
+// behaviour (S evicts only when strictly above its target; one hit moves).
 //
 // victim() computes the would-be victim without moving anything; on_evict() performs the moves.
 // Moves never evict, so they apply to pinned facts like any other (a pinned fact is passed, never
@@ -36,8 +39,9 @@ namespace {
 class S3Fifo final : public EvictionPolicy {
  public:
   S3Fifo(std::uint64_t capacity_bytes, double small_fraction, double ghost_fraction,
-         int move_threshold)
-      : small_target_(static_cast<std::uint64_t>(small_fraction * capacity_bytes)),
+         int move_threshold, bool strictly_above)
+      : small_target_(static_cast<std::uint64_t>(small_fraction * capacity_bytes) +
+                      (strictly_above ? 1 : 0)),
         ghost_target_(static_cast<std::uint64_t>(ghost_fraction * capacity_bytes)),
         threshold_(static_cast<std::uint8_t>(move_threshold)) {}
 
@@ -83,7 +87,7 @@ class S3Fifo final : public EvictionPolicy {
     std::uint64_t s_bytes = s.bytes;
     std::size_t moved = 0;
     std::uint64_t p = s.ring.begin();
-    for (; p != s.ring.end() && (s_bytes > small_target_ || mq.live + moved == 0); ++p) {
+    for (; p != s.ring.end() && (s_bytes >= small_target_ || mq.live + moved == 0); ++p) {
       const Entry& x = s.ring[p];
       if (x.id == kHole) continue;
       if (count(x.id) >= threshold_) {
@@ -134,7 +138,7 @@ class S3Fifo final : public EvictionPolicy {
     Queue& mq = q_[kMain];
     kept_.clear();
     bool v_at_front = false;
-    while (!s.ring.empty() && (s.bytes > small_target_ || mq.live == 0)) {
+    while (!s.ring.empty() && (s.bytes >= small_target_ || mq.live == 0)) {
       const Entry x = s.ring.front();
       if (x.id == kHole) {
         advance(s.ring);
@@ -356,6 +360,7 @@ class S3Fifo final : public EvictionPolicy {
     }
   }
 
+  // S evicts while its bytes are at least small_target_ (the share, +1 for `above`).
   std::uint64_t small_target_, ghost_target_;
   std::uint8_t threshold_;
   Queue q_[3];
@@ -373,12 +378,15 @@ INFERSCALE_REGISTER_EVICTION(
     s3fifo, "S3-FIFO: small FIFO, main FIFO with reinsertion, ghost FIFO of evicted ids",
     {ParamInfo{"small_fraction", "0.1", "share of the capacity for the small FIFO"},
      ParamInfo{"ghost_fraction", "0.9", "ghost ids kept, as bytes they had over the capacity"},
-     ParamInfo{"move_threshold", "1", "hits while in the small FIFO that move a fact to main"}},
+     ParamInfo{"move_threshold", "2", "hits while in the small FIFO that move a fact to main"},
+     ParamInfo{"small_trigger", "at_or_above",
+               "the small FIFO evicts when at_or_above its share, or only when above it"}},
     [](const PolicyArgs& a) {
       return std::make_unique<S3Fifo>(
           a.capacity_bytes, a.params.number("small_fraction", 0.1, 0.001, 0.9),
           a.params.number("ghost_fraction", 0.9, 0, 10),
-          static_cast<int>(a.params.integer("move_threshold", 1, 1, 3)));
+          static_cast<int>(a.params.integer("move_threshold", 2, 1, 3)),
+          a.params.text("small_trigger", "at_or_above", {"at_or_above", "above"}) == "above");
     });
 
 }  // namespace inferscale

@@ -16,6 +16,9 @@ CORE_PACKAGES=(build-essential cmake ninja-build pkg-config libcli11-dev libyaml
   nlohmann-json3-dev libeigen3-dev libboost-dev libfmt-dev python3)
 DEB_PACKAGES=("${CORE_PACKAGES[@]}" catch2 libbenchmark-dev libtorch-dev libopenblas0-pthread
   python3-pip)
+# scripts/fuzz.sh: clang and its libFuzzer and sanitizer runtimes (only recommended by clang:
+# installs here skip recommendations).
+FUZZ_PACKAGES=(clang libclang-rt-dev)
 
 # OpenBLAS (libtorch's CPU matrix products) picks its kernels from the CPU model and falls back
 # to generic SSE3 code on CPUs it does not know (virtual machines often report a bare "Xeon"),

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "traces/error.h"
+
 namespace inferscale {
 
 namespace {
@@ -104,11 +106,11 @@ void put_ms(std::string& b, SimTime ns) {
 
 }  // namespace
 
-Metrics::Metrics(const std::string& csv_path) {
+Metrics::Metrics(const std::string& csv_path) : csv_path_(csv_path) {
   if (!csv_path.empty()) {
     csv_ = std::fopen(csv_path.c_str(), "wb");
     if (csv_ == nullptr) {
-      throw std::runtime_error("cannot write " + csv_path + ": " + std::strerror(errno));
+      throw InputError(csv_path, std::string("cannot write: ") + std::strerror(errno));
     }
     buf_ = kHeader;
   }
@@ -171,20 +173,28 @@ void Metrics::record(const Request& r, std::uint32_t k, double ttft_slo_ms, doub
   buf_ += ',';
   put_u(buf_, r.preemptions);
   buf_ += '\n';
-  if (buf_.size() > (1u << 20)) {
-    std::fwrite(buf_.data(), 1, buf_.size(), csv_);
-    buf_.clear();
+  if (buf_.size() > (1u << 20)) flush_csv();
+}
+
+void Metrics::flush_csv() {
+  if (!buf_.empty() && std::fwrite(buf_.data(), 1, buf_.size(), csv_) != buf_.size()) {
+    throw InputError(csv_path_, std::string("write failed: ") + std::strerror(errno));
   }
+  buf_.clear();
 }
 
 void Metrics::close() {
   if (csv_ == nullptr) return;
-  if (!buf_.empty()) std::fwrite(buf_.data(), 1, buf_.size(), csv_);
-  buf_.clear();
-  const bool bad = std::ferror(csv_) != 0;
-  std::fclose(csv_);
+  flush_csv();
+  // fclose writes what stdio still buffers: a full disk shows there at the latest.
+  const bool bad = std::fflush(csv_) != 0 || std::ferror(csv_) != 0;
+  const int error = errno;
+  const bool close_failed = std::fclose(csv_) != 0;
   csv_ = nullptr;
-  if (bad) throw std::runtime_error("write error in requests.csv");
+  if (bad || close_failed) {
+    throw InputError(csv_path_, std::string("write failed: ") +
+                                    std::strerror(bad ? error : errno));
+  }
 }
 
 }  // namespace inferscale

@@ -44,7 +44,10 @@ class Metrics {
   std::uint64_t prefill_tokens() const { return prefill_tokens_; }
 
  private:
+  /// Writes buf_ out; an InputError naming the file when the system refuses (a full disk).
+  void flush_csv();
   std::FILE* csv_ = nullptr;
+  std::string csv_path_;
   std::string buf_;
   std::uint64_t completed_ = 0, output_tokens_ = 0, good_ = 0;
   std::uint64_t gpu_hits_ = 0, host_hits_ = 0, misses_ = 0, preemptions_ = 0, prefill_tokens_ = 0;

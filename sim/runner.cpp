@@ -15,6 +15,7 @@
 #include "sim/batch_scheduler.h"
 #include "sim/access_oracle.h"
 #include "sim/executor_factory.h"
+#include "sim/run_folder.h"
 #include "sim/trace_source.h"
 #include "traces/error.h"
 
@@ -163,7 +164,8 @@ double ratio(std::uint64_t a, std::uint64_t b) {
 void write_file(const fs::path& path, const std::string& body) {
   std::ofstream f(path, std::ios::binary);
   f << body;
-  if (!f) throw std::runtime_error("cannot write " + path.string());
+  f.close();
+  if (!f) throw InputError(path.string(), std::string("write failed: ") + std::strerror(errno));
 }
 
 json summary_object(const RunConfig& c, const RunSummary& s) {
@@ -244,16 +246,15 @@ void remove_tree_or_throw(const fs::path& p) {
 
 /// After an executor failure: the requests completed so far and a summary marked failed go to
 /// `<run>.partial/`, never to the run's folder. Returns what was kept, in words.
-std::string keep_partial(const RunConfig& run, Simulator& sim, const fs::path& tmp,
+std::string keep_partial(const RunConfig& run, Simulator& sim, RunFolder& folder,
                          const fs::path& partial, const std::string& error) {
   try {
     const RunSummary s = sim.partial_summary();
     json j = summary_object(run, s);
     j["status"] = "failed";
     j["error"] = error;
-    write_file(tmp / "summary.json", j.dump(2) + "\n");
-    remove_tree_or_throw(partial);
-    fs::rename(tmp, partial);
+    write_file(folder.tmp() / "summary.json", j.dump(2) + "\n");
+    folder.commit(partial);
     return std::to_string(s.requests) + " completed requests kept in " + partial.string() + "/";
   } catch (const std::exception& e) {
     return std::string("partial results could not be kept: ") + e.what();
@@ -297,18 +298,19 @@ std::vector<RunOutcome> run_experiment(const ExperimentConfig& exp, const Runner
       continue;
     }
     const fs::path base = fs::path(opts.out_dir.empty() ? run.output.dir : opts.out_dir) / exp.name;
+    // Locked for this process, written under a temporary folder of its own (sim/run_folder.h).
+    RunFolder folder(base, run.name, opts.out_dir.empty() ? exp.file + ": output.dir" : "--out");
+    const fs::path& tmp = folder.tmp();
     const std::string trace = materialize_trace(run, (base / ".traces").string());
     const fs::path dir = base / run.name;
-    const fs::path tmp = base / (run.name + ".tmp");
     const fs::path partial = base / (run.name + ".partial");
-    remove_tree_or_throw(tmp);
-    fs::create_directories(tmp);
     std::string failure, kept = "nothing ran";
     try {
       SimOutputs out;
       if (run.output.requests_csv) out.requests_csv = (tmp / "requests.csv").string();
       if (run.output.timeline) out.timeline_json = (tmp / "timeline.json").string();
       out.progress = opts.progress;
+      out.partial_dir = tmp.string();
       // Prices that depend only on the plan: a replica's quiet steps may run back to back.
       out.fuse_quiet_steps =
           run.fast_paths && (run.executor.kind == "cost_model" || run.executor.kind == "calibrated");
@@ -321,24 +323,19 @@ std::vector<RunOutcome> run_experiment(const ExperimentConfig& exp, const Runner
         summary = sim.run();
       } catch (const ExecutorFailure& e) {
         failure = e.what();
-        kept = keep_partial(run, sim, tmp, partial, failure);
+        kept = keep_partial(run, sim, folder, partial, failure);
       }
       if (failure.empty()) {
         RunOutcome o{run, summary, dir.string()};
         write_file(tmp / "summary.json", summary_json(run, o.summary));
-        remove_tree_or_throw(dir);
-        fs::rename(tmp, dir);
+        folder.commit(dir);             // replaces an earlier result in one step
         remove_tree_or_throw(partial);  // left by an earlier failed attempt
         outcomes.push_back(std::move(o));
       }
     } catch (const ExecutorFailure& e) {
       failure = e.what();  // no executor at all (connection or handshake refused)
-    } catch (...) {
-      remove_tree(tmp);
-      throw;
     }
     if (!failure.empty()) {
-      remove_tree(tmp);
       throw ExecutorFailure("run " + exp.name + "/" + run.name + " failed: " + failure + " (" +
                             kept + ")");
     }

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "traces/types.h"
@@ -66,12 +68,19 @@ struct EventAfter {
 /// Progress on stderr, only once a run has taken more than a second of wall time.
 class Progress {
  public:
-  explicit Progress(bool enabled) : enabled_(enabled), start_(Clock::now()), last_(start_) {}
+  /// `partial_dir`: where the run writes until it ends, said once when the bar first shows.
+  explicit Progress(bool enabled, std::string partial_dir = {})
+      : enabled_(enabled), partial_dir_(std::move(partial_dir)), start_(Clock::now()),
+        last_(start_) {}
   void update(double fraction, std::uint64_t done, SimTime now) {
     if (!enabled_) return;
     const auto t = Clock::now();
     if (t - start_ < std::chrono::seconds(1) || t - last_ < std::chrono::milliseconds(250)) return;
     last_ = t;
+    if (!shown_ && !partial_dir_.empty()) {
+      std::fprintf(stderr, "writing %s/ (removed if the run is interrupted)\n",
+                   partial_dir_.c_str());
+    }
     shown_ = true;
     const double wall = std::chrono::duration<double>(t - start_).count();
     const int width = 30;
@@ -88,6 +97,7 @@ class Progress {
  private:
   using Clock = std::chrono::steady_clock;
   bool enabled_;
+  std::string partial_dir_;
   Clock::time_point start_, last_;
   bool shown_ = false;
 };

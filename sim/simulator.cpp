@@ -91,7 +91,7 @@ struct Simulator::Impl {
         router(make_router(c.router, static_cast<int>(c.replicas))),
         home(static_cast<int>(c.replicas)),
         metrics(outputs.requests_csv),
-        progress(outputs.progress) {
+        progress(outputs.progress, outputs.partial_dir) {
     for (std::uint32_t i = 0; i < c.replicas; ++i) {
       executors.push_back(make(static_cast<int>(i)));
       replicas.push_back(std::make_unique<Replica>(static_cast<int>(i), c, facts, pool,

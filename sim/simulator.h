@@ -27,6 +27,7 @@ struct SimOutputs {
   std::string requests_csv;   // empty: none
   std::string timeline_json;  // empty: none
   bool progress = true;       // progress bar on stderr for runs longer than a second
+  std::string partial_dir;    // named once by the progress bar: where partial results are
   /// Runs a replica's steps that finish no request back to back, without the event queue, up to
   /// the next trace record that reaches it (of any replica under a router that reads the
   /// replicas' state), and runs of decode-only steps at once where the executor prices them

@@ -132,21 +132,39 @@ void check_trace_source(const RunConfig& run) {
   }
 }
 
+namespace {
+/// The generated or imported trace in `cache_dir` (made now unless it is there).
+std::string materialize_into(const RunConfig& run, const std::string& cache_dir);
+}  // namespace
+
 std::string materialize_trace(const RunConfig& run, const std::string& cache_dir) {
   if (run.trace.kind == "file") return run.trace.path;
+  std::error_code ec;
+  fs::create_directories(cache_dir, ec);
+  if (ec) throw InputError(cache_dir, "cannot create the trace folder: " + ec.message());
+  try {
+    return materialize_into(run, cache_dir);
+  } catch (...) {
+    fs::remove(cache_dir, ec);  // only if empty: a trace that did not fit leaves no folder
+    throw;
+  }
+}
+
+namespace {
+
+std::string materialize_into(const RunConfig& run, const std::string& cache_dir) {
   const YamlView& v = run.trace.options;
-  fs::create_directories(cache_dir);
   const std::string path = cache_dir + "/" + options_key(run) + ".jsonl";
   if (run.trace.kind == "generate") {
     const auto o = synthetic_options(v, run.seed);
-    if (fs::exists(path)) return path;
+    if (path_exists(path, cache_dir)) return path;
     TraceWriter w(path);
     generate_synthetic(o, w);
     w.close();
   } else {
     std::string data;
     const auto o = locomo_options(v, run.seed, data);
-    if (fs::exists(path)) return path;
+    if (path_exists(path, cache_dir)) return path;
     const LocomoData d = load_locomo(find_locomo(locomo_search(data), v.where("data")));
     TraceWriter w(path);
     import_locomo(d, o, w);
@@ -154,5 +172,7 @@ std::string materialize_trace(const RunConfig& run, const std::string& cache_dir
   }
   return path;
 }
+
+}  // namespace
 
 }  // namespace inferscale

@@ -1,8 +1,10 @@
 #pragma once
 // @brief InputError: bad user input (trace, YAML, CLI), with where it is and what was expected.
 
+#include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <utility>
 
 namespace inferscale {
@@ -29,6 +31,15 @@ inline std::string position(const std::string& file, long line, long column = 0)
   s.append(":").append(std::to_string(line));
   if (column > 0) s.append(":").append(std::to_string(column));
   return s;
+}
+
+/// Whether `path` exists; an InputError at `where` naming the path when the system cannot tell
+/// (a name too long, a folder that may not be entered), where std::filesystem::exists throws.
+inline bool path_exists(const std::string& path, const std::string& where) {
+  std::error_code ec;
+  const bool found = std::filesystem::exists(path, ec);
+  if (ec) throw InputError(where, "cannot access '" + path + "': " + ec.message());
+  return found;
 }
 
 }  // namespace inferscale

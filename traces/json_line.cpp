@@ -2,6 +2,8 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 namespace inferscale {
 
@@ -218,6 +220,11 @@ bool JsonLine::value(std::uint32_t index, int depth) {
     const std::size_t start = p_;
     bool integral = true;
     if (s_[p_] == '-') ++p_;
+    // JSON has no leading zeros: "0268435455" is not the number 268435455.
+    if (p_ + 1 < s_.size() && s_[p_] == '0' && s_[p_ + 1] >= '0' && s_[p_ + 1] <= '9') {
+      p_ = start;
+      return fail("malformed number (leading zero)");
+    }
     while (p_ < s_.size()) {
       const char d = s_[p_];
       if (d >= '0' && d <= '9') {
@@ -245,6 +252,16 @@ bool JsonLine::value(std::uint32_t index, int depth) {
     if (ptr != e || (ec != std::errc() && ec != std::errc::result_out_of_range)) {
       p_ = start;
       return fail("malformed number");
+    }
+    if (ec == std::errc::result_out_of_range) {
+      // from_chars leaves the value unset: an overflow (1e999) is an error, an underflow
+      // (1e-999) is as close to zero as a double gets.
+      const double v = std::strtod(std::string(b, e).c_str(), nullptr);
+      if (std::isinf(v)) {
+        p_ = start;
+        return fail("number out of range");
+      }
+      n.number = v;
     }
     n.integral = false;
     return true;

@@ -1,5 +1,6 @@
 #include "traces/reader.h"
 
+#include <algorithm>
 #include <initializer_list>
 #include <limits>
 #include <string_view>
@@ -11,16 +12,31 @@ namespace inferscale {
 std::uint32_t FactIndex::add(FactId id, UserId user) {
   if (find(id) != kAbsent) return kAbsent;
   const auto dense = static_cast<std::uint32_t>(owner_.size());
-  if (id < kDenseLimit) {
-    if (id >= dense_.size()) {
-      dense_.resize(std::max<std::size_t>(id + 1, dense_.size() + dense_.size() / 2));
-    }
-    dense_[id] = Entry{dense, user < kWideOwner ? static_cast<std::uint32_t>(user) : kWideOwner};
+  // Dense while ids stay dense: a table of 4 entries per fact at most (or kDenseFloor), so a
+  // trace whose first fact has id 2^28 - 1 does not cost 2 GiB.
+  const FactId bound = std::max<FactId>(kDenseFloor, FactId{4} * (owner_.size() + 1));
+  if (id >= dense_.size() && id < kDenseLimit && id < bound) grow_dense(id);
+  if (id < dense_.size()) {
+    put_dense(id, dense, user);
   } else {
     sparse_.emplace(id, dense);
   }
   owner_.push_back(user);
   return dense;
+}
+
+void FactIndex::grow_dense(FactId id) {
+  const std::size_t size =
+      std::min<std::size_t>(kDenseLimit, std::max<std::size_t>(id + 1, dense_.size() * 3 / 2));
+  dense_.resize(size);
+  for (auto it = sparse_.begin(); it != sparse_.end();) {
+    if (it->first < size) {
+      put_dense(it->first, it->second, owner_[it->second]);
+      it = sparse_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 std::uint32_t FactIndex::find_sparse(FactId id) const {

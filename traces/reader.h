@@ -13,8 +13,9 @@
 
 namespace inferscale {
 
-/// Fact id -> (owner, dense index) for every fact seen so far. Dense ids use a vector, sparse
-/// ones a hash map, so 10^7 facts cost ~12 bytes each.
+/// Fact id -> (owner, dense index) for every fact seen so far. Ids that stay dense (below
+/// kDenseLimit and below max(kDenseFloor, 4 x the facts so far)) use a vector, others a hash
+/// map, so 10^7 facts cost ~12 bytes each and one fact with a huge id costs no more than any.
 class FactIndex {
  public:
   static constexpr std::uint32_t kAbsent = 0xffffffffu;
@@ -22,17 +23,17 @@ class FactIndex {
   std::uint32_t add(FactId id, UserId user);
   /// Dense index of `id`, or kAbsent.
   std::uint32_t find(FactId id) const {
-    if (id < kDenseLimit) return id < dense_.size() ? dense_[id].dense : kAbsent;
-    return find_sparse(id);
+    if (id < dense_.size()) return dense_[id].dense;
+    return sparse_.empty() ? kAbsent : find_sparse(id);
   }
-  /// Dense index of `id` if it exists and belongs to `user`, else kAbsent; for ids below
-  /// 2^28 and users below 2^32 one read of 8 bytes.
+  /// Dense index of `id` if it exists and belongs to `user`, else kAbsent; for ids in the dense
+  /// table and users below 2^32 one read of 8 bytes.
   std::uint32_t find_owned(FactId id, UserId user) const {
-    if (id >= kDenseLimit) {
+    if (id >= dense_.size()) {
+      if (sparse_.empty()) return kAbsent;
       const std::uint32_t d = find_sparse(id);
       return d != kAbsent && owner_[d] == user ? d : kAbsent;
     }
-    if (id >= dense_.size()) return kAbsent;
     const Entry e = dense_[id];
     if (e.dense == kAbsent) return kAbsent;
     if (e.owner != kWideOwner) return e.owner == user ? e.dense : kAbsent;
@@ -44,10 +45,19 @@ class FactIndex {
     if (id < dense_.size()) __builtin_prefetch(dense_.data() + id);
   }
   std::size_t size() const { return owner_.size(); }
+  /// Bytes the id tables hold (their capacity), to check that memory follows the facts.
+  std::size_t table_bytes() const {
+    return dense_.capacity() * sizeof(Entry) + owner_.capacity() * sizeof(UserId) +
+           sparse_.size() * (sizeof(FactId) + sizeof(std::uint32_t) + 2 * sizeof(void*)) +
+           sparse_.bucket_count() * sizeof(void*);
+  }
 
  private:
   static constexpr FactId kDenseLimit = FactId{1} << 28;
+  static constexpr FactId kDenseFloor = FactId{1} << 16;
   std::uint32_t find_sparse(FactId id) const;
+  /// Grows the dense table to cover `id` (ids of the hash map it now covers move into it).
+  void grow_dense(FactId id);
   /// By id: its dense index and its owner, so that checking a request's fact reads one entry;
   /// kWideOwner for an owner of 2^32 - 1 or more (then owner_ has it).
   struct Entry {
@@ -55,8 +65,11 @@ class FactIndex {
     std::uint32_t owner = 0;
   };
   static constexpr std::uint32_t kWideOwner = 0xffffffffu;
-  std::vector<Entry> dense_;  // by id, for ids < kDenseLimit
-  std::unordered_map<FactId, std::uint32_t> sparse_;
+  void put_dense(FactId id, std::uint32_t dense, UserId user) {
+    dense_[id] = Entry{dense, user < kWideOwner ? static_cast<std::uint32_t>(user) : kWideOwner};
+  }
+  std::vector<Entry> dense_;  // by id, for ids < dense_.size()
+  std::unordered_map<FactId, std::uint32_t> sparse_;  // ids >= dense_.size()
   std::vector<UserId> owner_;  // by dense index
 };
 
@@ -78,6 +91,9 @@ class TraceReader {
   long line() const { return line_no_; }
   /// Bytes consumed so far (for progress bars).
   std::uint64_t bytes_read() const { return bytes_read_; }
+  /// Off: every line through the general parser (same records and errors, slower); for tests
+  /// and the differential fuzz target.
+  void set_fast_path(bool on) { fast_parse_ = on; }
 
  private:
   [[noreturn]] void fail(long column, const std::string& message) const;

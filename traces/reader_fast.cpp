@@ -47,6 +47,7 @@ struct Cursor {
   /// What std::from_chars accepts for a non-negative `lo`, digit by digit: up to 18 digits
   /// cannot overflow; longer runs of digits go to from_chars.
   bool integer(std::int64_t& v, std::int64_t lo, std::int64_t hi) {
+    if (leading_zero()) return false;
     if (end - p >= 8 && short_integer(v)) return v >= lo && v <= hi;
     const char* q = p;
     std::uint64_t x = 0;
@@ -65,6 +66,10 @@ struct Cursor {
     if (q != end && (*q == '.' || *q == 'e' || *q == 'E')) return false;
     p = q;
     return v >= lo && v <= hi;
+  }
+  /// A '0' followed by a digit: not JSON (the general parser says so).
+  bool leading_zero() const {
+    return end - p >= 2 && p[0] == '0' && static_cast<unsigned char>(p[1] - '0') < 10;
   }
   /// 1 to 7 digits followed by a character that ends a number, read 8 bytes at a time (a
   /// request line is mostly fact ids); false, consuming nothing, for anything else.
@@ -133,8 +138,8 @@ struct Cursor {
       // (more digits, a number that goes on, too few bytes left) as integer() reads it.
       std::uint64_t w;
       int n;
-      if (std::endian::native == std::endian::little && end - p >= 8 && short_digits(w, n) &&
-          (p[n] == ',' || p[n] == ']')) {
+      if (std::endian::native == std::endian::little && end - p >= 8 && !leading_zero() &&
+          short_digits(w, n) && (p[n] == ',' || p[n] == ']')) {
         out.push_back(static_cast<FactId>(digits_value(w, n)));
         const char sep = p[n];
         p += n + 1;

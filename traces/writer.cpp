@@ -4,8 +4,12 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
+#include <string>
+
+#include <unistd.h>
 
 #include "traces/error.h"
+#include "traces/partial_files.h"
 
 namespace inferscale {
 
@@ -65,21 +69,24 @@ TraceWriter::TraceWriter(const std::string& path) : path_(path) {
   if (path == "-") {
     file_ = stdout;
   } else {
-    tmp_path_ = path + ".tmp";
+    // Of this process: two processes writing the same trace do not share a temporary file.
+    tmp_path_ = path + "." + std::to_string(::getpid()) + ".tmp";
     file_ = std::fopen(tmp_path_.c_str(), "wb");
     if (file_ == nullptr) {
       throw InputError(path, std::string("cannot write: ") + std::strerror(errno));
     }
+    partial_ = partial_files_add(tmp_path_);
   }
   buf_.reserve(kFlushBytes + 4096);
 }
 
 TraceWriter::~TraceWriter() {
-  if (!closed_ && file_ != nullptr && file_ != stdout) {
-    std::fclose(file_);
+  if (!closed_ && file_ != stdout && !tmp_path_.empty()) {
+    if (file_ != nullptr) std::fclose(file_);
     std::error_code ec;
     std::filesystem::remove(tmp_path_, ec);
   }
+  partial_files_release(partial_);
 }
 
 void TraceWriter::flush_if_full() {
@@ -209,7 +216,11 @@ void TraceWriter::close() {
       throw InputError(path_, std::string("close failed: ") + std::strerror(errno));
     }
     file_ = nullptr;
-    std::filesystem::rename(tmp_path_, path_);
+    std::error_code ec;
+    std::filesystem::rename(tmp_path_, path_, ec);
+    if (ec) throw InputError(path_, "cannot rename " + tmp_path_ + " into place: " + ec.message());
+    partial_files_release(partial_);
+    partial_ = -1;
   }
   closed_ = true;
 }

@@ -1,5 +1,6 @@
 #pragma once
-// @brief TraceWriter: writes a JSONL trace atomically (temporary file, renamed on close()).
+// @brief TraceWriter: writes a JSONL trace atomically (a temporary file of this process,
+// `<path>.<pid>.tmp`, renamed on close(); removed if the writer is dropped, or on SIGINT/SIGTERM).
 
 #include <cstdio>
 #include <string>
@@ -26,6 +27,7 @@ class TraceWriter {
  private:
   void flush_if_full();
   std::string path_, tmp_path_;
+  int partial_ = -1;  // partial_files handle of tmp_path_
   std::FILE* file_ = nullptr;
   std::string buf_;
   std::uint64_t records_ = 0;

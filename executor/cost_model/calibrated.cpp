@@ -17,7 +17,12 @@ std::string shape_text(const CalibrationProfile::Model& m) {
          std::to_string(m.dtype_bytes) + "-byte weights)";
 }
 
+/// Rounded to ns; saturates at +-2^60 ns as the roofline's prices do (NaN: 0).
 SimTime round_ns(double ns) {
+  constexpr SimTime kMax = SimTime{1} << 60;
+  if (std::isnan(ns)) return 0;
+  if (ns >= 0x1p60) return kMax;
+  if (ns <= -0x1p60) return -kMax;
   return static_cast<SimTime>(std::llround(ns));
 }
 

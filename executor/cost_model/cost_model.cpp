@@ -7,15 +7,25 @@ namespace inferscale {
 
 namespace {
 
+/// The longest step a price may be (2^60 ns, 36 years): prices saturate there, so that a step
+/// of 2^32 - 1 tokens is absurdly long instead of negative, and adding a few such prices to a
+/// virtual time cannot overflow.
+constexpr SimTime kMaxPriceNs = SimTime{1} << 60;
+
 /// std::llround without the library call, for the step prices computed at every step:
 /// x - trunc(x) is exact in binary floating point, so comparing it with one half rounds halves
-/// away from zero exactly as llround does. Values out of range (or NaN) go to llround.
+/// away from zero exactly as llround does. Values beyond +-kMaxPriceNs saturate; NaN is 0.
 SimTime round_ns(double x) {
-  if (!(std::fabs(x) < 0x1p62)) return static_cast<SimTime>(std::llround(x));
+  if (!(std::fabs(x) < 0x1p62)) {
+    if (std::isnan(x)) return 0;
+    return x > 0 ? kMaxPriceNs : -kMaxPriceNs;
+  }
   const auto t = static_cast<SimTime>(x);  // toward zero
   const double frac = x - static_cast<double>(t);
   // Without branches: which way a price's fraction goes is a coin toss for the predictor.
-  return t + static_cast<SimTime>(frac >= 0.5) - static_cast<SimTime>(frac <= -0.5);
+  const SimTime r =
+      t + static_cast<SimTime>(frac >= 0.5) - static_cast<SimTime>(frac <= -0.5);
+  return std::clamp(r, -kMaxPriceNs, kMaxPriceNs);
 }
 
 /// Below this, integers are exact doubles and sums of them are exact in any order.

@@ -98,7 +98,7 @@ void FrameChannel::write(const std::vector<std::uint8_t>& frame, double timeout_
 }
 
 std::size_t FrameChannel::read_exact(std::uint8_t* data, std::size_t n, double timeout_s,
-                                     const char* what) {
+                                     const char* what, double deadline_s) {
   error_code result;
   std::size_t got = 0;
   asio::async_read(socket_, asio::buffer(data, n), [&](const error_code& e, std::size_t k) {
@@ -106,9 +106,10 @@ std::size_t FrameChannel::read_exact(std::uint8_t* data, std::size_t n, double t
     got = k;
   });
   if (!run_for(timeout_s)) {
-    throw ChannelError(ChannelError::kTimeout, std::string("nothing received within ") +
-                                                   seconds(timeout_s) + " while waiting for " +
-                                                   what);
+    throw ChannelError(ChannelError::kTimeout,
+                       std::string("nothing received within ") +
+                           seconds(deadline_s >= 0 ? deadline_s : timeout_s) +
+                           " while waiting for " + what);
   }
   if (peer_gone(result)) return got;
   if (result)
@@ -135,13 +136,28 @@ FrameHeader FrameChannel::read(std::vector<std::uint8_t>& payload, double idle_t
   } catch (const ProtocolError& e) {
     throw ChannelError(ChannelError::kProtocol, e.what());
   }
-  payload.resize(h.payload_bytes);
-  const std::size_t body =
-      read_exact(payload.data(), h.payload_bytes, frame_timeout_s, "the rest of a frame");
-  if (body < h.payload_bytes) {
-    throw ChannelError(ChannelError::kProtocol,
-                       "truncated frame: connection closed after " + std::to_string(body) + " of " +
-                           std::to_string(h.payload_bytes) + " payload bytes");
+  // The buffer grows as bytes arrive (doubling from 64 KiB), never to the length a header only
+  // claims: 16 bytes must not make the peer hold 64 MiB.
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration<double>(std::max(frame_timeout_s, 0.0));
+  payload.clear();
+  std::size_t body = 0;
+  while (body < h.payload_bytes) {
+    const std::size_t chunk =
+        std::min<std::size_t>(h.payload_bytes - body, std::max<std::size_t>(body, 64u << 10));
+    payload.resize(body + chunk);
+    const double left =
+        std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    const std::size_t got =
+        read_exact(payload.data() + body, chunk, std::max(left, 0.0), "the rest of a frame",
+                   frame_timeout_s);
+    body += got;
+    if (got < chunk) {
+      payload.resize(body);
+      throw ChannelError(ChannelError::kProtocol,
+                         "truncated frame: connection closed after " + std::to_string(body) +
+                             " of " + std::to_string(h.payload_bytes) + " payload bytes");
+    }
   }
   return h;
 }

@@ -46,7 +46,8 @@ class FrameChannel {
   /// Writes a sealed frame within `timeout_s`.
   void write(const std::vector<std::uint8_t>& frame, double timeout_s);
   /// Reads one frame into `payload`: its first byte within `idle_timeout_s`, the rest of it
-  /// within `frame_timeout_s`. The header is checked (check_header) before the payload is read.
+  /// within `frame_timeout_s`. The header is checked (check_header) before the payload is read;
+  /// `payload` grows as the bytes arrive, not to the length the header claims.
   FrameHeader read(std::vector<std::uint8_t>& payload, double idle_timeout_s,
                    double frame_timeout_s, std::uint32_t max_payload_bytes = kMaxFrameBytes);
   /// Ends our side, discards what the peer still sends (at most `linger_s` and 1 MiB) so that a
@@ -61,8 +62,10 @@ class FrameChannel {
   /// Runs the io_context until the pending operation completes or `timeout_s` passes; returns
   /// false on timeout (the operation is then cancelled; the socket stays open).
   bool run_for(double timeout_s);
-  /// Reads exactly `n` bytes; returns how many arrived before EOF (n when all did).
-  std::size_t read_exact(std::uint8_t* data, std::size_t n, double timeout_s, const char* what);
+  /// Reads exactly `n` bytes; returns how many arrived before EOF (n when all did). A timeout's
+  /// message names `deadline_s` when given (the frame's whole deadline), else `timeout_s`.
+  std::size_t read_exact(std::uint8_t* data, std::size_t n, double timeout_s, const char* what,
+                         double deadline_s = -1);
 
   boost::asio::io_context io_;
   boost::asio::ip::tcp::socket socket_;

@@ -25,6 +25,9 @@ inline constexpr std::uint32_t kMagic = 0x58455349;  // the bytes "ISEX"
 inline constexpr std::uint16_t kProtocolVersion = 3;
 inline constexpr std::size_t kHeaderBytes = 16;
 inline constexpr std::uint32_t kMaxFrameBytes = 64u << 20;  // payload limit, both directions
+/// A hello's payload limit: client name and identity are well under a KiB; before the handshake
+/// a server holds no more than this for a connection.
+inline constexpr std::uint32_t kMaxHelloBytes = 16u << 10;
 
 enum class MessageType : std::uint16_t {
   kHello = 1,    // client -> server: identity (model, GPU, pool capacity)

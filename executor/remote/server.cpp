@@ -38,6 +38,24 @@ struct SessionEnd {
   std::uint32_t sequence;
 };
 
+/// `line` with its control characters (and DEL) as \xNN: client-sent strings reach the log, and
+/// a newline or an escape sequence in them must not forge or hide a line.
+std::string escape_controls(const std::string& line) {
+  std::string out;
+  out.reserve(line.size());
+  for (const char c : line) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", u);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string gib(std::uint64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.2f GiB", double(bytes) / double(1ull << 30));
@@ -62,7 +80,8 @@ struct ExecutorServer::Impl {
   std::thread runner;
   tcp::endpoint bound;  // kept: port() and address() stay valid after stop()
 
-  void log(const std::string& line) {
+  void log(const std::string& raw) {
+    const std::string line = escape_controls(raw);
     std::lock_guard<std::mutex> lock(log_mu);
     if (options.log) {
       options.log(line);
@@ -120,19 +139,19 @@ struct ExecutorServer::Impl {
   void serve(Session& s) {
     s.tag = "session " + std::to_string(s.id) + " (" + s.channel.peer() + ")";
     log(s.tag + ": connected");
-    ++active;
     std::uint64_t steps = 0;
-    const std::string end = serve_until_end(s, steps);
+    bool counted = false;  // holds a session slot (from its handshake on)
+    const std::string end = serve_until_end(s, steps, counted);
     s.channel.close();
-    --active;
+    if (counted) --active;
     // Logged once the session is over (tests wait for this line).
     log(s.tag + ": " + end + " after " + std::to_string(steps) + " steps");
   }
 
   /// Serves a session's frames; returns how it ended, in words.
-  std::string serve_until_end(Session& s, std::uint64_t& steps) {
+  std::string serve_until_end(Session& s, std::uint64_t& steps, bool& counted) {
     try {
-      serve_frames(s, steps);
+      serve_frames(s, steps, counted);
     } catch (const SessionEnd& e) {
       if (!stopping) {
         try {
@@ -155,15 +174,13 @@ struct ExecutorServer::Impl {
     return "closed";
   }
 
-  void serve_frames(Session& s, std::uint64_t& steps) {
-    if (active > options.max_sessions) {
-      throw SessionEnd{ErrorCode::kBusy,
-                       "the server is busy (" + std::to_string(options.max_sessions) +
-                           " sessions open; see --max-sessions)",
-                       0};
-    }
+  void serve_frames(Session& s, std::uint64_t& steps, bool& counted) {
+    // The hello: small, and whole within the handshake deadline. A connection still in its
+    // handshake holds no session slot, so silent connections cannot make the server busy.
     std::vector<std::uint8_t> payload;
-    FrameHeader h = read(s, payload, options.frame_timeout_s);
+    FrameHeader h = read(s, payload, options.handshake_timeout_s,
+                         std::min(options.handshake_timeout_s, options.frame_timeout_s),
+                         std::min(kMaxHelloBytes, options.max_frame_bytes));
     if (h.type != static_cast<std::uint16_t>(MessageType::kHello)) {
       throw SessionEnd{ErrorCode::kBadMessage,
                        std::string("expected a hello message first, got ") +
@@ -178,6 +195,14 @@ struct ExecutorServer::Impl {
     }
     const std::string mismatch = identity_mismatch(identity, hello.identity);
     if (!mismatch.empty()) throw SessionEnd{ErrorCode::kMismatch, mismatch, h.sequence};
+    if (active.fetch_add(1) >= options.max_sessions) {
+      --active;
+      throw SessionEnd{ErrorCode::kBusy,
+                       "the server is busy (" + std::to_string(options.max_sessions) +
+                           " sessions open; see --max-sessions)",
+                       h.sequence};
+    }
+    counted = true;
     std::unique_ptr<Executor> executor;
     try {
       executor = make();
@@ -222,9 +247,12 @@ struct ExecutorServer::Impl {
 
   /// Reads one frame; a bad or stalled frame ends the session with an error reply.
   FrameHeader read(Session& s, std::vector<std::uint8_t>& payload, double idle_timeout_s) {
+    return read(s, payload, idle_timeout_s, options.frame_timeout_s, options.max_frame_bytes);
+  }
+  FrameHeader read(Session& s, std::vector<std::uint8_t>& payload, double idle_timeout_s,
+                   double frame_timeout_s, std::uint32_t max_payload_bytes) {
     try {
-      return s.channel.read(payload, idle_timeout_s, options.frame_timeout_s,
-                            options.max_frame_bytes);
+      return s.channel.read(payload, idle_timeout_s, frame_timeout_s, max_payload_bytes);
     } catch (const ChannelError& e) {
       if (stopping) throw;
       if (e.kind() == ChannelError::kProtocol) throw SessionEnd{ErrorCode::kBadFrame, e.what(), 0};

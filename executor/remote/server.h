@@ -16,11 +16,13 @@ namespace inferscale::remote {
 struct ServerOptions {
   std::string host = "127.0.0.1";  // loopback unless asked otherwise
   std::uint16_t port = 7070;       // 0: any free port (port() says which)
-  unsigned max_sessions = 8;       // connections beyond this are refused (busy)
+  unsigned max_sessions = 8;       // sessions past their handshake beyond this: refused (busy)
   double idle_timeout_s = 600;     // a session with no new frame for this long is closed
-  double frame_timeout_s = 30;     // handshake; the rest of a frame once it started; replies
+  double frame_timeout_s = 30;     // the rest of a frame once it started; replies
+  double handshake_timeout_s = 5;  // a connection sends its whole hello within this
   std::uint32_t max_frame_bytes = kMaxFrameBytes;
-  /// One line per session event (connected, handshake, refused, closed...); null: stderr.
+  /// One line per session event (connected, handshake, refused, closed...); null: stderr. Control
+  /// characters (from client-sent names) arrive escaped as \xNN: a line is one line.
   std::function<void(const std::string&)> log;
 };
 

@@ -180,7 +180,7 @@ TraceSource parse_trace_source(const YamlView& v) {
   } else {
     trace.path = v.text("trace", "");
   }
-  if (trace.kind == "file" && !fs::exists(trace.path)) {
+  if (trace.kind == "file" && !path_exists(trace.path, v.where("trace"))) {
     v.fail("trace", "trace file '" + trace.path + "' not found");
   }
   return trace;
@@ -410,7 +410,7 @@ ModelConfig load_model(const std::string& name_or_path, const std::string& where
 
 GpuConfig load_gpu(const std::string& name_or_path, const std::string& where) {
   const auto path = preset_path(name_or_path, "gpus");
-  if (!fs::exists(path)) {
+  if (!path_exists(path, where)) {
     throw InputError(where, "unknown gpu '" + name_or_path + "' (presets: " +
                                 known_presets("gpus") + "; or give a path to a .yaml file)");
   }

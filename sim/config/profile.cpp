@@ -73,7 +73,7 @@ std::string profile_path(const std::string& name_or_path) {
 
 CalibrationProfile load_profile(const std::string& name_or_path, const std::string& where) {
   const std::string path = profile_path(name_or_path);
-  if (!fs::exists(path)) {
+  if (!path_exists(path, where)) {
     throw InputError(where, "calibration profile '" + path +
                                 "' not found (write one with `inferscale calibrate --out " + path +
                                 "`)");

@@ -15,8 +15,18 @@ std::string yaml_position(const YAML::Node& node, const std::string& source) {
   return position(source, m.line + 1, m.column + 1);
 }
 
+std::string YamlView::key_name(const YAML::Node& key, const std::string& source) const {
+  // YAML allows a map or a list as a key (`? {a: 1}`); a config's keys are names.
+  if (!key.IsScalar()) {
+    throw InputError(yaml_position(key, source) + ": " + (path_.empty() ? "<top>" : path_),
+                     std::string("expected a key name, got a ") +
+                         (key.IsMap() ? "map" : key.IsSequence() ? "list" : "null"));
+  }
+  return key.Scalar();
+}
+
 YAML::Node load_yaml_file(const std::string& path) {
-  if (!std::filesystem::exists(path)) throw InputError(path, "file not found");
+  if (!path_exists(path, path)) throw InputError(path, "file not found");
   try {
     return YAML::LoadFile(path);
   } catch (const YAML::Exception& e) {
@@ -64,9 +74,13 @@ bool YamlView::is_sequence(const std::string& key) const {
 }
 
 std::string YamlView::where() const {
-  for (const auto& l : layers_) {
-    if (l.node && l.node.IsMap()) {
-      return yaml_position(l.node, l.source) + ": " + (path_.empty() ? "<top>" : path_);
+  // A file's map before a `--set` layer: a key missing from both is missing from the file (the
+  // `--set` layers hold only the keys given on the command line).
+  for (const bool from_set : {false, true}) {
+    for (const auto& l : layers_) {
+      if (l.node && l.node.IsMap() && (l.source.rfind("--set", 0) == 0) == from_set) {
+        return yaml_position(l.node, l.source) + ": " + (path_.empty() ? "<top>" : path_);
+      }
     }
   }
   return layers_.empty() ? path_ : layers_.front().source + ": " + path_;
@@ -105,7 +119,7 @@ std::vector<std::string> YamlView::keys() const {
   for (const auto& l : layers_) {
     if (!(l.node && l.node.IsMap())) continue;
     for (const auto& kv : l.node) {
-      const auto k = kv.first.as<std::string>();
+      const auto k = key_name(kv.first, l.source);
       if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
     }
   }
@@ -117,7 +131,7 @@ void YamlView::reject_unknown(const std::vector<std::string>& allowed) const {
     if (!(l.node && l.node.IsMap())) continue;
     std::vector<std::string> seen;
     for (const auto& kv : l.node) {
-      const auto k = kv.first.as<std::string>();
+      const auto k = key_name(kv.first, l.source);
       if (std::find(seen.begin(), seen.end(), k) != seen.end()) {
         throw InputError(yaml_position(kv.first, l.source) + ": " + key_path(k),
                          "duplicate key '" + k + "'");

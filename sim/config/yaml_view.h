@@ -60,6 +60,8 @@ class YamlView {
   [[noreturn]] void fail(const std::string& key, const std::string& message) const;
 
  private:
+  /// A map key as a name; an InputError at the key when it is a map or a list.
+  std::string key_name(const YAML::Node& key, const std::string& source) const;
   const YamlLayer* find(const std::string& key) const;
   std::string key_path(const std::string& key) const;
 

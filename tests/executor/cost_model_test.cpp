@@ -1,6 +1,7 @@
 // The cost model's step pricing equals the plain per-item count and price it replaced, bit for
 // bit: decodes summed as integers, phases of no work and zero-byte transfers priced without a
 // division, on random plans and at the edges (sums past 2^53, zero and infinite rates).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -98,7 +99,14 @@ BatchResult reference_price(const CostRates& rates, const StepWork& w) {
                                         w.encodes * rates.per_encode_overhead_ns;
   const double tokens = w.prefill_tokens + w.decode_tokens + w.encode_tokens;
   auto share = [&](double t) { return tokens > 0 ? forward_ns * t / tokens : 0.0; };
-  auto round = [](double x) { return static_cast<SimTime>(std::llround(x)); };
+  // Prices saturate at 2^60 ns (NaN: 0), never wrap.
+  auto round = [](double x) -> SimTime {
+    constexpr SimTime kMax = SimTime{1} << 60;
+    if (std::isnan(x)) return 0;
+    if (x >= 0x1p60) return kMax;
+    if (x <= -0x1p60) return -kMax;
+    return std::clamp(static_cast<SimTime>(std::llround(x)), -kMax, kMax);
+  };
   r.phases.prefill_ns = round(share(w.prefill_tokens));
   r.phases.decode_ns = round(share(w.decode_tokens));
   r.phases.encode_ns = round(share(w.encode_tokens));
@@ -305,4 +313,20 @@ TEST_CASE("cost model: price_decodes gives what execute gives each decode-only p
   }
   CHECK(priced > 900);
   CHECK(refused > 0);
+}
+
+TEST_CASE("cost model: a step too long to price saturates at 2^60 ns instead of wrapping") {
+  const CostModel model(llama_8b(), h200_rates());
+  constexpr SimTime kMax = SimTime{1} << 60;
+  // An encode of 2^32 - 1 tokens: its price does not fit in 64 bits (INT64_MIN before).
+  BatchPlan plan;
+  plan.encodes.push_back(FactEncode{0, 0, 0xffffffffu, 0xffffffffu, true});
+  const BatchResult r = model.price(model.work(plan));
+  CHECK(r.duration_ns == kMax);
+  CHECK(r.phases.encode_ns == kMax);
+  CHECK(model.encode_cost_ns(0xffffffffu, 0xffffffffu) == kMax);
+  CHECK(model.encode_cost_ns(0xffffffffu, 0) == kMax);
+  // A long but representable step keeps its exact price.
+  CHECK(model.encode_cost_ns(100000, 0) > 0);
+  CHECK(model.encode_cost_ns(100000, 0) < kMax);
 }

@@ -1,6 +1,7 @@
 // The executor server on loopback: a proper client gets the in-process results; malformed,
 // oversized, truncated and stalled frames end only their own session, with an error reply or a
 // close; the handshake refuses a mismatched experiment with a precise message.
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
 #include <cstring>
 
@@ -53,10 +54,11 @@ std::vector<std::uint8_t> header(std::uint32_t magic, std::uint16_t version, Mes
   return h;
 }
 
-std::vector<std::uint8_t> hello_frame(const ExecutorIdentity& id) {
+std::vector<std::uint8_t> hello_frame(const ExecutorIdentity& id,
+                                      const std::string& client = "raw test") {
   std::vector<std::uint8_t> f;
   start_frame(f);
-  encode_hello(Hello{"raw test", id}, f);
+  encode_hello(Hello{client, id}, f);
   seal_frame(f, MessageType::kHello, 1);
   return f;
 }
@@ -124,8 +126,10 @@ TEST_CASE("malformed frames get an error reply or a close, and the server serves
           "bad frame: unknown message type 300");
   }
   SECTION("oversized length: refused from the header, nothing allocated") {
+    // A hello's limit (kMaxHelloBytes); a later frame's is kMaxFrameBytes.
     CHECK(send_raw(ep, header(kMagic, kProtocolVersion, MessageType::kHello, 0xffffffffu)) ==
-          "bad frame: frame of 4294967295 payload bytes exceeds the limit of 67108864");
+          "bad frame: frame of 4294967295 payload bytes exceeds the limit of " +
+              std::to_string(kMaxHelloBytes));
   }
   SECTION("truncated payload: the client closes after 10 of 100 bytes") {
     auto bytes = header(kMagic, kProtocolVersion, MessageType::kHello, 100);
@@ -258,4 +262,73 @@ TEST_CASE("an unreachable endpoint or a bad one fails with ExecutorFailure, not 
   CHECK(refused.find("is `inferscale serve-executor` listening there?") != std::string::npos);
   CHECK(failure([&] { RemoteExecutor r(RemoteOptions{"nowhere"}, executor_identity(run)); }) ==
         "nowhere: not a HOST:PORT endpoint");
+}
+
+TEST_CASE("connections in their handshake hold no session slot, and a hello is small and timed") {
+  // Before: each connection counted toward --max-sessions from its accept, and a header alone
+  // made the server size a 64 MiB buffer: a few silent connections made it busy for everyone.
+  const RunConfig run = tiny_run(kRemoteStress);
+  ServerOptions options;
+  options.max_sessions = 1;
+  options.handshake_timeout_s = 2;
+  TestServer s(executor_identity(run), cost_model_factory(run), options);
+  std::vector<std::unique_ptr<FrameChannel>> silent;
+  for (int i = 0; i < 8; ++i) {
+    silent.push_back(std::make_unique<FrameChannel>());
+    silent.back()->connect(*parse_endpoint(s.endpoint()), 10);
+  }
+  REQUIRE(s.log->wait_for(": connected", 8));
+  {
+    RemoteExecutor client(RemoteOptions{s.endpoint()}, executor_identity(run));
+    CHECK(client.execute(sample_plan(1)).duration_ns > 0);
+  }
+  // A hello longer than a hello may be is refused at its header, before any payload.
+  const std::string big = send_raw(
+      s.endpoint(), header(kMagic, kProtocolVersion, MessageType::kHello, kMaxFrameBytes));
+  CHECK(big == "bad frame: frame of " + std::to_string(kMaxFrameBytes) +
+                   " payload bytes exceeds the limit of " + std::to_string(kMaxHelloBytes));
+  // The silent ones are closed at the handshake deadline.
+  CHECK(s.log->wait_for("closed (timeout): nothing received within 2 s while waiting for the "
+                        "next frame",
+                        8));
+}
+
+TEST_CASE("a frame's buffer grows with the bytes that arrive, not with the length claimed") {
+  namespace asio = boost::asio;
+  asio::io_context io;
+  asio::ip::tcp::acceptor acceptor(io, {asio::ip::address_v4::loopback(), 0});
+  FrameChannel reader;
+  reader.connect(Endpoint{"127.0.0.1", acceptor.local_endpoint().port()}, 10);
+  asio::ip::tcp::socket peer(io);
+  acceptor.accept(peer);
+  // A header claiming 32 MiB, then 100 bytes, then the end.
+  std::vector<std::uint8_t> bytes = header(kMagic, kProtocolVersion, MessageType::kExecute, 32u << 20);
+  bytes.resize(bytes.size() + 100, 7);
+  asio::write(peer, asio::buffer(bytes));
+  peer.close();
+  std::vector<std::uint8_t> payload;
+  std::string error;
+  try {
+    reader.read(payload, 10, 10);
+  } catch (const ChannelError& e) {
+    error = e.what();
+  }
+  CHECK(error == "truncated frame: connection closed after 100 of 33554432 payload bytes");
+  CHECK(payload.capacity() < (std::size_t{1} << 20));
+}
+
+TEST_CASE("client-sent names reach the server's log with control characters escaped") {
+  const RunConfig run = tiny_run(kRemoteStress);
+  TestServer s(executor_identity(run), cost_model_factory(run));
+  // A newline and an escape sequence in the client's name would forge a log line (and recolour
+  // the terminal) if logged raw.
+  const std::string reply = send_raw(
+      s.endpoint(),
+      hello_frame(executor_identity(run), "evil\nserve-executor: session 9: forged\x1b[2K"));
+  CHECK(reply == "unexpected reply");  // a welcome: the handshake itself is fine
+  REQUIRE(s.log->wait_for("handshake ok"));
+  const std::string all = s.log->all();
+  CHECK(all.find("evil\\x0aserve-executor: session 9: forged\\x1b[2K") != std::string::npos);
+  CHECK(all.find('\x1b') == std::string::npos);
+  CHECK(all.find("evil\nserve-executor") == std::string::npos);
 }

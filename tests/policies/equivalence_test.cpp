@@ -110,8 +110,9 @@ class RefClock final : public EvictionPolicy {
 class RefS3Fifo final : public EvictionPolicy {
  public:
   RefS3Fifo(std::uint64_t capacity_bytes, double small_fraction, double ghost_fraction,
-            int move_threshold)
+            int move_threshold, bool strictly_above)
       : small_target_(static_cast<std::uint64_t>(small_fraction * capacity_bytes)),
+        strictly_above_(strictly_above),
         ghost_target_(static_cast<std::uint64_t>(ghost_fraction * capacity_bytes)),
         threshold_(static_cast<std::uint8_t>(move_threshold)) {}
 
@@ -138,7 +139,7 @@ class RefS3Fifo final : public EvictionPolicy {
     std::uint64_t s_bytes = bytes_of_[kSmall];
     std::size_t moved = 0;
     auto i = q_.back(kSmall);
-    for (; i != kNil && (s_bytes > small_target_ || q_.size(kMain) + moved == 0);
+    for (; i != kNil && (over(s_bytes) || q_.size(kMain) + moved == 0);
          i = q_.next_toward_front(i)) {
       if (q_.mark(i) >= threshold_) {
         s_bytes -= bytes_[i];
@@ -179,7 +180,7 @@ class RefS3Fifo final : public EvictionPolicy {
     }
     // Replay S: the same moves as victim() computed, up to v if v is S's victim.
     for (auto i = q_.back(kSmall);
-         i != kNil && (bytes_of_[kSmall] > small_target_ || q_.size(kMain) == 0);) {
+         i != kNil && (over(bytes_of_[kSmall]) || q_.size(kMain) == 0);) {
       const auto next = q_.next_toward_front(i);
       if (q_.mark(i) >= threshold_) {
         unlink(i);
@@ -224,7 +225,13 @@ class RefS3Fifo final : public EvictionPolicy {
     q_.erase(id);
   }
 
-  std::uint64_t small_target_, ghost_target_;
+  /// Whether S, holding `bytes`, evicts (published: at or above its share).
+  bool over(std::uint64_t bytes) const {
+    return strictly_above_ ? bytes > small_target_ : bytes >= small_target_;
+  }
+  std::uint64_t small_target_;
+  bool strictly_above_;
+  std::uint64_t ghost_target_;
   std::uint8_t threshold_;
   IdListSet q_{3};  // mark: hit count, 0..3
   std::vector<std::uint64_t> bytes_;
@@ -248,7 +255,8 @@ std::unique_ptr<EvictionPolicy> reference(const std::string& name, std::uint64_t
   if (name == "clock") return std::make_unique<RefClock>();
   return std::make_unique<RefS3Fifo>(capacity, p.number("small_fraction", 0.1, 0.001, 0.9),
                                      p.number("ghost_fraction", 0.9, 0, 10),
-                                     static_cast<int>(p.integer("move_threshold", 1, 1, 3)));
+                                     static_cast<int>(p.integer("move_threshold", 2, 1, 3)),
+                                     p.text("small_trigger", "at_or_above") == "above");
 }
 
 void compare(const std::string& name, const Params& p, std::uint64_t seed, bool mixed_sizes,
@@ -328,7 +336,8 @@ TEST_CASE("queue policies decide as their linked-list reference models") {
     compare("s3fifo",
             params({{"small_fraction", "0.3"},
                     {"ghost_fraction", "0.2"},
-                    {"move_threshold", std::to_string(1 + seed % 3).c_str()}}),
+                    {"move_threshold", std::to_string(1 + seed % 3).c_str()},
+                    {"small_trigger", seed % 2 == 0 ? "above" : "at_or_above"}}),
             seed, true, true, true);
   }
 }

@@ -92,8 +92,13 @@ TEST_CASE("sieve skips a pinned fact without stopping on it") {
 }
 
 TEST_CASE("s3fifo: one-hit facts leave through the small queue, ghosts return to main") {
-  // Capacity 3 facts; the small queue holds 1 (34 %), the ghost 2 ids (27 bytes).
-  Bench b(make_tier("s3fifo", 30, params({{"small_fraction", "0.34"}, {"ghost_fraction", "0.9"}})));
+  // Capacity 3 facts; the small queue holds 1 (34 %), the ghost 2 ids (27 bytes). The earlier
+  // variant: one hit moves a fact to M, S evicts only when strictly above its share.
+  Bench b(make_tier("s3fifo", 30,
+                    params({{"small_fraction", "0.34"},
+                            {"ghost_fraction", "0.9"},
+                            {"move_threshold", "1"},
+                            {"small_trigger", "above"}})));
   for (FactId f : {0, 1, 2}) b.access(f);
   CHECK(b.access(0));
   CHECK(b.access(1));
@@ -110,4 +115,33 @@ TEST_CASE("s3fifo: one-hit facts leave through the small queue, ghosts return to
   CHECK(b.tier->resident(1));
   CHECK(b.tier->resident(5));
   CHECK(b.tier->resident(6));
+}
+
+TEST_CASE("s3fifo: defaults follow the published algorithm (two hits move, S evicts at its share)") {
+  // The same sequence as above with the defaults: move_threshold 2, small_trigger at_or_above.
+  Bench b(make_tier("s3fifo", 30, params({{"small_fraction", "0.34"}, {"ghost_fraction", "0.9"}})));
+  for (FactId f : {0, 1, 2}) b.access(f);
+  CHECK(b.access(0));
+  CHECK(b.access(1));
+  b.access(3);  // S over its share: 0 was hit once (below 2) -> the victim, to G
+  CHECK(b.evicted == std::vector<FactId>{0});
+  CHECK(b.access(1));  // 1 in S, count 2
+  b.access(4);         // S = [1, 2, 3]: 1 -> M; 2 never hit -> G
+  b.access(5);         // S = [3, 4]: 3 -> G (G keeps 2 ids: 0 goes)
+  CHECK(b.evicted == std::vector<FactId>{0, 2, 3});
+  b.access(2);  // ghost hit: 4 leaves S for room, 2 enters M
+  CHECK(b.evicted == std::vector<FactId>{0, 2, 3, 4});
+  b.access(6);  // S = [5] holds exactly its share: S evicts (the earlier variant evicted from M)
+  CHECK(b.evicted == std::vector<FactId>{0, 2, 3, 4, 5});
+  CHECK(b.tier->resident(1));
+  CHECK(b.tier->resident(2));
+  CHECK(b.tier->resident(6));
+  CHECK_FALSE(b.tier->resident(5));
+
+  // One hit in S is not enough to move a fact (the earlier variant moved 0 and evicted 1).
+  Bench c(make_tier("s3fifo", 30, params({{"small_fraction", "0.34"}})));
+  for (FactId f : {0, 1, 2}) c.access(f);
+  CHECK(c.access(0));
+  c.access(3);
+  CHECK(c.evicted == std::vector<FactId>{0});
 }

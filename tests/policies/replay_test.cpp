@@ -77,13 +77,14 @@ TEST_CASE("inferscale policy mrc writes one row per policy and capacity") {
   std::getline(in, header);
   CHECK(header ==
         "trace,policy,capacity_bytes,capacity_fraction,object_miss_ratio,byte_miss_ratio,lookups,"
-        "cost_miss_ratio");
+        "cost_miss_ratio,hits,misses");
   std::vector<std::string> rows;
   while (std::getline(in, line)) rows.push_back(line);
   REQUIRE(rows.size() == 4);
   CHECK(rows[0].rfind("replay,belady,40,0.8,", 0) == 0);
   CHECK(rows[1].rfind("replay,belady,40,0.8,", 0) == 0);  // 80% of 50 bytes is 40 bytes
   CHECK(rows[2].rfind("replay,lru,40,0.8,0.714286,0.750000,7,", 0) == 0);
+  CHECK(rows[2].ends_with(",2,5"));  // 7 lookups: 2 hits, 5 misses (5/7 = 0.714286)
 }
 
 TEST_CASE("inferscale policy mrc rejects bad input with status 2, leaving no file") {

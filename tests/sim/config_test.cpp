@@ -196,3 +196,52 @@ TEST_CASE("an error in a --set value names the flag instead of a file line") {
     CHECK(err.find("c.yaml") == std::string::npos);
   }
 }
+
+TEST_CASE("a key missing from the file is blamed on the file, not on a --set of another key") {
+  // Before: the first layer (a --set of serving.k) was taken as the place of the missing key.
+  const auto err = error_of("missing_with_set", "experiment: e\nserving: {k: 3}\n", {"serving.k=20"});
+  INFO(err);
+  CHECK(err.find("c.yaml:1:1: <top>: missing key 'trace'") != std::string::npos);
+  CHECK(err.find("--set") == std::string::npos);
+  const std::string base = "experiment: e\ntrace: " + trace_path() + "\n";
+  const auto gpu = error_of("missing_gpu_key_with_set", base + "gpu: {bf16_tflops: 1}\n",
+                            {"gpu.name=mine"});
+  INFO(gpu);
+  CHECK(gpu.find("c.yaml:3:6: gpu: gpu: missing key 'memory'") != std::string::npos);
+}
+
+TEST_CASE("a name the file system refuses is an input error naming the key and the path") {
+  // 300 characters: longer than a file name may be (ENAMETOOLONG); std::filesystem::exists
+  // threw, which the CLI reported as an internal error (status 1).
+  const std::string long_name(300, 'x');
+  const std::string trace = "/tmp/" + long_name + ".jsonl";
+  const auto t = error_of("long_trace_name", "experiment: e\ntrace: " + trace + "\n");
+  INFO(t);
+  CHECK(t.find("c.yaml:2:8: trace: cannot access '" + trace + "'") != std::string::npos);
+  CHECK(t.find("too long") != std::string::npos);
+  const std::string base = "experiment: e\ntrace: " + trace_path() + "\n";
+  const auto m = error_of("long_model_name", base + "model: " + long_name + "\n");
+  INFO(m);
+  CHECK(m.find("c.yaml:3:8: model: cannot access '") != std::string::npos);
+  const auto g = error_of("long_gpu_name", base + "gpu: " + long_name + "\n");
+  INFO(g);
+  CHECK(g.find("c.yaml:3:6: gpu: cannot access '") != std::string::npos);
+  std::string cfg_message;
+  try {
+    load_experiment("/tmp/" + long_name + ".yaml", {});
+  } catch (const InputError& e) {
+    cfg_message = e.what();
+  }
+  CHECK(cfg_message.find("cannot access '/tmp/" + long_name + ".yaml'") != std::string::npos);
+}
+
+TEST_CASE("a map or a list used as a key is an input error at the key") {
+  // Found by fuzz_experiment: `? users: 100` made a map the key, and reading it as a name threw
+  // yaml-cpp's BadConversion (an internal error).
+  const auto err = error_of("complex_key", "experiment: e\ntrace:\n  locomo:\n  ? users: 100\n");
+  INFO(err);
+  CHECK(err.find("c.yaml:4:5: trace: expected a key name, got a map") != std::string::npos);
+  const auto list = error_of("list_key", "experiment: e\n? [a, b]\n: 3\n");
+  INFO(list);
+  CHECK(list.find("c.yaml:2:3: <top>: expected a key name, got a list") != std::string::npos);
+}

@@ -5,6 +5,7 @@
 
 #include "sim/metrics.h"
 #include "tests/catch.h"
+#include "traces/error.h"
 
 using namespace inferscale;
 
@@ -61,4 +62,29 @@ TEST_CASE("percentiles: large arrays sorted by radix match std::sort bit for bit
       CHECK(same_bits(got.max, want.max));
     }
   }
+}
+
+TEST_CASE("a full disk while writing requests.csv is an input error naming the file") {
+  // /dev/full: every write fails with ENOSPC, as on a full disk. Before: a runtime_error
+  // ("write error in requests.csv"), which the CLI reported as an internal error.
+  Metrics m("/dev/full");
+  Request r;
+  r.arrival = 0;
+  r.first_scheduled = 0;
+  r.first_token = 1000;
+  r.finish = 2000;
+  r.output_tokens = 2;
+  for (int i = 0; i < 10; ++i) {
+    r.id = static_cast<RequestId>(i);
+    m.record(r, 0, 1e9, 1e9);
+  }
+  std::string message;
+  try {
+    m.close();
+  } catch (const InputError& e) {
+    message = e.what();
+  }
+  INFO(message);
+  CHECK(message.rfind("/dev/full: write failed: ", 0) == 0);
+  CHECK(message.find("No space left") != std::string::npos);
 }

@@ -33,3 +33,24 @@ TEST_CASE("JsonLine reports the column of a malformed value") {
   CHECK_FALSE(j.parse(R"({"a": 1} x)"));
   CHECK(j.error_column() == 10);
 }
+
+TEST_CASE("JsonLine rejects numbers out of range and leading zeros at their column") {
+  JsonLine j;
+  CHECK_FALSE(j.parse(R"({"a": 1e999})"));
+  CHECK(j.error() == "number out of range");
+  CHECK(j.error_column() == 7);
+  CHECK_FALSE(j.parse(R"({"a": [1, -1e999]})"));
+  CHECK(j.error() == "number out of range");
+  CHECK(j.error_column() == 11);
+  CHECK_FALSE(j.parse(R"({"a": 0268435455})"));
+  CHECK(j.error().find("leading zero") != std::string::npos);
+  CHECK(j.error_column() == 7);
+  CHECK_FALSE(j.parse(R"({"a": -00.5})"));
+  CHECK(j.error_column() == 7);
+  // Still numbers: zero itself, a fraction after zero, an underflow (as close to 0 as it gets).
+  REQUIRE(j.parse(R"({"a": 0, "b": 0.25, "c": -0, "d": 1e-999})"));
+  const auto& root = j.root();
+  CHECK(j.node(j.member(root, "a")).int_value == 0);
+  CHECK(j.node(j.member(root, "b")).number == 0.25);
+  CHECK(j.node(j.member(root, "d")).number == 0.0);
+}

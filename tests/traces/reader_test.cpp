@@ -134,6 +134,41 @@ TEST_CASE("reader rejects bad input with file:line:column") {
   }
 }
 
+TEST_CASE("a number out of range or with a leading zero is an error at its position") {
+  struct Case {
+    const char* name;
+    std::string body;
+    std::string where_suffix;
+    const char* message_part;
+  };
+  const std::vector<Case> cases = {
+      // Read as 0 before: within [0, 1000], so it passed the range check.
+      {"huge", R"({"type":"header","version":1,"tokens_per_word":1e999})", ":1:48",
+       "number out of range"},
+      {"huge_negative", R"({"type":"header","version":1,"tokens_per_word":-1e999})", ":1:48",
+       "number out of range"},
+      // Both the compact fast path and the general parser: JSON has no leading zeros.
+      {"leading_zero_id", R"({"type":"fact","id":0268435455,"user":1,"tokens":20})", ":1:21",
+       "leading zero"},
+      {"leading_zero_fact",
+       R"({"type":"fact","id":7,"user":1,"tokens":20})"
+       "\n"
+       R"({"type":"request","id":1,"user":1,"time":2,"query_tokens":1,"output_tokens":1,"facts":[07]})",
+       ":2:88", "leading zero"},
+  };
+  for (const auto& c : cases) {
+    SECTION(c.name) {
+      const auto p = write_file(std::string(c.name) + ".jsonl", c.body);
+      std::string message;
+      const auto where = error_where(p, &message);
+      INFO(c.name << ": " << where << ": " << message);
+      CHECK(where.rfind(p, 0) == 0);
+      CHECK(where.find(c.where_suffix) == p.size());
+      CHECK(message.find(c.message_part) != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("writer -> reader round trip") {
   const auto p = temp_path("roundtrip.jsonl");
   TraceHeader h;
@@ -184,7 +219,9 @@ TEST_CASE("an unclosed writer leaves nothing behind") {
     w.write(TraceHeader{});
   }
   CHECK_FALSE(std::filesystem::exists(p));
-  CHECK_FALSE(std::filesystem::exists(p + ".tmp"));
+  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(p).parent_path())) {
+    CHECK(e.path().filename().string().rfind("inferscale_test_abandoned.jsonl", 0) != 0);
+  }
 }
 
 TEST_CASE("the compact fast path and the general parser read the same records") {
@@ -275,9 +312,34 @@ TEST_CASE("FactIndex::find_owned answers as find and owner do, for every id and 
   }
 }
 
+TEST_CASE("FactIndex keeps a dense table only while ids stay dense") {
+  // One fact with the largest dense id: a dense table to it would be 2 GiB.
+  FactIndex huge;
+  REQUIRE(huge.add((FactId{1} << 28) - 1, 1) == 0);
+  REQUIRE(huge.add(7, 2) == 1);
+  CHECK(huge.table_bytes() < (std::size_t{16} << 20));
+  CHECK(huge.find((FactId{1} << 28) - 1) == 0);
+  CHECK(huge.find_owned((FactId{1} << 28) - 1, 1) == 0);
+  CHECK(huge.find_owned(7, 2) == 1);
+  CHECK(huge.find(8) == FactIndex::kAbsent);
+  // An id first kept in the hash map moves to the table once the table reaches it; it is
+  // found, and still exists once, either way.
+  FactIndex grown;
+  const FactId early = 3000000;
+  REQUIRE(grown.add(early, 5) == 0);
+  for (FactId id = 0; id < early; ++id) REQUIRE(grown.add(id, id % 11) == id + 1);
+  CHECK(grown.find(early) == 0);
+  CHECK(grown.find_owned(early, 5) == 0);
+  CHECK(grown.find_owned(early, 6) == FactIndex::kAbsent);
+  CHECK(grown.add(early, 5) == FactIndex::kAbsent);
+  CHECK(grown.find(early + 1) == FactIndex::kAbsent);
+  for (FactId id = 0; id < early; id += 99991) CHECK(grown.find_owned(id, id % 11) == id + 1);
+  CHECK(grown.table_bytes() < early * 64);
+}
+
 TEST_CASE("numbers of every length read the same on the fast path and the general parser") {
-  // Fact ids and users of 1 to 19 digits, some with leading zeros, in every position of a line
-  // (the fast path reads up to 8 digits at a time and must stop at the first non-digit).
+  // Fact ids and users of 1 to 19 digits in every position of a line (the fast path reads up to
+  // 8 digits at a time and must stop at the first non-digit). Leading zeros are errors (below).
   std::vector<std::string> ids, users;
   std::string digits = "1";
   for (int n = 1; n <= 18; ++n) {
@@ -285,8 +347,6 @@ TEST_CASE("numbers of every length read the same on the fast path and the genera
     users.push_back(std::to_string(n % 3 == 0 ? (1ull << 33) + n : n));
     digits += static_cast<char>('0' + (n * 7) % 10);
   }
-  ids.push_back("007");  // leading zeros: 7
-  users.push_back("0004");
   std::string body;
   for (std::size_t i = 0; i < ids.size(); ++i) {
     body += "{\"type\":\"fact\",\"id\":" + ids[i] + ",\"user\":" + users[i] +
@@ -326,8 +386,9 @@ TEST_CASE("numbers of every length read the same on the fast path and the genera
   }
   CHECK_FALSE(b.next(rb));
   CHECK(requests == ids.size());
-  // Not integers: errors either way, with the column of the number.
-  for (const char* bad : {"1.5", "12e3", "1234567.0", "-3", "12345678.5"}) {
+  // Not integers (or not JSON numbers): errors either way, with the column of the number.
+  for (const char* bad : {"1.5", "12e3", "1234567.0", "-3", "12345678.5", "007", "00", "0123456789",
+                          "01234567890123456789"}) {
     INFO(bad);
     const std::string line =
         "{\"type\":\"fact\",\"id\":1,\"user\":1,\"tokens\":3}\n"

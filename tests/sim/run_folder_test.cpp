@@ -1,0 +1,204 @@
+// A run's results folder: locked while a run writes it, written under a temporary folder of the
+// process, moved into place in one step; SIGINT/SIGTERM remove what an interrupted run or trace
+// generation had written.
+#include "sim/run_folder.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "tests/catch.h"
+#include "tests/sim/sim_test_util.h"
+#include "traces/error.h"
+
+extern char** environ;
+
+using namespace inferscale;
+using namespace inferscale::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Names in `dir` that a finished or interrupted run must not leave: temporary folders and
+/// files, set-aside old results, locks.
+std::vector<std::string> leftovers(const fs::path& dir) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.find(".tmp") != std::string::npos || name.find(".old.") != std::string::npos ||
+        name.ends_with(".lock")) {
+      found.push_back(e.path().string());
+    }
+  }
+  return found;
+}
+
+/// Starts the CLI with `args`, its stdout and stderr to `log`; returns its process id.
+pid_t spawn_cli(const std::vector<std::string>& args, const fs::path& log) {
+  const std::string bin = std::string(INFERSCALE_BINARY_DIR) + "/inferscale";
+  std::vector<char*> argv{const_cast<char*>(bin.c_str())};
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, bin.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  REQUIRE(rc == 0);
+  return pid;
+}
+
+/// Waits (a minute at most: a hang guard, not a timing expectation) until `ready` holds.
+template <class F>
+bool wait_until(F ready) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (std::chrono::steady_clock::now() < end) {
+    if (ready()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+bool has_entry_starting(const fs::path& dir, const std::string& prefix) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().filename().string().rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("a results folder is locked while a run writes it, and the lock names its process") {
+  const auto dir = temp_dir("run_folder_lock");
+  const fs::path base = dir / "results" / "exp";
+  {
+    RunFolder a(base, "r", "c.yaml: output.dir");
+    CHECK(a.tmp() == base / ("r.tmp." + std::to_string(::getpid())));
+    CHECK(fs::is_directory(a.tmp()));
+    std::string message;
+    try {
+      RunFolder b(base, "r", "c.yaml: output.dir");
+    } catch (const InputError& e) {
+      message = e.what();
+    }
+    INFO(message);
+    CHECK(message.rfind("c.yaml: output.dir: the results folder '" + (base / "r").string() +
+                            "' is being written by process " + std::to_string(::getpid()),
+                        0) == 0);
+    RunFolder other(base, "s", "c.yaml: output.dir");  // another run of the experiment: free
+    write_text(a.tmp() / "summary.json", "new\n");
+    a.commit(a.dir());
+  }
+  CHECK(read_text(base / "r" / "summary.json") == "new\n");
+  CHECK(leftovers(dir).empty());
+  {
+    // The next run replaces the result in one step; the lock is free again.
+    RunFolder a(base, "r", "c.yaml: output.dir");
+    write_text(a.tmp() / "summary.json", "newer\n");
+    a.commit(a.dir());
+  }
+  CHECK(read_text(base / "r" / "summary.json") == "newer\n");
+  CHECK(leftovers(dir).empty());
+  {
+    // Dropped without a commit: nothing of it stays, not even the folders it made.
+    RunFolder a(dir / "made" / "exp", "r", "c.yaml: output.dir");
+    write_text(a.tmp() / "requests.csv", "x\n");
+  }
+  CHECK_FALSE(fs::exists(dir / "made"));
+}
+
+TEST_CASE("replace_path swaps a new result for an old one, files and folders") {
+  const auto dir = temp_dir("replace_path");
+  fs::create_directories(dir / "old");
+  write_text(dir / "old" / "a.csv", "old\n");
+  fs::create_directories(dir / "new");
+  write_text(dir / "new" / "b.csv", "new\n");
+  replace_path(dir / "new", dir / "old");
+  CHECK_FALSE(fs::exists(dir / "new"));
+  CHECK_FALSE(fs::exists(dir / "old" / "a.csv"));
+  CHECK(read_text(dir / "old" / "b.csv") == "new\n");
+  replace_path(dir / "old", dir / "fresh");  // nothing to replace
+  CHECK(read_text(dir / "fresh" / "b.csv") == "new\n");
+  CHECK(leftovers(dir).empty());
+}
+
+TEST_CASE("CLI: a second run of the same results is refused, and SIGINT leaves nothing partial") {
+  // Before: both runs used <run>.tmp, the second removed the first's, and one of them renamed a
+  // folder mixing the two runs' files; an interrupted run left <run>.tmp behind.
+  const auto dir = temp_dir("two_runs");
+  const std::string cfg = write_text(
+      dir / "c.yaml",
+      "experiment: e\nseed: 5\nmodel: llama-3.1-8b\ngpu: h200\n"
+      "trace: {generate: {users: 50000, requests: 3000000, k: 20}}\n"
+      "serving: {k: 20, mode: kv_inject}\nstore: {gpu: {capacity: 1%}}\n"
+      "output: {dir: " + (dir / "results").string() + "}\n");
+  const fs::path base = dir / "results" / "e";
+  const pid_t first = spawn_cli({"run", cfg, "--no-progress"}, dir / "first.txt");
+  REQUIRE(wait_until([&] { return has_entry_starting(base, "default.tmp"); }));
+  const std::string cmd = std::string(INFERSCALE_BINARY_DIR) + "/inferscale run " + cfg +
+                          " --no-progress > " + (dir / "second.txt").string() + " 2>&1";
+  const int second = std::system(cmd.c_str());
+  const std::string said = read_text(dir / "second.txt");
+  INFO(said);
+  REQUIRE(WIFEXITED(second));
+  CHECK(WEXITSTATUS(second) == 2);
+  CHECK(said.find("c.yaml: output.dir: the results folder '" + (base / "default").string() +
+                  "' is being written by process " + std::to_string(first)) !=
+        std::string::npos);
+  CHECK(has_entry_starting(base, "default.tmp"));  // the first run's folder is untouched
+  // SIGINT: the first run ends as interrupted, and its partial files go with it.
+  REQUIRE(::kill(first, SIGINT) == 0);
+  int status = 0;
+  REQUIRE(::waitpid(first, &status, 0) == first);
+  const std::string first_said = read_text(dir / "first.txt");
+  INFO(first_said);
+  CHECK(WIFSIGNALED(status));
+  CHECK(first_said.find("interrupted: removing partial results:") != std::string::npos);
+  CHECK(leftovers(dir / "results").empty());
+  CHECK_FALSE(fs::exists(base / "default"));
+}
+
+TEST_CASE("CLI: trace generate interrupted by SIGTERM leaves no temporary trace") {
+  const auto dir = temp_dir("generate_sigterm");
+  const fs::path out = dir / "big.jsonl";
+  const pid_t gen = spawn_cli({"trace", "generate", "--out", out.string(), "--users", "200000",
+                               "--requests", "20000000"},
+                              dir / "log.txt");
+  REQUIRE(wait_until([&] { return has_entry_starting(dir, "big.jsonl."); }));
+  REQUIRE(::kill(gen, SIGTERM) == 0);
+  int status = 0;
+  REQUIRE(::waitpid(gen, &status, 0) == gen);
+  INFO(read_text(dir / "log.txt"));
+  CHECK(WIFSIGNALED(status));
+  CHECK(leftovers(dir).empty());
+  CHECK_FALSE(fs::exists(out));
+}
+
+TEST_CASE("CLI: an output.dir that cannot be made is an input error naming it") {
+  // Before: std::filesystem threw, and the CLI said "internal error" with status 1.
+  const auto dir = temp_dir("output_dir_file");
+  const std::string file = write_text(dir / "a_file", "x\n");
+  const std::string cfg = write_text(
+      dir / "c.yaml", "experiment: e\ntrace: " + source_path("tests/sim/data/golden.jsonl") +
+                          "\noutput: {dir: " + file + "}\n");
+  const std::string cmd = std::string(INFERSCALE_BINARY_DIR) + "/inferscale run " + cfg +
+                          " --no-progress > " + (dir / "out.txt").string() + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  const std::string said = read_text(dir / "out.txt");
+  INFO(said);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK(said.rfind("error: " + cfg + ": output.dir: cannot create the results folder '" + file +
+                       "/e': ",
+                   0) == 0);
+  CHECK(read_text(dir / "a_file") == "x\n");
+}
