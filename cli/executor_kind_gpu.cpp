@@ -36,6 +36,7 @@ HilExecutorOptions hil_options(const RunConfig& run, int replica) {
   o.warm_rows = run.executor.warm_rows;
   o.settle_ms = run.executor.settle_ms;
   o.copies_beside_pass = run.executor.copies_beside_pass;
+  o.copy_inflight_mb = run.executor.copy_inflight_mb;
   return o;
 }
 

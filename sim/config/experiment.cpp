@@ -265,7 +265,7 @@ ExecutorConfig parse_executor(const YamlView& v) {
   if (!v.has("executor")) return c;
   const auto e = v.child("executor");
   e.reject_unknown({"kind", "profile", "endpoints", "device", "connect_timeout_s", "timeout_s",
-                    "warm_rows", "settle_ms", "copies_beside_pass"});
+                    "warm_rows", "settle_ms", "copies_beside_pass", "copy_inflight_mb"});
   c.kind = e.text("kind", "cost_model");
   c.where = e.where("kind");
   c.profile = e.text("profile", "");
@@ -275,6 +275,7 @@ ExecutorConfig parse_executor(const YamlView& v) {
   c.warm_rows = static_cast<std::uint32_t>(e.integer("warm_rows", 512, 0, 65536));
   c.settle_ms = e.number("settle_ms", 200, 0, 60000);
   c.copies_beside_pass = e.boolean("copies_beside_pass", true);
+  c.copy_inflight_mb = static_cast<std::uint32_t>(e.integer("copy_inflight_mb", 64, 1, 65536));
   if (e.is_sequence("endpoints")) {
     for (const auto& n : e.node("endpoints")) {
       const auto endpoint = remote::parse_endpoint(n.Scalar());

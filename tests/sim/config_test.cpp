@@ -68,6 +68,8 @@ TEST_CASE("config errors carry file:line:column, key path and what was expected"
        "in [0, 60000]"},
       {"copies_beside_pass_not_bool", base + "executor:\n  copies_beside_pass: maybe\n",
        ":4:23: executor.copies_beside_pass", "expected true or false"},
+      {"copy_inflight_zero", base + "executor:\n  copy_inflight_mb: 0\n",
+       ":4:21: executor.copy_inflight_mb", "expected an integer in [1, 65536]"},
   };
   for (const auto& c : cases) {
     SECTION(c.name) {
