@@ -17,6 +17,7 @@
 #include "executor/weights/gguf.h"
 #include "cli/commands.h"
 #include "traces/error.h"
+#include "traces/locomo.h"
 
 namespace inferscale::cli {
 
@@ -56,6 +57,8 @@ std::vector<std::string> read_texts(const std::string& path) {
 
 int run_fidelity_command(const FidelityArgs& a) {
   FidelityConfig c = load_fidelity_config(a.config);
+  // LoCoMo: `data:` alone when given, else the usual search (README.md, "Data").
+  c.data = find_locomo(locomo_search(c.data), c.data_where);
   if (!a.out.empty()) c.out = a.out;
   if (!a.device.empty()) {
     if (a.device != "cpu" && a.device != "cuda")

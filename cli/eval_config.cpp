@@ -77,7 +77,8 @@ FidelityConfig load_fidelity_config(const std::string& path) {
   c.source = path;
   c.model = root.text("model", "");
   if (c.model.empty()) root.fail("model", "expected the path of a GGUF or safetensors checkpoint");
-  c.data = root.text("data", c.data);
+  c.data = root.text("data", "");  // "": the usual search, when the run starts
+  c.data_where = root.where("data");
   c.device = root.choice("device", c.device, {"cpu", "cuda"});
   c.dtype = root.choice("dtype", c.device == "cuda" ? "bf16" : "f32", {"f32", "bf16", "f16"});
   c.rope = root.choice("rope", c.rope, {"pre_rope", "delta"});

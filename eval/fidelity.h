@@ -32,7 +32,8 @@ struct RecomputeSetting {
 
 struct FidelityConfig {
   std::string model;                             // GGUF or safetensors checkpoint
-  std::string data = "../shared/data/locomo10";  // LoCoMo
+  std::string data;        // LoCoMo: a directory or file that holds it; "": searched for
+  std::string data_where;  // position of `data:` (or of the file), for errors
   std::string device = "cpu";                    // cpu | cuda
   std::string dtype;                             // f32 | bf16 | f16 (default: f32 cpu, bf16 cuda)
   std::string rope = "pre_rope";                 // pre_rope | delta

@@ -308,9 +308,9 @@ if want fidelity; then
     mkdir -p .cache/models && cat "$KEEP/part-1" "$KEEP/part-2" >"$MODEL"
   fi
   if [ -f "$MODEL" ] && [ -d "$LOCOMO" ]; then
-    sed -e "s|^model: .*|model: $MODEL|" -e "s|^data: .*|data: $LOCOMO|" \
-      -e "s|^questions: .*|questions: ${QUESTIONS:-0}|" configs/eval/fidelity_h200.yaml \
-      >"$WORK/fidelity.yaml"
+    { sed -e "s|^model: .*|model: $MODEL|" -e "s|^questions: .*|questions: ${QUESTIONS:-0}|" \
+        configs/eval/fidelity_h200.yaml
+      echo "data: $LOCOMO"; } >"$WORK/fidelity.yaml"
     step fidelity 480 "$WORK/fidelity.log" "$BIN" eval fidelity "$WORK/fidelity.yaml" \
       --out "$WORK/fidelity"
     tail -40 "$WORK/fidelity.log" | sed 's/^/    /' >>"$SUMMARY"

@@ -9,8 +9,8 @@ data=${INFERSCALE_LOCOMO:-$src/../shared/data/locomo10}
 [ -f "$model" ] || { echo "SKIPPED: model not fetched: run scripts/fetch-model.sh"; exit 0; }
 [ -d "$data" ] || { echo "SKIPPED: LoCoMo not found at $data"; exit 0; }
 rm -rf "$work" && mkdir -p "$work"
-sed -e "s|^model: .*|model: $model|" -e "s|^data: .*|data: $data|" \
-  "$src/configs/eval/fidelity_smoke.yaml" >"$work/smoke.yaml"
+{ sed -e "s|^model: .*|model: $model|" "$src/configs/eval/fidelity_smoke.yaml"
+  echo "data: $data"; } >"$work/smoke.yaml"
 "$bin" eval fidelity "$work/smoke.yaml" --out "$work/out" | tee "$work/table.md"
 python3 - "$work/out" <<'PY'
 import csv, json, sys
