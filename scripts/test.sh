@@ -9,5 +9,8 @@ configure_and_build -- -DINFERSCALE_BUILD_TESTS=ON -DINFERSCALE_BUILD_BENCH=ON \
 # tokenizer and reference-logit tests and the fidelity smoke run use it.
 log "fetching the test model"
 "$ROOT/scripts/fetch-model.sh" >/dev/null
+log "checking the library graph (scripts/check_layout.py)"
+cmake --graphviz="$BUILD_DIR/targets.dot" "$BUILD_DIR" >/dev/null
+python3 "$ROOT/scripts/check_layout.py" "$BUILD_DIR/targets.dot" >/dev/null
 log "running the tests"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS" "$@"
