@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include <c10/util/Exception.h>
+
 #include "executor/gpu/hil_executor.h"
 #include "sim/executor_factory.h"
 #include "traces/error.h"
@@ -66,7 +68,19 @@ void check_gpu(const RunConfig& run) {
 
 const bool kRegistered = register_executor_kind(
     "gpu",
-    [](const RunConfig& run, int replica) { return make_hil_executor(hil_options(run, replica)); },
+    [](const RunConfig& run, int replica) {
+      try {
+        return make_hil_executor(hil_options(run, replica));
+      } catch (const c10::OutOfMemoryError&) {
+        // The config sizes the fact pool and the KV cache for its GPU preset's memory.
+        throw InputError(run.executor.where,
+                         "the GPU ran out of memory while the executor was set up: the run is "
+                         "sized for 'gpu: " + run.gpu.name + "' (" +
+                             std::to_string(run.gpu.memory_bytes >> 30) +
+                             " GiB); on a GPU with less memory name its preset, or lower "
+                             "store.gpu.capacity or memory.gpu_utilization");
+      }
+    },
     check_gpu);
 
 }  // namespace
