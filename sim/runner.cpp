@@ -25,17 +25,21 @@ using nlohmann::json;
 
 namespace {
 
-/// The trace's future for offline policies (Belady): next-access positions from a pre-pass
-/// over the trace, only when a store tier of this run uses such a policy.
-NextAccessFn future_of(const RunConfig& run, const std::string& trace) {
+/// Whether a store tier of this run uses an offline policy (Belady), which reads the trace's
+/// future from a file.
+bool needs_future(const RunConfig& run) {
   const auto offline = [](const TierConfig& t) {
     const EvictionInfo* info = PolicyRegistry::find_eviction(t.eviction);
     return t.enabled && info != nullptr && info->offline;
   };
-  if (run.serving.mode != ServingMode::kKvInject ||
-      !(offline(run.store.gpu) || offline(run.store.host))) {
-    return {};
-  }
+  return run.serving.mode == ServingMode::kKvInject &&
+         (offline(run.store.gpu) || offline(run.store.host));
+}
+
+/// The trace's future for offline policies (Belady): next-access positions from a pre-pass
+/// over the trace, only when a store tier of this run uses such a policy.
+NextAccessFn future_of(const RunConfig& run, const std::string& trace) {
+  if (!needs_future(run)) return {};
   auto oracle = std::make_shared<const AccessOracle>(AccessOracle::from_trace(trace));
   return [oracle](FactId fact, std::int64_t after) { return oracle->next_after(fact, after); };
 }
@@ -297,7 +301,11 @@ std::vector<RunOutcome> run_experiment(const ExperimentConfig& exp, const Runner
       continue;
     }
     const fs::path base = fs::path(opts.out_dir.empty() ? run.output.dir : opts.out_dir) / exp.name;
-    const std::string trace = materialize_trace(run, (base / ".traces").string());
+    // A generated trace streams into the simulator unless a file is asked for or needed.
+    TraceOpener open = needs_future(run) ? TraceOpener{} : streamed_trace(run, run.store.warm);
+    const std::string trace =
+        open ? std::string() : materialize_trace(run, (base / ".traces").string());
+    if (!open) open = [trace] { return open_trace(trace); };
     const fs::path dir = base / run.name;
     const fs::path tmp = base / (run.name + ".tmp");
     const fs::path partial = base / (run.name + ".partial");
@@ -312,7 +320,7 @@ std::vector<RunOutcome> run_experiment(const ExperimentConfig& exp, const Runner
       // Prices that depend only on the plan: a replica's quiet steps may run back to back.
       out.fuse_quiet_steps = run.executor.kind == "cost_model" || run.executor.kind == "calibrated";
       Simulator sim(
-          run, trace, [&run](int i) { return make_executor(run, i); }, encode_pricing(run), out,
+          run, open, [&run](int i) { return make_executor(run, i); }, encode_pricing(run), out,
           future_of(run, trace));
       sim.set_load_cost(load_pricing(run));
       RunSummary summary;

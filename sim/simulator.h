@@ -14,6 +14,7 @@
 #include "sim/config/experiment.h"
 #include "sim/metrics.h"
 #include "sim/replica.h"
+#include "traces/record_stream.h"
 
 namespace inferscale {
 
@@ -22,6 +23,8 @@ using ExecutorFactory = std::function<std::unique_ptr<Executor>(int index)>;
 /// Prices a fact encode (recompute cost for cost-aware policies); a pure function of its
 /// arguments (the simulator memoizes it).
 using EncodeCostFn = std::function<SimTime(std::uint32_t tokens, std::uint32_t context_tokens)>;
+/// Opens the run's trace (a file, or a generator streaming its records).
+using TraceOpener = std::function<std::unique_ptr<RecordStream>()>;
 
 struct SimOutputs {
   std::string requests_csv;   // empty: none
@@ -64,6 +67,9 @@ struct RunSummary {
 class Simulator {
  public:
   Simulator(const RunConfig& cfg, std::string trace_path, ExecutorFactory executors,
+            EncodeCostFn encode_cost, SimOutputs outputs, NextAccessFn next_access = {});
+  /// The same, with the trace opened by `open` (a generated trace that is never written).
+  Simulator(const RunConfig& cfg, TraceOpener open, ExecutorFactory executors,
             EncodeCostFn encode_cost, SimOutputs outputs, NextAccessFn next_access = {});
   ~Simulator();
   /// How a fact's asynchronous host load is priced (store.host.async_loads); by default the
