@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "traces/error.h"
+#include "traces/writer.h"
 
 namespace inferscale {
 
@@ -240,6 +241,7 @@ bool BinaryTraceReader::fill(std::size_t n) {
       if (in_size_ == 0) {
         if (std::ferror(file_)) throw InputError(path_, "read error");
         in_eof_ = true;
+        if (!frame_done_) fail("truncated: the compressed data ends inside a frame");
         return false;
       }
     }
@@ -251,6 +253,7 @@ bool BinaryTraceReader::fill(std::size_t n) {
     in_pos_ = in.pos;
     buf_.resize(old + out.pos);
     if (ZSTD_isError(rc)) fail(std::string("corrupt compressed data: ") + ZSTD_getErrorName(rc));
+    frame_done_ = rc == 0;
   }
   return true;
 }
@@ -442,6 +445,49 @@ void BinaryTraceReader::read_request(TraceRecord& out) {
     for (std::uint64_t i = 0; i < e; ++i) text(r.qa.evidence.emplace_back());
   }
   out.kind = RecordKind::kRequest;
+}
+
+// ---- conversion -----------------------------------------------------------------------------
+
+namespace {
+
+template <class Writer>
+std::uint64_t copy_records(RecordStream& in, Writer& w) {
+  TraceRecord rec;
+  std::uint64_t n = 0;
+  while (in.next(rec)) {
+    switch (rec.kind) {
+      case RecordKind::kHeader:
+        w.write(rec.header);
+        break;
+      case RecordKind::kFact:
+      case RecordKind::kMemoryWrite:
+        w.write_fact(rec.fact, rec.kind == RecordKind::kMemoryWrite);
+        break;
+      case RecordKind::kRequest:
+        w.write(rec.request);
+        break;
+    }
+    ++n;
+  }
+  w.close();
+  return n;
+}
+
+}  // namespace
+
+ConvertResult convert_trace(const std::string& in, const std::string& out) {
+  ConvertResult r;
+  r.to_binary = !is_binary_trace(in);
+  const auto stream = open_trace(in);
+  if (r.to_binary) {
+    BinaryTraceWriter w(out);
+    r.records = copy_records(*stream, w);
+  } else {
+    TraceWriter w(out);
+    r.records = copy_records(*stream, w);
+  }
+  return r;
 }
 
 }  // namespace inferscale

@@ -90,6 +90,7 @@ class BinaryTraceReader final : public RecordStream {
   std::vector<char> in_;
   std::size_t in_pos_ = 0, in_size_ = 0;
   bool in_eof_ = false;
+  bool frame_done_ = false;  // the last zstd frame was decoded whole (checksum included)
   std::string buf_;  // decompressed bytes [pos_, buf_.size()) not parsed yet
   std::size_t pos_ = 0;
   std::uint64_t record_ = 0;
@@ -100,5 +101,14 @@ class BinaryTraceReader final : public RecordStream {
   FactIndex facts_;
   std::vector<std::uint32_t> dense_facts_;
 };
+
+struct ConvertResult {
+  std::uint64_t records = 0;
+  bool to_binary = false;
+};
+
+/// Converts the trace at `in` into the other format at `out` (JSONL to binary, binary to
+/// JSONL), streaming and validating as it reads; `out` appears only when all went well.
+ConvertResult convert_trace(const std::string& in, const std::string& out);
 
 }  // namespace inferscale

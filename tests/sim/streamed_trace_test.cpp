@@ -1,4 +1,4 @@
-// A generated trace streamed into the simulator (facts derived per user when first needed) gives
+// A generated trace streamed into the simulator, or read from the binary format, (facts derived per user when first needed) gives
 // the same requests.csv, byte for byte, as the same trace written to JSONL and read back; and
 // `trace: {generate: ...}` writes no trace file unless asked to.
 #include <filesystem>
@@ -12,6 +12,7 @@
 #include "tests/catch.h"
 #include "tests/sim/same_run.h"
 #include "tests/sim/sim_test_util.h"
+#include "traces/binary_trace.h"
 #include "traces/synthetic.h"
 #include "traces/writer.h"
 
@@ -88,6 +89,8 @@ TEST_CASE("a streamed generated trace gives the requests.csv of the written one"
         generate_synthetic(o, w);
         w.close();
       }
+      const std::string binary = trace + ".bin";
+      convert_trace(trace, binary);
       for (const auto& warm_store : stores) {
         for (const bool warm : {true, false}) {
           // A warm store is filled in the trace's order: facts are then declared eagerly (the
@@ -108,6 +111,7 @@ TEST_CASE("a streamed generated trace gives the requests.csv of the written one"
             const Outcome eager = simulate_stream(run, o, false, dir / "eager.csv", fuse);
             REQUIRE(file.summary.requests == o.requests);
             CHECK(eager.csv == file.csv);
+            CHECK(simulate(run, binary, dir / "binary.csv", fuse).csv == file.csv);
             if (warm && run.serving.mode == ServingMode::kKvInject) continue;
             const Outcome lazy = simulate_stream(run, o, true, dir / "lazy.csv", fuse);
             CHECK(lazy.csv == file.csv);
