@@ -98,6 +98,11 @@ struct Simulator::Impl {
       replicas.push_back(std::make_unique<Replica>(static_cast<int>(i), c, facts, pool,
                                                    *executors.back(), next_access));
     }
+    const bool compact =
+        outputs.compact_ids < 0 ? c.replicas > kCompactReplicas : outputs.compact_ids > 0;
+    if (compact) {
+      for (auto& r : replicas) r->set_compact_ids();
+    }
     if (c.store.host.async_loads) {
       auto model = std::make_shared<CostModel>(c.model, CostRates::from_gpu(c.gpu));
       for (auto& r : replicas) {

@@ -37,7 +37,13 @@ struct SimOutputs {
   /// only on that replica's plans (cost model, calibrated), since the replicas' execute() calls
   /// then interleave differently.
   bool fuse_quiet_steps = false;
+  /// Replica-local fact and user records (Replica::set_compact_ids): -1 for fleets of more
+  /// than kCompactReplicas replicas, 0 never, 1 always. Same results either way.
+  int compact_ids = -1;
 };
+
+/// Fleets larger than this keep replica-local records (SimOutputs::compact_ids).
+inline constexpr std::uint32_t kCompactReplicas = 16;
 
 /// The figures summary.json reports (besides the config).
 struct RunSummary {

@@ -203,3 +203,48 @@ TEST_CASE("trace: {generate: ...} writes no trace unless write_trace is set") {
   CHECK(a.size() > 1000);
   CHECK(a == read_text(written / "e" / "kv" / "requests.csv"));
 }
+
+TEST_CASE("replica-local fact and user records decide as the tables by id") {
+  const auto dir = temp_dir("compact_ids");
+  const SyntheticOptions o = population(2, false);
+  const std::string trace = (dir / "t.jsonl").string();
+  {
+    TraceWriter w(trace);
+    generate_synthetic(o, w);
+    w.close();
+  }
+  const std::string stores[] = {
+      "store: {gpu: {capacity: 3KiB, eviction: lru}}\n",  // direct LRU when not compact
+      "store: {gpu: {capacity: 2KiB, eviction: lru}, host: {capacity: 6KiB, eviction: lru}}\n",
+      "store: {warm: false, gpu: {capacity: 2KiB, eviction: s3fifo}, host: {capacity: 6KiB}}\n",
+      "store: {gpu: {capacity: 4KiB, eviction: w_tinylfu}}\n",
+  };
+  for (const auto& store : stores) {
+    for (const char* router : {"user_affinity", "least_loaded"}) {
+      INFO(store << router);
+      const auto exp = load_experiment(
+          write_text(dir / "e.yaml",
+                     tiny_config(trace, kGpuAndScheduler + std::string("replicas: 4\nrouter: ") +
+                                            router + "\nserving: {k: 8, mode: kv_inject}\n" +
+                                            store + "runs:\n  - name: r\n")),
+          {});
+      const RunConfig& run = exp.runs.at(0);
+      std::string csv[2];
+      RunSummary summary[2];
+      for (int compact = 0; compact < 2; ++compact) {
+        SimOutputs out;
+        out.requests_csv = (dir / ("c" + std::to_string(compact) + ".csv")).string();
+        out.progress = false;
+        out.fuse_quiet_steps = true;
+        out.compact_ids = compact;
+        Simulator sim(
+            run, trace, [&run](int i) { return make_executor(run, i); }, {}, out);
+        summary[compact] = sim.run();
+        csv[compact] = read_text(out.requests_csv);
+      }
+      REQUIRE(summary[0].requests == o.requests);
+      CHECK(csv[0] == csv[1]);
+      check_same_summary(summary[0], summary[1]);
+    }
+  }
+}
