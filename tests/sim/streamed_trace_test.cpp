@@ -184,7 +184,7 @@ TEST_CASE("trace: {generate: ...} writes no trace unless write_trace is set") {
       "trace: {generate: {users: 50, requests: 300, k: 8, rate: 50, WRITE}}\n"
       "serving: {k: 8, mode: kv_inject}\n"
       "store: {gpu: {capacity: 30%}, host: {capacity: 1GB}}\n"
-      "runs:\n  - name: kv\n";
+      "runs:\n  - name: kv\n  - name: cold\n    store: {warm: false}\n";
   const auto config = [&](const std::string& write) {
     std::string b = body;
     b.replace(b.find("WRITE"), 5, write);
@@ -199,9 +199,14 @@ TEST_CASE("trace: {generate: ...} writes no trace unless write_trace is set") {
                   dir / "b.log") == 0);
   CHECK_FALSE(fs::exists(streamed / "e" / ".traces"));
   CHECK(fs::exists(written / "e" / ".traces"));
-  const std::string a = read_text(streamed / "e" / "kv" / "requests.csv");
-  CHECK(a.size() > 1000);
-  CHECK(a == read_text(written / "e" / "kv" / "requests.csv"));
+  for (const char* run : {"kv", "cold"}) {  // facts declared at t=0, and lazily
+    INFO(run);
+    const std::string a = read_text(streamed / "e" / run / "requests.csv");
+    CHECK(a.size() > 1000);
+    CHECK(a == read_text(written / "e" / run / "requests.csv"));
+  }
+  CHECK(read_text(streamed / "e" / "kv" / "requests.csv") !=
+        read_text(streamed / "e" / "cold" / "requests.csv"));
 }
 
 TEST_CASE("replica-local fact and user records decide as the tables by id") {
