@@ -301,8 +301,10 @@ std::vector<RunOutcome> run_experiment(const ExperimentConfig& exp, const Runner
       continue;
     }
     const fs::path base = fs::path(opts.out_dir.empty() ? run.output.dir : opts.out_dir) / exp.name;
-    // A generated trace streams into the simulator unless a file is asked for or needed.
-    TraceOpener open = needs_future(run) ? TraceOpener{} : streamed_trace(run, run.store.warm);
+    // A generated trace streams into the simulator unless a file is asked for or needed; its
+    // facts are declared at t=0 only for a warm store (text mode stores nothing).
+    const bool warm = run.store.warm && run.serving.mode == ServingMode::kKvInject;
+    TraceOpener open = needs_future(run) ? TraceOpener{} : streamed_trace(run, warm);
     const std::string trace =
         open ? std::string() : materialize_trace(run, (base / ".traces").string());
     if (!open) open = [trace] { return open_trace(trace); };
