@@ -470,6 +470,10 @@ struct Simulator::Impl {
   RunSummary run() {
     const std::unique_ptr<RecordStream> stream = open_trace_fn();
     RecordStream& reader = *stream;
+    // A generated trace knows its population: the fact table then never moves (a move holds
+    // the old and the new table at once). Bounded (6.6 GB of address space) so that a larger
+    // population does not ask for more address space than a machine lends at once.
+    facts.reserve(std::min<std::uint64_t>(reader.population_facts(), std::uint64_t{1} << 27));
     TraceRecord rec;
     bool have = reader.next(rec);
     closed_loop =
