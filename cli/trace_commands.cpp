@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "sim/config/experiment.h"
+#include "traces/binary_trace.h"
 #include "traces/error.h"
 #include "traces/locomo_import.h"
 #include "traces/stats.h"
@@ -233,6 +234,25 @@ void add_generate(CLI::App* trace, Action& action) {
   });
 }
 
+void add_convert(CLI::App* trace, Action& action) {
+  auto in = std::make_shared<std::string>();
+  auto out = std::make_shared<std::string>();
+  auto* cmd = trace->add_subcommand(
+      "convert",
+      "Convert a JSONL trace to the binary format (zstd-compressed), or a binary one back to "
+      "JSONL; every command that reads a trace reads both");
+  cmd->add_option("in", *in, "trace to read (JSONL or binary)")->required();
+  cmd->add_option("out", *out, "file to write, in the other format")->required();
+  cmd->callback([&action, in, out] {
+    action = [in, out] {
+      const ConvertResult r = convert_trace(*in, *out);
+      std::printf("wrote %s: %llu records, %s\n", out->c_str(),
+                  static_cast<unsigned long long>(r.records), r.to_binary ? "binary" : "JSONL");
+      return 0;
+    };
+  });
+}
+
 }  // namespace
 
 void add_trace_commands(CLI::App& app, Action& action) {
@@ -241,6 +261,7 @@ void add_trace_commands(CLI::App& app, Action& action) {
   add_import_locomo(trace, action);
   add_stats(trace, action);
   add_generate(trace, action);
+  add_convert(trace, action);
 }
 
 }  // namespace inferscale::cli

@@ -13,7 +13,7 @@ JOBS=${JOBS:-$(nproc)}
 # libopenblas0-pthread in place of the reference BLAS libtorch would otherwise use (several
 # times slower).
 CORE_PACKAGES=(build-essential cmake ninja-build pkg-config libcli11-dev libyaml-cpp-dev
-  nlohmann-json3-dev libeigen3-dev libboost-dev libfmt-dev python3)
+  nlohmann-json3-dev libeigen3-dev libboost-dev libfmt-dev libzstd-dev python3)
 DEB_PACKAGES=("${CORE_PACKAGES[@]}" catch2 libbenchmark-dev libtorch-dev libopenblas0-pthread
   python3-pip)
 # scripts/fuzz.sh: clang and its libFuzzer and sanitizer runtimes (only recommended by clang:

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "policies/policy.h"
-#include "traces/reader.h"
+#include "traces/record_stream.h"
 
 namespace inferscale {
 
@@ -60,7 +60,8 @@ AccessOracle AccessOracle::from_csr(std::span<const std::uint64_t> offsets,
 }
 
 AccessOracle AccessOracle::from_trace(const std::string& path, bool fast_parse) {
-  TraceReader reader(path, fast_parse);
+  const auto stream = open_trace(path, fast_parse);
+  RecordStream& reader = *stream;
   TraceRecord rec;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
   std::uint32_t position = 0;
@@ -71,7 +72,7 @@ AccessOracle AccessOracle::from_trace(const std::string& path, bool fast_parse) 
   }
   AccessOracle o;
   o.requests_ = position;
-  o.build(pairs, reader.facts().size());
+  o.build(pairs, reader.facts_declared());
   return o;
 }
 

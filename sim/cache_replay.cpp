@@ -3,13 +3,14 @@
 #include <unordered_map>
 
 #include "policies/registry.h"
-#include "traces/reader.h"
+#include "traces/record_stream.h"
 
 namespace inferscale {
 
 ReplayTrace ReplayTrace::read(const std::string& path, std::uint32_t cwe_window) {
   ReplayTrace t;
-  TraceReader reader(path);
+  const auto stream = open_trace(path);
+  RecordStream& reader = *stream;
   TraceRecord rec;
   std::vector<std::uint8_t> in_request;
   while (reader.next(rec)) {

@@ -36,6 +36,14 @@ class FactTable {
     memory_write_.push_back(memory_write ? 1 : 0);
     return facts_.size() - 1;
   }
+  /// Room for `n` facts: a table that is not copied as it grows (pages never written cost no
+  /// memory, so a bound well above the facts declared is cheap).
+  void reserve(std::size_t n) {
+    facts_.reserve(n);
+    tokens_.reserve(n);
+    external_.reserve(n);
+    memory_write_.reserve(n);
+  }
   const FactInfo& operator[](FactId id) const { return facts_[id]; }
   const FactTokens& tokens(FactId id) const { return tokens_[id]; }
   FactId external(FactId id) const { return external_[id]; }

@@ -324,6 +324,9 @@ std::uint32_t Replica::gpu_misses(std::uint32_t ri) const {
   for (const FactId g : r.facts) {
     if (global_ids_) {
       misses += gpu_->resident(g) ? 0 : 1;
+    } else if (compact_ids_) {
+      const std::uint32_t l = local_map_.find(g);
+      misses += l != 0 && gpu_->resident(l - 1) ? 0 : 1;
     } else {
       const bool seen = g < local_plus1_.size() && local_plus1_[g] != 0;
       misses += seen && gpu_->resident(local_plus1_[g] - 1) ? 0 : 1;

@@ -13,6 +13,7 @@
 #include "executor/executor.h"
 #include "sim/batch_scheduler.h"
 #include "sim/config/experiment.h"
+#include "sim/fact_id_map.h"
 #include "sim/fact_table.h"
 #include "sim/request.h"
 #include "sim/store_tier.h"
@@ -60,6 +61,11 @@ class Replica final : public RunView {
   void memory_write(FactId global, SimTime now);
   /// Memory that exists at trace start: resident at t=0 if the store admits it (free of cost).
   void warm_insert(FactId global);
+  /// Replica-local records: facts numbered by first sight here (through a hash map), users
+  /// hashed, so that a replica costs what it sees, not the fleet's population. The same
+  /// decisions (local ids follow first sight, as when a policy sees fact ids). Call before the
+  /// first fact or request.
+  void set_compact_ids();
   /// Sends the warm facts still resident to the executor as encodes (without their CWE context),
   /// before the clock starts, so a real executor holds the KV the store says it holds. Their
   /// time is not counted.
@@ -155,6 +161,10 @@ class Replica final : public RunView {
     if (global_ids_) {
       if (global >= pins_.size()) add_global(global);
       return global;
+    }
+    if (compact_ids_) {
+      const std::uint32_t l = local_map_.find(global);
+      return l != 0 ? l - 1 : add_local(global);
     }
     if (global < local_plus1_.size() && local_plus1_[global] != 0) return local_plus1_[global] - 1;
     return add_local(global);
@@ -331,6 +341,8 @@ class Replica final : public RunView {
   /// into the plan.
   bool direct_ = false;
   std::vector<std::uint32_t> local_plus1_;  // global -> local + 1 (0: never seen here)
+  bool compact_ids_ = false;                // local_map_ instead of local_plus1_
+  FactIdMap local_map_;
   /// A fact as this replica knows it, by local id: one record, so that an eviction reads the
   /// victim's pins and global id in one cache line.
   struct LocalFact {

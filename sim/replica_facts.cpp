@@ -58,7 +58,21 @@ void finish_resolve(Request& r, const ResolveTally& t) {
 
 }  // namespace
 
+void Replica::set_compact_ids() {
+  compact_ids_ = true;
+  global_ids_ = false;
+  direct_ = false;
+  users_.set_sparse_only();
+}
+
 FactId Replica::add_local(FactId global) {
+  if (compact_ids_) {
+    local_.push_back(LocalFact{static_cast<std::uint32_t>(global), 0});
+    if (host_) host_dropped_step_.push_back(0);
+    if (async_loads_) async_ready_.push_back(0);
+    local_map_.insert(global, static_cast<std::uint32_t>(local_.size()));
+    return local_.size() - 1;
+  }
   if (global >= local_plus1_.size()) {
     local_plus1_.resize(std::max<std::size_t>(global + 1, local_plus1_.size() * 2), 0);
   }

@@ -26,18 +26,23 @@ using nlohmann::json;
 
 namespace {
 
-/// The trace's future for offline policies (Belady): next-access positions from a pre-pass
-/// over the trace, only when a store tier of this run uses such a policy.
-NextAccessFn future_of(const RunConfig& run, const std::string& trace) {
+/// Whether a store tier of this run uses an offline policy (Belady), which reads the trace's
+/// future from a file.
+bool needs_future(const RunConfig& run) {
   const auto offline = [](const TierConfig& t) {
     const EvictionInfo* info = PolicyRegistry::find_eviction(t.eviction);
     return t.enabled && info != nullptr && info->offline;
   };
-  if (run.serving.mode != ServingMode::kKvInject ||
-      !(offline(run.store.gpu) || offline(run.store.host))) {
-    return {};
-  }
-  auto oracle = std::make_shared<const AccessOracle>(AccessOracle::from_trace(trace, run.fast_paths));
+  return run.serving.mode == ServingMode::kKvInject &&
+         (offline(run.store.gpu) || offline(run.store.host));
+}
+
+/// The trace's future for offline policies (Belady): next-access positions from a pre-pass
+/// over the trace, only when a store tier of this run uses such a policy.
+NextAccessFn future_of(const RunConfig& run, const std::string& trace) {
+  if (!needs_future(run)) return {};
+  auto oracle =
+      std::make_shared<const AccessOracle>(AccessOracle::from_trace(trace, run.fast_paths));
   return [oracle](FactId fact, std::int64_t after) { return oracle->next_after(fact, after); };
 }
 
@@ -301,7 +306,13 @@ std::vector<RunOutcome> run_experiment(const ExperimentConfig& exp, const Runner
     // Locked for this process, written under a temporary folder of its own (sim/run_folder.h).
     RunFolder folder(base, run.name, opts.out_dir.empty() ? exp.file + ": output.dir" : "--out");
     const fs::path& tmp = folder.tmp();
-    const std::string trace = materialize_trace(run, (base / ".traces").string());
+    // A generated trace streams into the simulator unless a file is asked for or needed; its
+    // facts are declared at t=0 only for a warm store (text mode stores nothing).
+    const bool warm = run.store.warm && run.serving.mode == ServingMode::kKvInject;
+    TraceOpener open = needs_future(run) ? TraceOpener{} : streamed_trace(run, warm);
+    const std::string trace =
+        open ? std::string() : materialize_trace(run, (base / ".traces").string());
+    if (!open) open = [trace, fast = run.fast_paths] { return open_trace(trace, fast); };
     const fs::path dir = base / run.name;
     const fs::path partial = base / (run.name + ".partial");
     std::string failure, kept = "nothing ran";
@@ -315,7 +326,7 @@ std::vector<RunOutcome> run_experiment(const ExperimentConfig& exp, const Runner
       out.fuse_quiet_steps =
           run.fast_paths && (run.executor.kind == "cost_model" || run.executor.kind == "calibrated");
       Simulator sim(
-          run, trace, [&run](int i) { return make_executor(run, i); }, encode_pricing(run), out,
+          run, open, [&run](int i) { return make_executor(run, i); }, encode_pricing(run), out,
           future_of(run, trace));
       sim.set_load_cost(load_pricing(run));
       RunSummary summary;

@@ -2,6 +2,8 @@
 // @brief The simulator's event queue order (events, replicas' chains of steps) and its progress
 // bar; private to simulator.cpp.
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -85,14 +87,25 @@ class Progress {
     const double wall = std::chrono::duration<double>(t - start_).count();
     const int width = 30;
     const int filled = static_cast<int>(std::clamp(fraction, 0.0, 1.0) * width);
-    std::fprintf(stderr, "\r[%.*s%*s] %5.1f%%  %llu requests  sim %.2f s  %.0f req/s ", filled,
-                 "==============================", width - filled, "", 100.0 * fraction,
-                 static_cast<unsigned long long>(done), double(now) / 1e9, double(done) / wall);
+    std::fprintf(stderr,
+                 "\r[%.*s%*s] %5.1f%%  %llu requests  sim %.2f s  %.0f req/s  RSS %.0f MiB ",
+                 filled, "==============================", width - filled, "", 100.0 * fraction,
+                 static_cast<unsigned long long>(done), double(now) / 1e9, double(done) / wall,
+                 resident_mib());
   }
   void finish() {
     if (shown_) std::fprintf(stderr, "\n");
   }
   double wall_s() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+  /// This process's resident memory (Linux /proc/self/statm; 0 elsewhere).
+  static double resident_mib() {
+    std::FILE* f = std::fopen("/proc/self/statm", "r");
+    if (f == nullptr) return 0;
+    unsigned long long size = 0, resident = 0;
+    const int n = std::fscanf(f, "%llu %llu", &size, &resident);
+    std::fclose(f);
+    return n == 2 ? double(resident) * double(::sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0) : 0;
+  }
 
  private:
   using Clock = std::chrono::steady_clock;

@@ -15,7 +15,7 @@
 #include "sim/trace_ahead.h"
 #include "sim/user_map.h"
 #include "traces/error.h"
-#include "traces/reader.h"
+#include "traces/record_stream.h"
 
 namespace inferscale {
 
@@ -52,7 +52,8 @@ std::uint32_t cwe_context_tokens(const FactRecord& f, const ServingConfig& s) {
 
 struct Simulator::Impl {
   const RunConfig& cfg;
-  std::string trace_path;
+  TraceOpener open_trace_fn;
+  std::uint64_t population_facts = 0;
   EncodeCostFn encode_cost;
   SimOutputs outputs;
   std::vector<std::unique_ptr<Executor>> executors;
@@ -82,10 +83,10 @@ struct Simulator::Impl {
   std::size_t next_inactive = 0;
   std::uint64_t closed_total = 0;
 
-  Impl(const RunConfig& c, std::string path, ExecutorFactory make, EncodeCostFn cost,
+  Impl(const RunConfig& c, TraceOpener open, ExecutorFactory make, EncodeCostFn cost,
        SimOutputs out, NextAccessFn next_access)
       : cfg(c),
-        trace_path(std::move(path)),
+        open_trace_fn(std::move(open)),
         encode_cost(std::move(cost)),
         outputs(std::move(out)),
         router(make_router(c.router, static_cast<int>(c.replicas))),
@@ -96,6 +97,11 @@ struct Simulator::Impl {
       executors.push_back(make(static_cast<int>(i)));
       replicas.push_back(std::make_unique<Replica>(static_cast<int>(i), c, facts, pool,
                                                    *executors.back(), next_access));
+    }
+    const bool compact =
+        outputs.compact_ids < 0 ? c.replicas > kCompactReplicas : outputs.compact_ids > 0;
+    if (compact) {
+      for (auto& r : replicas) r->set_compact_ids();
     }
     if (c.store.host.async_loads) {
       auto model = std::make_shared<CostModel>(c.model, CostRates::from_gpu(c.gpu));
@@ -359,8 +365,7 @@ struct Simulator::Impl {
     return -1;
   }
 
-  void run_open(TraceReader& reader, TraceRecord& first, bool have) {
-    const double size = std::max<double>(1, double(std::filesystem::file_size(trace_path)));
+  void run_open(RecordStream& reader, TraceRecord& first, bool have) {
     // Not with a timeline: its steps are written in the order they start.
     // Not with asynchronous loads: an idle replica's wake-up is an event the fusion bound does
     // not see.
@@ -415,14 +420,12 @@ struct Simulator::Impl {
         handle(e, now);
       }
       if ((++tick & 0xffff) == 0) {
-        progress.update(double(reader_bytes(reader)) / size, metrics.completed(), now);
+        progress.update(reader.fraction_read(), metrics.completed(), now);
       }
     }
   }
 
-  static std::uint64_t reader_bytes(const TraceReader& reader) { return reader.bytes_read(); }
-
-  void run_closed(TraceReader& reader, TraceRecord& rec, bool have) {
+  void run_closed(RecordStream& reader, TraceRecord& rec, bool have) {
     // A closed-loop trace is read whole: a user's next question waits for its previous answer.
     while (have) {
       switch (rec.kind) {
@@ -465,7 +468,12 @@ struct Simulator::Impl {
   }
 
   RunSummary run() {
-    TraceReader reader(trace_path, cfg.fast_paths);
+    const std::unique_ptr<RecordStream> stream = open_trace_fn();
+    RecordStream& reader = *stream;
+    // A generated trace knows its population: the fact table then never moves (a move holds
+    // the old and the new table at once). Bounded (6.6 GB of address space) so that a larger
+    // population does not ask for more address space than a machine lends at once.
+    facts.reserve(std::min<std::uint64_t>(reader.population_facts(), std::uint64_t{1} << 27));
     TraceRecord rec;
     bool have = reader.next(rec);
     closed_loop =
@@ -476,6 +484,7 @@ struct Simulator::Impl {
     } else {
       run_open(reader, rec, have);
     }
+    population_facts = reader.population_facts();
     progress.finish();
     if (pool.in_use() != 0) {
       throw std::logic_error(std::to_string(pool.in_use()) + " requests never completed");
@@ -545,7 +554,7 @@ struct Simulator::Impl {
       if (const StoreTier* h = r->host_tier()) s.host_hit_bytes += h->stats().hit_bytes;
     }
     if (span > 0) s.busy_fraction = double(busy) / (double(span) * double(replicas.size()));
-    s.facts = facts.size();
+    s.facts = std::max<std::uint64_t>(population_facts, facts.size());
     s.users = users_seen.size();
     s.wall_s = progress.wall_s();
     s.events_per_s = s.wall_s > 0 ? double(events) / s.wall_s : 0;
@@ -557,7 +566,15 @@ struct Simulator::Impl {
 
 Simulator::Simulator(const RunConfig& cfg, std::string trace_path, ExecutorFactory executors,
                      EncodeCostFn encode_cost, SimOutputs outputs, NextAccessFn next_access)
-    : impl_(std::make_unique<Impl>(cfg, std::move(trace_path), std::move(executors),
+    : Simulator(
+          cfg,
+          [path = std::move(trace_path), fast = cfg.fast_paths] { return open_trace(path, fast); },
+          std::move(executors),
+          std::move(encode_cost), std::move(outputs), std::move(next_access)) {}
+
+Simulator::Simulator(const RunConfig& cfg, TraceOpener open, ExecutorFactory executors,
+                     EncodeCostFn encode_cost, SimOutputs outputs, NextAccessFn next_access)
+    : impl_(std::make_unique<Impl>(cfg, std::move(open), std::move(executors),
                                    std::move(encode_cost), std::move(outputs),
                                    std::move(next_access))) {}
 

@@ -14,6 +14,7 @@
 #include "sim/config/experiment.h"
 #include "sim/metrics.h"
 #include "sim/replica.h"
+#include "traces/record_stream.h"
 
 namespace inferscale {
 
@@ -22,6 +23,8 @@ using ExecutorFactory = std::function<std::unique_ptr<Executor>(int index)>;
 /// Prices a fact encode (recompute cost for cost-aware policies); a pure function of its
 /// arguments (the simulator memoizes it).
 using EncodeCostFn = std::function<SimTime(std::uint32_t tokens, std::uint32_t context_tokens)>;
+/// Opens the run's trace (a file, or a generator streaming its records).
+using TraceOpener = std::function<std::unique_ptr<RecordStream>()>;
 
 struct SimOutputs {
   std::string requests_csv;   // empty: none
@@ -35,7 +38,13 @@ struct SimOutputs {
   /// only on that replica's plans (cost model, calibrated), since the replicas' execute() calls
   /// then interleave differently.
   bool fuse_quiet_steps = false;
+  /// Replica-local fact and user records (Replica::set_compact_ids): -1 for fleets of more
+  /// than kCompactReplicas replicas, 0 never, 1 always. Same results either way.
+  int compact_ids = -1;
 };
+
+/// Fleets larger than this keep replica-local records (SimOutputs::compact_ids).
+inline constexpr std::uint32_t kCompactReplicas = 16;
 
 /// The figures summary.json reports (besides the config).
 struct RunSummary {
@@ -65,6 +74,9 @@ struct RunSummary {
 class Simulator {
  public:
   Simulator(const RunConfig& cfg, std::string trace_path, ExecutorFactory executors,
+            EncodeCostFn encode_cost, SimOutputs outputs, NextAccessFn next_access = {});
+  /// The same, with the trace opened by `open` (a generated trace that is never written).
+  Simulator(const RunConfig& cfg, TraceOpener open, ExecutorFactory executors,
             EncodeCostFn encode_cost, SimOutputs outputs, NextAccessFn next_access = {});
   ~Simulator();
   /// How a fact's asynchronous host load is priced (store.host.async_loads); by default the

@@ -4,7 +4,7 @@
 
 namespace inferscale {
 
-TraceAhead::TraceAhead(TraceReader& reader, TraceRecord& first, bool have, int replicas,
+TraceAhead::TraceAhead(RecordStream& reader, TraceRecord& first, bool have, int replicas,
                        ReachFn reach)
     : reader_(reader),
       reach_(std::move(reach)),

@@ -8,7 +8,7 @@
 #include <limits>
 #include <vector>
 
-#include "traces/reader.h"
+#include "traces/record_stream.h"
 
 namespace inferscale {
 
@@ -20,12 +20,12 @@ class TraceAhead {
 
   /// `first`: the record already read (if `have`). Without `reach` (a router that routes by the
   /// replicas' state), nothing is read ahead and next_for is the front record's time.
-  TraceAhead(TraceReader& reader, TraceRecord& first, bool have, int replicas, ReachFn reach);
+  TraceAhead(RecordStream& reader, TraceRecord& first, bool have, int replicas, ReachFn reach);
 
   bool empty() const { return head_ == tail_; }
   /// The next record in trace order (not empty()).
   const TraceRecord& front() const { return at(head_).record; }
-  /// Dense fact ids of front() when it is a request (TraceReader::request_fact_indices).
+  /// Dense fact ids of front() when it is a request (RecordStream::request_fact_indices).
   const std::vector<std::uint32_t>& front_facts() const {
     const Slot& f = at(head_);
     return f.own_facts ? f.facts : reader_.request_fact_indices();
@@ -50,7 +50,7 @@ class TraceAhead {
   bool read_one();     // appends the next record; false at the end of the trace
   void hold(Slot& s);  // counts the record just placed at tail_
 
-  TraceReader& reader_;
+  RecordStream& reader_;
   ReachFn reach_;
   bool done_ = false;                  // the reader is at the end of the trace
   std::vector<Slot> slots_;            // a ring, its size a power of two

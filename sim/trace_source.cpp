@@ -31,7 +31,7 @@ SyntheticOptions synthetic_options(const YamlView& v, std::uint64_t seed) {
                     "query_words", "query_words_sd", "output_tokens", "k", "tokens_per_word",
                     "user_zipf", "fact_zipf", "context_turns", "turns_per_session", "turn_words",
                     "turn_words_sd", "arrival", "rate", "concurrency", "think_time_s", "start_s",
-                    "seed"});
+                    "seed", "write_trace"});
   SyntheticOptions o;
   o.users = static_cast<std::uint64_t>(v.integer("users", std::int64_t(o.users), 1, INT64_MAX));
   o.requests =
@@ -107,6 +107,7 @@ std::string options_key(const RunConfig& run) {
   std::string text = run.trace.kind;
   const YamlView& v = run.trace.options;
   for (const auto& k : v.keys()) {
+    if (k == "write_trace") continue;  // how, not what
     YAML::Emitter e;
     e << YAML::Flow << v.node(k);
     text += ";" + k + "=" + e.c_str();
@@ -119,6 +120,17 @@ std::string options_key(const RunConfig& run) {
 }
 
 }  // namespace
+
+std::function<std::unique_ptr<RecordStream>()> streamed_trace(const RunConfig& run,
+                                                              bool eager_facts) {
+  if (run.trace.kind != "generate") return {};
+  const YamlView& v = run.trace.options;
+  if (v.boolean("write_trace", false)) return {};
+  const auto o = synthetic_options(v, run.seed);
+  return [o, eager_facts]() -> std::unique_ptr<RecordStream> {
+    return std::make_unique<SyntheticStream>(o, !eager_facts);
+  };
+}
 
 void check_trace_source(const RunConfig& run) {
   if (run.trace.kind == "file") return;

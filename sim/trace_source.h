@@ -3,15 +3,23 @@
 // from the options in the YAML (the same options as `inferscale trace generate|import-locomo`,
 // written without dashes) into a cache file keyed by those options.
 
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "sim/config/experiment.h"
+#include "traces/record_stream.h"
 
 namespace inferscale {
 
 /// Returns the path of a JSONL trace for `run` (generating it once if needed). Option errors are
 /// InputErrors at the YAML position of the option.
 std::string materialize_trace(const RunConfig& run, const std::string& cache_dir);
+/// A generated trace (`generate:` without `write_trace: true`) as a stream that is never
+/// written: facts derived per user when first needed, or all at t=0 with `eager_facts` (a warm
+/// store is filled in the trace's order). Empty for other kinds (materialize_trace then).
+std::function<std::unique_ptr<RecordStream>()> streamed_trace(const RunConfig& run,
+                                                              bool eager_facts);
 /// Checks the generate/locomo options without generating anything.
 void check_trace_source(const RunConfig& run);
 

@@ -14,9 +14,12 @@ namespace inferscale {
 template <class T>
 class UserMap {
  public:
+  /// Every user in the hash map, none in the table by id: for a replica of a large fleet, which
+  /// serves a small part of the users (call before the first use).
+  void set_sparse_only() { dense_limit_ = 0; }
   /// The state of `user`, default-constructed at first use.
   T& operator[](UserId user) {
-    if (user >= kDenseUsers) {
+    if (user >= dense_limit_) {
       auto [it, inserted] = sparse_.try_emplace(user);
       return it->second;
     }
@@ -33,7 +36,7 @@ class UserMap {
   }
   /// The state of `user`, or null if it was never used.
   const T* find(UserId user) const {
-    if (user >= kDenseUsers) {
+    if (user >= dense_limit_) {
       auto it = sparse_.find(user);
       return it == sparse_.end() ? nullptr : &it->second;
     }
@@ -45,6 +48,7 @@ class UserMap {
 
  private:
   static constexpr UserId kDenseUsers = UserId{1} << 22;
+  UserId dense_limit_ = kDenseUsers;
   std::vector<T> dense_;
   std::vector<std::uint8_t> used_;
   std::size_t dense_count_ = 0;

@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "traces/reader.h"
+#include "traces/record_stream.h"
 
 namespace inferscale {
 
@@ -166,7 +166,8 @@ TraceStats trace_stats(const std::string& path, const StatsOptions& options) {
   std::error_code ec;
   s.bytes = std::filesystem::file_size(path, ec);
   s.kv_bytes_per_token = options.kv_bytes_per_token;
-  TraceReader reader(path);
+  const auto stream = open_trace(path);
+  RecordStream& reader = *stream;
   TraceRecord rec;
   Users users;
   Sources sources;
@@ -192,7 +193,7 @@ TraceStats trace_stats(const std::string& path, const StatsOptions& options) {
         auto& u = users.at(f.user);
         ++u.facts;
         u.fact_tokens += f.tokens;
-        sources.add(reader.facts().find(f.id), f.user, f.source);
+        sources.add(reader.dense_of(f.id), f.user, f.source);
         break;
       }
       case RecordKind::kRequest: {

@@ -7,6 +7,7 @@
 
 #include "traces/error.h"
 #include "traces/prng.h"
+#include "traces/trace.h"
 
 namespace inferscale {
 
@@ -106,12 +107,16 @@ class ZipfSampler {
   std::vector<std::uint8_t> removed_;
 };
 
-/// What the request generator remembers per user (20 bytes).
+/// What the request generator remembers per user (24 bytes).
 struct UserState {
   FactId first_fact = 0;
   std::uint32_t facts = 0;
-  std::uint32_t available = 0;  // facts [0, available) exist now
+  std::uint32_t available = 0;     // facts [0, available) exist now
+  std::uint32_t sessions = 0;
+  std::uint32_t dense_static = 0;  // dense index of its first fact (kNotDeclared: none yet)
 };
+
+constexpr std::uint32_t kNotDeclared = 0xffffffffu;
 
 /// One user's facts, regenerated identically from its own stream whenever needed.
 struct UserFacts {
@@ -134,6 +139,13 @@ class UserGenerator {
         std::max<double>(turns_lo_, std::floor(o.turns_per_session * 3 / 2)));
   }
   std::uint32_t max_facts() const { return facts_hi_; }
+
+  /// The user's fact and session counts alone: the first two draws of generate().
+  void counts(std::uint64_t user, std::uint32_t& facts, std::uint32_t& sessions) const {
+    Rng rng(derive_seed(o_.seed, user));
+    facts = static_cast<std::uint32_t>(draw_between(rng, facts_lo_, facts_hi_));
+    sessions = static_cast<std::uint32_t>(draw_between(rng, o_.sessions_min, o_.sessions_max));
+  }
 
   void generate(std::uint64_t user, UserFacts& f) const {
     Rng rng(derive_seed(o_.seed, user));
@@ -240,115 +252,178 @@ void validate_synthetic_options(const SyntheticOptions& o) {
   check(o.start_s >= 0 && o.start_s <= 1e9, "--start-s", "expected seconds in [0, 1e9]");
 }
 
-SyntheticResult generate_synthetic(const SyntheticOptions& o, TraceWriter& out) {
-  validate_synthetic_options(o);
-  SyntheticResult result;
-  const UserGenerator gen(o);
-  const SimTime start_ns = seconds_to_ns(o.start_s);
-
-  TraceHeader h;
-  h.source = "synthetic";
-  h.arrival = o.arrival.mode;
-  if (o.arrival.mode == ArrivalMode::kClosedLoop) {
-    h.concurrency = o.arrival.concurrency > 0
-                        ? o.arrival.concurrency
-                        : static_cast<std::uint32_t>(std::min<std::uint64_t>(o.users, 1u << 30));
-    h.think_time_ns = seconds_to_ns(o.arrival.think_time_s);
-  }
-  h.tokens_per_word = o.tokens_per_word;
-  h.k = o.k;
-  h.description = "synthetic: " + std::to_string(o.users) + " users, " +
-                  std::to_string(o.requests) + " requests, user_zipf " +
-                  std::to_string(o.user_zipf) + ", fact_zipf " + std::to_string(o.fact_zipf) +
-                  ", live sessions " + std::to_string(o.live_sessions) + ", seed " +
-                  std::to_string(o.seed);
-  out.write(h);
-
-  // Initial facts, user by user; remember only counts.
-  std::vector<UserState> users(o.users);
+struct SyntheticStream::Impl {
+  const SyntheticOptions o;
+  const bool lazy;
+  std::string name;
+  UserGenerator gen{o};
+  SimTime start_ns = 0;
+  TraceHeader header;
+  std::vector<UserState> users;
+  std::vector<WriteEvent> writes;
+  std::vector<std::uint32_t> live_dense;  // by user * live_sessions + i: dense index of its first fact
+  std::vector<std::uint64_t> by_rank;
+  std::vector<double> user_cdf;
+  ZipfSampler fact_sampler{gen.max_facts(), o.fact_zipf};
+  std::vector<std::uint32_t> chosen;
+  Rng rng{derive_seed(o.seed, kRequestStream)};
+  PoissonArrivals arrivals{0, 1, 0};
   UserFacts uf;
-  FactRecord f;
-  FactId next_fact = 0;
-  for (std::uint64_t u = 0; u < o.users; ++u) {
-    gen.generate(u, uf);
+  FactId population = 0;
+  std::uint64_t declared = 0;
+  // Records ready to hand out, [head, ready) of `queue` (reused, so vectors keep capacity).
+  std::vector<TraceRecord> queue;
+  std::size_t head = 0, ready = 0;
+  std::vector<std::uint32_t> dense;  // of the last request
+  enum class Phase { kHeader, kStatic, kRequests, kTail, kDone } phase = Phase::kHeader;
+  std::uint64_t next_user = 0, next_request = 0;
+  std::size_t wi = 0;
+
+  Impl(const SyntheticOptions& opts, bool lazy_facts) : o(opts), lazy(lazy_facts) {
+    validate_synthetic_options(o);
+    start_ns = seconds_to_ns(o.start_s);
+    name = "generated trace (seed " + std::to_string(o.seed) + ")";
+    header.source = "synthetic";
+    header.arrival = o.arrival.mode;
+    if (o.arrival.mode == ArrivalMode::kClosedLoop) {
+      header.concurrency =
+          o.arrival.concurrency > 0
+              ? o.arrival.concurrency
+              : static_cast<std::uint32_t>(std::min<std::uint64_t>(o.users, 1u << 30));
+      header.think_time_ns = seconds_to_ns(o.arrival.think_time_s);
+    }
+    header.tokens_per_word = o.tokens_per_word;
+    header.k = o.k;
+    header.description = "synthetic: " + std::to_string(o.users) + " users, " +
+                         std::to_string(o.requests) + " requests, user_zipf " +
+                         std::to_string(o.user_zipf) + ", fact_zipf " +
+                         std::to_string(o.fact_zipf) + ", live sessions " +
+                         std::to_string(o.live_sessions) + ", seed " + std::to_string(o.seed);
+    // Per user: counts only (two draws); facts themselves are drawn when they are declared.
+    users.resize(o.users);
+    for (std::uint64_t u = 0; u < o.users; ++u) {
+      auto& st = users[u];
+      gen.counts(u, st.facts, st.sessions);
+      st.first_fact = population;
+      population += st.facts;
+      st.available = session_begin(st, st.sessions - o.live_sessions);
+      st.dense_static = kNotDeclared;
+    }
+    // Memory writes of live sessions: uniform times over the expected request span.
+    if (o.live_sessions > 0) {
+      live_dense.assign(o.users * o.live_sessions, kNotDeclared);
+      Rng wrng(derive_seed(o.seed, kWriteStream));
+      const double span_ns = static_cast<double>(o.requests) / o.arrival.rate_per_s * 1e9;
+      std::vector<SimTime> times(o.live_sessions);
+      for (std::uint64_t u = 0; u < o.users; ++u) {
+        for (auto& t : times) {
+          t = start_ns + static_cast<SimTime>(std::llround(wrng.uniform() * span_ns));
+        }
+        std::sort(times.begin(), times.end());
+        const std::uint32_t first_live = users[u].sessions - o.live_sessions;
+        for (std::uint32_t i = 0; i < o.live_sessions; ++i) {
+          writes.push_back({times[i], u, first_live + i});
+        }
+      }
+      std::stable_sort(writes.begin(), writes.end(),
+                       [](const WriteEvent& a, const WriteEvent& b) { return a.time < b.time; });
+    }
+    // Popularity: user rank -> user id is a seeded permutation, so hot users are spread over ids.
+    by_rank.resize(o.users);
+    for (std::uint64_t i = 0; i < o.users; ++i) by_rank[i] = i;
+    {
+      Rng prng(derive_seed(o.seed, kUserRankStream));
+      shuffle(by_rank, prng);
+    }
+    user_cdf = zipf_cdf(o.users, o.user_zipf);
+    arrivals = PoissonArrivals(start_ns,
+                               o.arrival.mode == ArrivalMode::kOpen ? o.arrival.rate_per_s : 1,
+                               derive_seed(o.seed, kArrivalStream));
+  }
+
+  /// ceil(s * n / S): a user's facts spread evenly over its sessions, in order.
+  static std::uint32_t session_begin(const UserState& st, std::uint32_t s) {
+    return static_cast<std::uint32_t>(
+        (static_cast<std::uint64_t>(s) * st.facts + st.sessions - 1) / st.sessions);
+  }
+
+  TraceRecord& push() {
+    if (ready == queue.size()) queue.emplace_back();
+    return queue[ready++];
+  }
+
+  void push_fact(std::uint64_t user, std::uint32_t j, std::uint32_t session, SimTime time,
+                 bool memory_write) {
+    TraceRecord& rec = push();
+    rec.kind = memory_write ? RecordKind::kMemoryWrite : RecordKind::kFact;
+    FactRecord& f = rec.fact;
+    f.id = users[user].first_fact + j;
+    f.user = user;
+    f.time = time;
+    f.text.clear();
+    f.source.clear();
+    gen.fill(uf, j, session, f);
+    ++declared;
+  }
+
+  /// The user's facts that exist from the start, at t=0 (uf holds the user).
+  void push_static(std::uint64_t u) {
     auto& st = users[u];
-    st.first_fact = next_fact;
-    st.facts = static_cast<std::uint32_t>(uf.tokens.size());
-    next_fact += st.facts;
+    st.dense_static = static_cast<std::uint32_t>(declared);
     const std::uint32_t static_sessions = uf.sessions - o.live_sessions;
-    st.available = uf.session_begin[static_sessions];
-    f.user = u;
-    f.time = 0;
     for (std::uint32_t s = 0; s < static_sessions; ++s) {
       for (auto j = uf.session_begin[s]; j < uf.session_begin[s + 1]; ++j) {
-        f.id = st.first_fact + j;
-        gen.fill(uf, j, s, f);
-        out.write_fact(f, false);
-        ++result.facts;
+        push_fact(u, j, s, 0, false);
       }
     }
   }
 
-  // Memory writes of live sessions: uniform times over the expected request span.
-  std::vector<WriteEvent> writes;
-  if (o.live_sessions > 0) {
-    Rng rng(derive_seed(o.seed, kWriteStream));
-    const double span_ns = static_cast<double>(o.requests) / o.arrival.rate_per_s * 1e9;
-    for (std::uint64_t u = 0; u < o.users; ++u) {
-      std::vector<SimTime> times(o.live_sessions);
-      for (auto& t : times)
-        t = start_ns + static_cast<SimTime>(std::llround(rng.uniform() * span_ns));
-      std::sort(times.begin(), times.end());
-      gen.generate(u, uf);
-      const std::uint32_t first_live = uf.sessions - o.live_sessions;
-      for (std::uint32_t i = 0; i < o.live_sessions; ++i) {
-        writes.push_back({times[i], u, first_live + i});
-      }
-    }
-    std::stable_sort(writes.begin(), writes.end(),
-                     [](const WriteEvent& a, const WriteEvent& b) { return a.time < b.time; });
-  }
-
-  // Popularity: user rank -> user id is a seeded permutation, so hot users are spread over ids.
-  std::vector<std::uint64_t> by_rank(o.users);
-  for (std::uint64_t i = 0; i < o.users; ++i) by_rank[i] = i;
-  {
-    Rng rng(derive_seed(o.seed, kUserRankStream));
-    shuffle(by_rank, rng);
-  }
-  const auto user_cdf = zipf_cdf(o.users, o.user_zipf);
-  ZipfSampler fact_sampler(gen.max_facts(), o.fact_zipf);
-  std::vector<std::uint32_t> chosen;
-
-  Rng rng(derive_seed(o.seed, kRequestStream));
-  PoissonArrivals arrivals(start_ns,
-                           o.arrival.mode == ArrivalMode::kOpen ? o.arrival.rate_per_s : 1,
-                           derive_seed(o.seed, kArrivalStream));
-  const auto emit_write = [&](const WriteEvent& w) {
+  void push_write(const WriteEvent& w) {
     auto& st = users[w.user];
     gen.generate(w.user, uf);
-    f.user = w.user;
-    f.time = w.time;
+    if (lazy && st.dense_static == kNotDeclared) push_static(w.user);
+    const std::uint32_t live = w.session - (st.sessions - o.live_sessions);
+    live_dense[w.user * o.live_sessions + live] = static_cast<std::uint32_t>(declared);
     for (auto j = uf.session_begin[w.session]; j < uf.session_begin[w.session + 1]; ++j) {
-      f.id = st.first_fact + j;
-      gen.fill(uf, j, w.session, f);
-      out.write_fact(f, true);
-      ++result.memory_writes;
+      push_fact(w.user, j, w.session, w.time, true);
     }
     st.available = std::max(st.available, uf.session_begin[w.session + 1]);
-  };
-  RequestRecord r;
-  std::size_t wi = 0;
-  for (std::uint64_t i = 0; i < o.requests; ++i) {
-    r.time = o.arrival.mode == ArrivalMode::kOpen ? arrivals.next() : start_ns;
-    for (; wi < writes.size() && writes[wi].time <= r.time; ++wi) emit_write(writes[wi]);
+  }
+
+  /// Dense index of local fact j of user u (declared).
+  std::uint32_t dense_index(std::uint64_t u, std::uint32_t j) const {
+    const auto& st = users[u];
+    const std::uint32_t first_live = st.sessions - o.live_sessions;
+    const std::uint32_t static_end = session_begin(st, first_live);
+    if (j < static_end) return st.dense_static + j;
+    std::uint32_t s = first_live;
+    while (session_begin(st, s + 1) <= j) ++s;
+    return live_dense[u * o.live_sessions + (s - first_live)] + (j - session_begin(st, s));
+  }
+
+  void push_request() {
+    const std::uint64_t i = next_request++;
+    const SimTime time = o.arrival.mode == ArrivalMode::kOpen ? arrivals.next() : start_ns;
+    for (; wi < writes.size() && writes[wi].time <= time; ++wi) push_write(writes[wi]);
     const auto user = by_rank[zipf_draw(rng, user_cdf, o.users)];
-    const auto& st = users[user];
+    auto& st = users[user];
+    if (st.dense_static == kNotDeclared) {  // lazy: its facts, the first time it asks
+      gen.generate(user, uf);
+      push_static(user);
+    }
+    TraceRecord& rec = push();
+    rec.kind = RecordKind::kRequest;
+    RequestRecord& r = rec.request;
+    r.time = time;
     r.id = i;
     r.user = user;
     r.query_tokens =
         tokens_for_words(draw_words(rng, o.query_words, o.query_words_sd), o.tokens_per_word);
     r.output_tokens = o.output_tokens;
+    r.text.clear();
+    r.qa.category = 0;
+    r.qa.answer.clear();
+    r.qa.evidence.clear();
     // k distinct facts by Zipf over recency rank (rank 0: the newest fact the user has).
     const std::uint32_t n = st.available;
     const std::uint32_t k = std::min(o.k, n);
@@ -358,11 +433,118 @@ SyntheticResult generate_synthetic(const SyntheticOptions& o, TraceWriter& out) 
       // chosen[0] is the best: listed last. Rank 0 is the newest available fact.
       r.facts[k - 1 - j] = st.first_fact + (n - 1 - chosen[j]);
     }
-    out.write(r);
-    ++result.requests;
   }
-  // Writes after the last request still happen (they can matter to a store's occupancy).
-  for (; wi < writes.size(); ++wi) emit_write(writes[wi]);
+
+  /// Fills the queue with the next records; false at the end.
+  bool produce() {
+    head = ready = 0;
+    while (ready == 0) {
+      switch (phase) {
+        case Phase::kHeader: {
+          TraceRecord& rec = push();
+          rec.kind = RecordKind::kHeader;
+          rec.header = header;
+          phase = lazy ? Phase::kRequests : Phase::kStatic;
+          break;
+        }
+        case Phase::kStatic:
+          if (next_user == o.users) {
+            phase = Phase::kRequests;
+            break;
+          }
+          gen.generate(next_user, uf);
+          push_static(next_user++);
+          break;
+        case Phase::kRequests:
+          if (next_request == o.requests) {
+            phase = Phase::kTail;
+            break;
+          }
+          push_request();
+          break;
+        case Phase::kTail:
+          // Writes after the last request still happen (they can matter to a store's occupancy).
+          if (wi == writes.size()) {
+            phase = Phase::kDone;
+            break;
+          }
+          push_write(writes[wi++]);
+          break;
+        case Phase::kDone:
+          return false;
+      }
+    }
+    return true;
+  }
+
+  bool next(TraceRecord& out) {
+    if (head == ready && !produce()) return false;
+    TraceRecord& rec = queue[head++];
+    std::swap(out, rec);
+    if (out.kind == RecordKind::kRequest) {
+      dense.clear();
+      const auto& st = users[out.request.user];
+      for (const FactId f : out.request.facts) {
+        dense.push_back(dense_index(out.request.user, static_cast<std::uint32_t>(f - st.first_fact)));
+      }
+    }
+    return true;
+  }
+};
+
+SyntheticStream::SyntheticStream(const SyntheticOptions& o, bool lazy_facts)
+    : impl_(std::make_unique<Impl>(o, lazy_facts)) {}
+SyntheticStream::~SyntheticStream() = default;
+bool SyntheticStream::next(TraceRecord& out) { return impl_->next(out); }
+const TraceHeader& SyntheticStream::header() const { return impl_->header; }
+const std::vector<std::uint32_t>& SyntheticStream::request_fact_indices() const {
+  return impl_->dense;
+}
+std::uint32_t SyntheticStream::dense_of(FactId id) const {
+  const auto& users = impl_->users;
+  if (id >= impl_->population) return kNotDeclared;
+  const auto it = std::upper_bound(users.begin(), users.end(), id,
+                                   [](FactId f, const UserState& st) { return f < st.first_fact; });
+  const auto u = static_cast<std::uint64_t>(it - users.begin()) - 1;
+  const auto j = static_cast<std::uint32_t>(id - users[u].first_fact);
+  const auto& st = users[u];
+  if (st.dense_static == kNotDeclared) return kNotDeclared;
+  if (j >= st.available) return kNotDeclared;
+  return impl_->dense_index(u, j);
+}
+std::uint64_t SyntheticStream::facts_declared() const { return impl_->declared; }
+std::uint64_t SyntheticStream::population_facts() const { return impl_->population; }
+double SyntheticStream::fraction_read() const {
+  const auto& m = *impl_;
+  const double total = double(m.o.requests) + (m.lazy ? 0.0 : double(m.o.users));
+  const double done = double(m.next_request) + (m.lazy ? 0.0 : double(m.next_user));
+  return total > 0 ? done / total : 1.0;
+}
+const std::string& SyntheticStream::name() const { return impl_->name; }
+
+SyntheticResult generate_synthetic(const SyntheticOptions& o, TraceWriter& out) {
+  SyntheticResult result;
+  SyntheticStream stream(o, false);
+  TraceRecord rec;
+  while (stream.next(rec)) {
+    switch (rec.kind) {
+      case RecordKind::kHeader:
+        out.write(rec.header);
+        break;
+      case RecordKind::kFact:
+        out.write_fact(rec.fact, false);
+        ++result.facts;
+        break;
+      case RecordKind::kMemoryWrite:
+        out.write_fact(rec.fact, true);
+        ++result.memory_writes;
+        break;
+      case RecordKind::kRequest:
+        out.write(rec.request);
+        ++result.requests;
+        break;
+    }
+  }
   return result;
 }
 

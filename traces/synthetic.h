@@ -3,7 +3,9 @@
 // the seed. Defaults are fitted to LoCoMo (traces/README.md says which numbers and from where).
 
 #include <cstdint>
+#include <memory>
 
+#include "traces/record_stream.h"
 #include "traces/workload.h"
 #include "traces/writer.h"
 
@@ -57,8 +59,32 @@ struct SyntheticResult {
 
 /// Checks the options; InputError("--option", what is expected) on a bad value.
 void validate_synthetic_options(const SyntheticOptions& o);
+/// @brief The generated trace as a stream of records, never written. Eager: the records
+/// generate_synthetic writes, in its order. Lazy (`lazy_facts`): a user's facts are derived
+/// from (seed, user) and declared (at t=0) just before the user's first request or memory write,
+/// so users that never ask cost only their counts; the requests are the same. Memory:
+/// O(users + max facts per user), about 40 bytes a user.
+class SyntheticStream final : public RecordStream {
+ public:
+  SyntheticStream(const SyntheticOptions& o, bool lazy_facts);
+  ~SyntheticStream() override;
+  bool next(TraceRecord& out) override;
+  const TraceHeader& header() const override;
+  const std::vector<std::uint32_t>& request_fact_indices() const override;
+  std::uint32_t dense_of(FactId id) const override;
+  std::uint64_t facts_declared() const override;
+  std::uint64_t population_facts() const override;
+  double fraction_read() const override;
+  const std::string& name() const override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 /// Writes the trace: header, every user's initial facts at t=0 (user by user), then requests
-/// and memory writes in time order. Memory: O(users + max facts per user).
+/// and memory writes in time order (SyntheticStream, eager). Memory: O(users + max facts per
+/// user).
 SyntheticResult generate_synthetic(const SyntheticOptions& o, TraceWriter& out);
 
 }  // namespace inferscale

@@ -1,0 +1,42 @@
+#pragma once
+// @brief RecordStream: what the simulator and the trace tools read a trace through, whether it
+// comes from a JSONL file, a binary file or a generator that never writes one.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "traces/trace.h"
+
+namespace inferscale {
+
+/// @brief A trace's records in order, with the dense fact indices the reader assigns (the order
+/// in which facts are declared).
+class RecordStream {
+ public:
+  virtual ~RecordStream() = default;
+  /// Next record into `out` (reused); false at the end.
+  virtual bool next(TraceRecord& out) = 0;
+  /// The header (defaults when the trace has none); valid after the first next().
+  virtual const TraceHeader& header() const = 0;
+  /// Dense indices of the last request's facts, in the request's order.
+  virtual const std::vector<std::uint32_t>& request_fact_indices() const = 0;
+  /// Dense index of fact `id` (declared so far), or 0xffffffff.
+  virtual std::uint32_t dense_of(FactId id) const = 0;
+  /// Facts declared so far.
+  virtual std::uint64_t facts_declared() const = 0;
+  /// Facts of the whole population (declared or not yet), when the stream knows it; else
+  /// facts_declared().
+  virtual std::uint64_t population_facts() const { return facts_declared(); }
+  /// How far the stream is, in [0, 1] (progress bars).
+  virtual double fraction_read() const = 0;
+  /// The file's path, or what produced the records.
+  virtual const std::string& name() const = 0;
+};
+
+/// Opens a trace file, JSONL or binary (told apart by the binary format's magic bytes).
+/// `fast_parse` false: JSONL lines all take the general parser (TraceReader).
+std::unique_ptr<RecordStream> open_trace(const std::string& path, bool fast_parse = true);
+
+}  // namespace inferscale
