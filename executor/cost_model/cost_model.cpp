@@ -217,7 +217,8 @@ BatchResult CostModel::price(const StepWork& w) const {
   const double attn_ns = w.attention_flops / rates_.attention_flops_per_s * 1e9;
   const double mem_ns = w.hbm_bytes / rates_.hbm_bytes_per_s * 1e9;
   // The all-reduces sit between the layers' matmuls: not overlapped with compute or HBM.
-  const double comm_ns = w.allreduces == 0 ? 0.0 : w.allreduces * parallel_.allreduce_ns(w.allreduce_bytes);
+  const double comm_ns =
+      w.allreduces == 0 ? 0.0 : w.allreduces * parallel_.allreduce_ns(w.allreduce_bytes);
   const double forward_ns = std::max(gemm_ns + attn_ns, mem_ns) + comm_ns;
   // Zero work over a positive rate is +0 exactly: most steps move nothing over PCIe and inject
   // nothing, and a division is the dearest instruction here.

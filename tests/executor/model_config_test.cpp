@@ -129,7 +129,8 @@ TEST_CASE("model descriptions: errors name the file, the line and the key") {
     FAIL("an unknown preset was accepted");
   } catch (const InputError& e) {
     CHECK(e.where() == "--model");
-    CHECK(std::string(e.what()).find("presets: llama-3.1-70b, llama-3.1-8b, mistral-7b") != std::string::npos);
+    CHECK(std::string(e.what()).find("presets: llama-3.1-70b, llama-3.1-8b, mistral-7b") !=
+          std::string::npos);
   }
 }
 

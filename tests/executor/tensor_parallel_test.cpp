@@ -95,8 +95,8 @@ TEST_CASE("tensor parallel: a TP-2 step is the roofline of half the model plus t
   // Half of everything but the norms, which every GPU holds whole.
   CHECK(std::fabs(double(m.weight_bytes(2)) / double(m.weight_bytes(1)) - 0.5) < 1e-4);
 
-  const double gemm_flops = batch * 2.0 * 80 * (h * q + 2 * h * kv + q * h + 3 * h * ffn) +
-                            batch * 2.0 * vocab * h;
+  const double gemm_flops =
+      batch * 2.0 * 80 * (h * q + 2 * h * kv + q * h + 3 * h * ffn) + batch * 2.0 * vocab * h;
   const double attention_flops = batch * 4.0 * 80 * 32 * 128 * (context + 1);
   const double hbm_bytes = weight_bytes + batch * (context + 1.0) * kv_bytes_per_token;
   const double gemm_ns = gemm_flops / (989e12 * 0.65) * 1e9;
@@ -106,8 +106,8 @@ TEST_CASE("tensor parallel: a TP-2 step is the roofline of half the model plus t
   // 2(p-1) * latency, p = 2.
   const double message_bytes = batch * h * 2;
   const double allreduce_ns = 2.0 * 1 / 2 * message_bytes / (450e9 * 0.8) * 1e9 + 2.0 * 1 * 1e3;
-  const double expected_ns = std::max(gemm_ns + attention_ns, hbm_ns) + 160 * allreduce_ns +
-                             500e3 + batch * 5e3;
+  const double expected_ns =
+      std::max(gemm_ns + attention_ns, hbm_ns) + 160 * allreduce_ns + 500e3 + batch * 5e3;
 
   const CostModel cost = cost_at(m, 2);
   const StepWork w = cost.work(decodes(batch, context));
@@ -155,9 +155,8 @@ TEST_CASE("tensor parallel: without NVLink the all-reduce runs over PCIe") {
 
 TEST_CASE("tensor parallel: step time falls as the replica's GPUs grow") {
   const ModelConfig m = llama_70b();
-  for (const auto& [name, plan] :
-       {std::pair{"decode of 32 at 4k context", decodes(32, 4096)},
-        std::pair{"prefill of 4k tokens", prefill(4096)}}) {
+  for (const auto& [name, plan] : {std::pair{"decode of 32 at 4k context", decodes(32, 4096)},
+                                   std::pair{"prefill of 4k tokens", prefill(4096)}}) {
     INFO(name);
     SimTime previous = 0;
     for (std::uint32_t tp : {1u, 2u, 4u, 8u}) {

@@ -101,10 +101,10 @@ TEST_CASE("tp: GPU presets carry their interconnect") {
     std::uint32_t pcie_gen, nvlink_gen;
     double nvlink_gbps;
   };
-  for (const Link& l : {Link{"a100-80g", 4, 3, 300}, Link{"h100", 5, 4, 450},
-                        Link{"h200", 5, 4, 450}, Link{"l40s", 4, 0, 0},
-                        Link{"rtx-pro-6000", 5, 0, 0}, Link{"b200", 5, 5, 900},
-                        Link{"gb200", 0, 5, 900}}) {
+  for (const Link& l :
+       {Link{"a100-80g", 4, 3, 300}, Link{"h100", 5, 4, 450}, Link{"h200", 5, 4, 450},
+        Link{"l40s", 4, 0, 0}, Link{"rtx-pro-6000", 5, 0, 0}, Link{"b200", 5, 5, 900},
+        Link{"gb200", 0, 5, 900}}) {
     INFO(l.gpu);
     const GpuConfig g = load_gpu(l.gpu, "test");
     CHECK(g.pcie_gen == l.pcie_gen);
@@ -132,8 +132,8 @@ TEST_CASE("tp: a 70B run on four H200s prices and stores per GPU") {
   const auto& o = outcomes.front();
   CHECK(o.summary.requests == 60);
   // Request KV blocks from the per-GPU memory left and the per-GPU KV bytes of a token.
-  const std::uint64_t blocks = o.config.request_kv_bytes() /
-                               (o.config.kv_bytes_per_token_per_gpu() * 16);
+  const std::uint64_t blocks =
+      o.config.request_kv_bytes() / (o.config.kv_bytes_per_token_per_gpu() * 16);
   const std::uint64_t header = (o.config.serving.header_tokens + 15) / 16;
   CHECK(o.summary.kv_blocks_total == blocks - header);
   const auto summary = read_text(std::filesystem::path(o.dir) / "summary.json");
