@@ -143,6 +143,25 @@ void parse_rope_scaling(const ModelReader& model, const YAML::Node& node, const 
   m.rope_original_max_positions = s.integer("original_max_positions", 8192, 1, kMaxU32);
 }
 
+/// experts, experts_active, expert_ffn: all three or none.
+void parse_experts(const ModelReader& v, ModelConfig& m) {
+  const bool any = v.has("experts") || v.has("experts_active") || v.has("expert_ffn");
+  if (!any) return;
+  for (const char* k : {"experts", "experts_active", "expert_ffn"}) {
+    if (!v.has(k)) {
+      v.fail("", std::string("a mixture-of-experts model needs experts, experts_active and "
+                             "expert_ffn: missing key '") + k + "'");
+    }
+  }
+  m.experts = v.integer("experts", 0, 1, 65536);
+  m.experts_active = v.integer("experts_active", 0, 1, 65536);
+  m.expert_ffn = v.integer("expert_ffn", 0, 1, 1 << 22);
+  if (m.experts_active > m.experts) {
+    v.fail("experts_active", "experts_active (" + std::to_string(m.experts_active) +
+                                 ") must not exceed experts (" + std::to_string(m.experts) + ")");
+  }
+}
+
 }  // namespace
 
 ModelConfig parse_model_config(const YAML::Node& node, const ModelWhere& where) {
@@ -150,7 +169,7 @@ ModelConfig parse_model_config(const YAML::Node& node, const ModelWhere& where) 
   if (!node.IsMap()) v.fail("", "expected a map of keys");
   v.reject_unknown({"name", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab",
                     "dtype", "tie_embeddings", "rope_theta", "rope_layout", "rope_scaling",
-                    "rms_eps", "max_positions"});
+                    "rms_eps", "max_positions", "experts", "experts_active", "expert_ffn"});
   for (const char* k : {"layers", "hidden", "heads", "ffn", "vocab"}) {
     if (!v.has(k)) v.fail("", std::string("model: missing key '") + k + "'");
   }
@@ -173,6 +192,7 @@ ModelConfig parse_model_config(const YAML::Node& node, const ModelWhere& where) 
   if (v.has("rope_scaling")) parse_rope_scaling(v, node["rope_scaling"], where, m);
   m.rms_eps = v.number("rms_eps", 1e-5, 0, 1);
   m.max_positions = v.integer("max_positions", 131072, 1, kMaxU32);
+  parse_experts(v, m);
   return m;
 }
 

@@ -2,6 +2,7 @@
 // @brief Model and GPU descriptions shared by the memory model, the cost model and the GPU
 // executor, and the model presets' YAML (configs/models/*.yaml), their one source.
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -37,31 +38,91 @@ struct ModelConfig {
   double rms_eps = 1e-5;
   std::uint32_t max_positions = 131072;
 
-  /// K and V of one token over all layers: 2 * layers * kv_heads * head_dim * dtype_bytes.
-  std::uint64_t kv_bytes_per_token() const {
-    return 2ull * layers * kv_heads * head_dim * dtype_bytes;
+  // Mixture of experts (experts 0: a dense SwiGLU MLP of width ffn). Each MoE layer has
+  // `experts` SwiGLU experts of width expert_ffn and a router; a token uses experts_active.
+  std::uint32_t experts = 0;
+  std::uint32_t experts_active = 0;
+  std::uint32_t expert_ffn = 0;
+
+  bool moe() const { return experts > 0; }
+
+  /// KV heads a GPU holds at tensor-parallel degree `tp`: kv_heads / tp, or one (replicated on
+  /// tp / kv_heads GPUs, as vLLM does) when there are fewer KV heads than GPUs.
+  std::uint32_t kv_heads_per_gpu(std::uint32_t tp = 1) const {
+    return kv_heads >= tp ? kv_heads / tp : 1;
   }
-  /// Parameters (embeddings, attention, MLP, norms, LM head).
-  std::uint64_t parameters() const {
-    const std::uint64_t h = hidden, q = std::uint64_t(heads) * head_dim,
-                        kv = std::uint64_t(kv_heads) * head_dim;
-    const std::uint64_t per_layer = h * q + 2 * h * kv + q * h + 3 * h * ffn + 2 * h;
-    const std::uint64_t embed = std::uint64_t(vocab) * h;
+  /// K and V of one token over all layers on one GPU of a `tp`-way replica:
+  /// 2 * layers * kv_heads_per_gpu(tp) * head_dim * dtype_bytes.
+  std::uint64_t kv_bytes_per_token(std::uint32_t tp = 1) const {
+    return 2ull * layers * kv_heads_per_gpu(tp) * head_dim * dtype_bytes;
+  }
+  /// Parameters on one GPU of a `tp`-way replica (embeddings, attention, MLP or experts, norms,
+  /// LM head). Q, O, the MLP (each expert's width) and the vocabulary are split `tp` ways (rounded
+  /// up); K and V follow kv_heads_per_gpu; norms and the MoE router are replicated.
+  std::uint64_t parameters(std::uint32_t tp = 1) const {
+    const std::uint64_t h = hidden, q = split(std::uint64_t(heads) * head_dim, tp),
+                        kv = std::uint64_t(kv_heads_per_gpu(tp)) * head_dim;
+    const std::uint64_t per_layer = h * q + 2 * h * kv + q * h + expert_parameters(tp) +
+                                    dense_mlp_parameters(tp) + router_parameters() + 2 * h;
+    const std::uint64_t embed = split(vocab, tp) * h;
     return layers * per_layer + embed + (tie_embeddings ? 0 : embed) + h;
   }
-  std::uint64_t weight_bytes() const { return parameters() * dtype_bytes; }
-  /// Matmul FLOPs per token in the decoder layers, excluding attention over the context
-  /// (2 per multiply-add).
-  double layer_flops_per_token() const {
-    const double h = hidden, q = double(heads) * head_dim, kv = double(kv_heads) * head_dim;
-    return 2.0 * layers * (h * q + 2 * h * kv + q * h + 3 * h * ffn);
+  std::uint64_t weight_bytes(std::uint32_t tp = 1) const { return parameters(tp) * dtype_bytes; }
+  /// Parameters a token uses on one GPU: parameters(tp) with experts_active experts per layer.
+  std::uint64_t active_parameters(std::uint32_t tp = 1) const {
+    if (!moe()) return parameters(tp);
+    return parameters(tp) - layers * (expert_parameters(tp) / experts) * (experts - experts_active);
   }
-  /// FLOPs of the LM head for one sampled position.
-  double lm_head_flops() const { return 2.0 * double(vocab) * hidden; }
-  /// Attention FLOPs (QK^T and PV) of `n` new tokens after `past` tokens, causal.
-  double attention_flops(double n, double past) const {
-    return 4.0 * layers * double(heads) * head_dim * n * (past + (n + 1) / 2);
+  /// Bytes of all layers' expert weights on one GPU (0 for a dense model).
+  std::uint64_t expert_weight_bytes(std::uint32_t tp = 1) const {
+    return std::uint64_t(layers) * expert_parameters(tp) * dtype_bytes;
   }
+  /// Expected distinct experts a layer's `tokens` route to: E * (1 - (1 - a/E)^tokens), the
+  /// expectation when each token picks its a experts uniformly at random (each expert is missed
+  /// by one token with probability 1 - a/E, independently across tokens).
+  double experts_touched(double tokens) const {
+    if (!moe() || tokens <= 0) return 0;
+    const double e = experts, a = experts_active;
+    return e * (1.0 - std::pow(1.0 - a / e, tokens));
+  }
+  /// Weight bytes one GPU reads in a forward pass of `tokens` tokens: everything for a dense
+  /// model; for a MoE model the shared weights plus the experts the tokens touch.
+  double weight_read_bytes(double tokens, std::uint32_t tp = 1) const {
+    if (tokens <= 0) return 0;
+    if (!moe()) return double(weight_bytes(tp));
+    const double experts_bytes = double(expert_weight_bytes(tp));
+    return double(weight_bytes(tp)) - experts_bytes +
+           experts_bytes * experts_touched(tokens) / double(experts);
+  }
+  /// Matmul FLOPs per token in the decoder layers on one GPU, excluding attention over the
+  /// context (2 per multiply-add; a MoE layer counts its active experts and its router).
+  double layer_flops_per_token(std::uint32_t tp = 1) const {
+    const double h = hidden, q = double(split(std::uint64_t(heads) * head_dim, tp)),
+                 kv = double(kv_heads_per_gpu(tp)) * head_dim;
+    const double mlp = moe() ? double(experts_active) * 3 * h * double(split(expert_ffn, tp)) +
+                                   double(router_parameters())
+                             : 3 * h * double(split(ffn, tp));
+    return 2.0 * layers * (h * q + 2 * h * kv + q * h + mlp);
+  }
+  /// FLOPs of the LM head for one sampled position on one GPU (vocabulary split tp ways).
+  double lm_head_flops(std::uint32_t tp = 1) const {
+    return 2.0 * double(split(vocab, tp)) * hidden;
+  }
+  /// Attention FLOPs (QK^T and PV) of `n` new tokens after `past` tokens, causal, on one GPU
+  /// (heads / tp query heads).
+  double attention_flops(double n, double past, std::uint32_t tp = 1) const {
+    return 4.0 * layers * double(heads / tp) * head_dim * n * (past + (n + 1) / 2);
+  }
+
+ private:
+  static std::uint64_t split(std::uint64_t n, std::uint32_t tp) { return (n + tp - 1) / tp; }
+  std::uint64_t expert_parameters(std::uint32_t tp) const {
+    return std::uint64_t(experts) * 3 * hidden * split(expert_ffn, tp);
+  }
+  std::uint64_t dense_mlp_parameters(std::uint32_t tp) const {
+    return moe() ? 0 : 3ull * hidden * split(ffn, tp);
+  }
+  std::uint64_t router_parameters() const { return std::uint64_t(experts) * hidden; }
 };
 
 /// A GPU's datasheet figures plus efficiency factors for the roofline.
@@ -76,6 +137,13 @@ struct GpuConfig {
   double mfu = 0.6;           // achieved fraction of peak FLOP/s for large GEMMs
   double mbu = 0.8;           // achieved fraction of HBM bandwidth
   double pcie_efficiency = 0.8;
+  // GPU-to-GPU link for tensor-parallel all-reduces. nvlink_gen 0: none (PCIe peer to peer,
+  // at pcie_gbps, is used instead).
+  std::uint32_t pcie_gen = 0;       // 0: not stated
+  std::uint32_t nvlink_gen = 0;
+  double nvlink_gbps = 0;           // per GPU, one direction, GB/s
+  double link_latency_us = 1;       // per step of a ring all-reduce (an estimate: calibrate)
+  double link_efficiency = 0.8;     // achieved fraction of the link bandwidth
 };
 
 /// Where the presets live: ./configs when it has models/, else the source tree's configs.

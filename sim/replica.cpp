@@ -34,7 +34,7 @@ Replica::Replica(int index, const RunConfig& cfg, FactTable& facts, RequestPool&
       next_access_(std::move(next_access)),
       kv_inject_(cfg.serving.mode == ServingMode::kKvInject),
       async_loads_(kv_inject_ && cfg.store.host.enabled && cfg.store.host.async_loads),
-      kv_bytes_per_token_(cfg.model.kv_bytes_per_token()) {
+      kv_bytes_per_token_(cfg.kv_bytes_per_token_per_gpu()) {
   if (kv_inject_) {
     const std::uint64_t seed = cfg.seed * 1000003ull + static_cast<std::uint64_t>(index);
     gpu_ = make_tier("gpu", cfg.store.gpu, seed, cfg.fast_paths);

@@ -59,7 +59,11 @@ json model_json(const ModelConfig& m) {
               {"vocab", m.vocab},
               {"dtype_bytes", m.dtype_bytes},
               {"kv_bytes_per_token", m.kv_bytes_per_token()},
-              {"weight_bytes", m.weight_bytes()}};
+              {"weight_bytes", m.weight_bytes()},
+              {"experts", m.experts},
+              {"experts_active", m.experts_active},
+              {"expert_ffn", m.expert_ffn},
+              {"active_parameters", m.active_parameters()}};
 }
 
 json gpu_json(const GpuConfig& g) {
@@ -72,7 +76,12 @@ json gpu_json(const GpuConfig& g) {
               {"per_seq_overhead_us", g.per_seq_overhead_us},
               {"mfu", g.mfu},
               {"mbu", g.mbu},
-              {"pcie_efficiency", g.pcie_efficiency}};
+              {"pcie_efficiency", g.pcie_efficiency},
+              {"pcie_gen", g.pcie_gen},
+              {"nvlink_gen", g.nvlink_gen},
+              {"nvlink_gbps", g.nvlink_gbps},
+              {"link_latency_us", g.link_latency_us},
+              {"link_efficiency", g.link_efficiency}};
 }
 
 json tier_json(const TierConfig& t) {
@@ -133,6 +142,9 @@ json config_json(const RunConfig& c) {
       {"model", model_json(c.model)},
       {"gpu", gpu_json(c.gpu)},
       {"replicas", c.replicas},
+      {"tp", c.tp},
+      {"weight_bytes_per_gpu", c.weight_bytes_per_gpu()},
+      {"kv_bytes_per_token_per_gpu", c.kv_bytes_per_token_per_gpu()},
       {"router", to_string(c.router)},
       {"scheduler", scheduler_json(c.scheduler)},
       {"serving",

@@ -52,14 +52,31 @@ CostRates CostRates::from_gpu(const GpuConfig& gpu) {
   return r;
 }
 
-CostModel::CostModel(ModelConfig model, CostRates rates)
+TensorParallel TensorParallel::from_gpu(const GpuConfig& gpu, std::uint32_t tp) {
+  TensorParallel p;
+  p.tp = tp;
+  const double gbps = gpu.nvlink_gen > 0 && gpu.nvlink_gbps > 0 ? gpu.nvlink_gbps : gpu.pcie_gbps;
+  p.link_bytes_per_s = gbps * 1e9 * gpu.link_efficiency;
+  p.link_latency_ns = gpu.link_latency_us * 1e3;
+  return p;
+}
+
+double TensorParallel::allreduce_ns(double bytes) const {
+  if (tp <= 1 || bytes <= 0) return 0;
+  const double p = tp;
+  return 2.0 * (p - 1) / p * bytes / link_bytes_per_s * 1e9 + 2.0 * (p - 1) * link_latency_ns;
+}
+
+CostModel::CostModel(ModelConfig model, CostRates rates, TensorParallel parallel)
     : model_(std::move(model)),
       rates_(rates),
-      kv_bytes_(double(model_.kv_bytes_per_token())),
-      layer_flops_(model_.layer_flops_per_token()),
-      head_flops_(model_.lm_head_flops()),
-      weight_bytes_(double(model_.weight_bytes())),
-      decode_attention_flops_(model_.attention_flops(1, 0)),
+      parallel_(parallel),
+      moe_(model_.moe()),
+      kv_bytes_(double(model_.kv_bytes_per_token(parallel_.tp))),
+      layer_flops_(model_.layer_flops_per_token(parallel_.tp)),
+      head_flops_(model_.lm_head_flops(parallel_.tp)),
+      weight_bytes_(double(model_.weight_bytes(parallel_.tp))),
+      decode_attention_flops_(model_.attention_flops(1, 0, parallel_.tp)),
       hbm_rate_positive_(rates_.hbm_bytes_per_s > 0),
       pcie_rate_positive_(rates_.pcie_bytes_per_s > 0) {}
 
@@ -73,7 +90,7 @@ StepWork CostModel::work(const BatchPlan& plan) const {
   for (const auto& p : plan.prefills) {
     const double n = p.computed_now, past = p.present_tokens;
     prefill_tokens += n;
-    attention_flops += model_.attention_flops(n, past);
+    attention_flops += model_.attention_flops(n, past, parallel_.tp);
     hbm_bytes += (past + n) * kv_bytes_;  // read the context once (flash), write the new KV
     if (p.last_chunk) samples += 1;
     if (p.first_chunk) {
@@ -114,7 +131,7 @@ StepWork CostModel::work(const BatchPlan& plan) const {
       hbm_bytes = hbm;
     } else {
       for (const auto& d : plan.decodes) {
-        attention_flops += model_.attention_flops(1, d.context_tokens);
+        attention_flops += model_.attention_flops(1, d.context_tokens, parallel_.tp);
         hbm_bytes += (double(d.context_tokens) + 1) * kv_bytes_;
       }
     }
@@ -144,7 +161,7 @@ StepWork CostModel::work(const BatchPlan& plan) const {
       for (const auto& e : plan.encodes) {
         const double n = double(e.tokens) + e.context_tokens;
         encode_tokens += n;
-        attention_flops += model_.attention_flops(n, 0);
+        attention_flops += model_.attention_flops(n, 0, parallel_.tp);
         hbm_bytes += e.tokens * kv_bytes_;
         encodes += 1;
       }
@@ -153,8 +170,14 @@ StepWork CostModel::work(const BatchPlan& plan) const {
   for (const auto& l : plan.loads) pcie_bytes += double(l.bytes);
   for (const auto& o : plan.offloads) pcie_bytes += double(o.bytes);
   const double tokens = prefill_tokens + decode_tokens + encode_tokens;
-  if (tokens > 0) hbm_bytes += weight_bytes_;
+  if (tokens > 0) hbm_bytes += weight_read_bytes(tokens);
   StepWork w;
+  if (parallel_.tp > 1 && tokens > 0) {
+    // Megatron-style splits: one all-reduce after attention's output projection and one after
+    // the MLP's down projection, each of the pass's hidden states.
+    w.allreduce_bytes = tokens * double(model_.hidden) * double(model_.dtype_bytes);
+    w.allreduces = 2.0 * double(model_.layers);
+  }
   w.gemm_flops = tokens * layer_flops_ + samples * head_flops_;
   w.attention_flops = attention_flops;
   w.hbm_bytes = hbm_bytes;
@@ -178,7 +201,11 @@ bool CostModel::decode_work(std::uint32_t decodes, std::uint64_t context_plus1, 
   w = StepWork{};
   w.gemm_flops = n * layer_flops_ + n * head_flops_;
   w.attention_flops = attention;
-  w.hbm_bytes = decodes > 0 ? hbm + weight_bytes_ : hbm;
+  w.hbm_bytes = decodes > 0 ? hbm + weight_read_bytes(n) : hbm;
+  if (parallel_.tp > 1 && decodes > 0) {
+    w.allreduce_bytes = n * double(model_.hidden) * double(model_.dtype_bytes);
+    w.allreduces = 2.0 * double(model_.layers);
+  }
   w.sequences = n;
   w.decode_tokens = n;
   return true;
@@ -189,7 +216,10 @@ BatchResult CostModel::price(const StepWork& w) const {
   const double gemm_ns = w.gemm_flops / rates_.gemm_flops_per_s * 1e9;
   const double attn_ns = w.attention_flops / rates_.attention_flops_per_s * 1e9;
   const double mem_ns = w.hbm_bytes / rates_.hbm_bytes_per_s * 1e9;
-  const double forward_ns = std::max(gemm_ns + attn_ns, mem_ns);
+  // The all-reduces sit between the layers' matmuls: not overlapped with compute or HBM.
+  const double comm_ns =
+      w.allreduces == 0 ? 0.0 : w.allreduces * parallel_.allreduce_ns(w.allreduce_bytes);
+  const double forward_ns = std::max(gemm_ns + attn_ns, mem_ns) + comm_ns;
   // Zero work over a positive rate is +0 exactly: most steps move nothing over PCIe and inject
   // nothing, and a division is the dearest instruction here.
   const double inject_ns = w.inject_bytes == 0 && hbm_rate_positive_
@@ -226,6 +256,9 @@ bool CostModel::decode_durations(std::uint32_t decodes, std::uint64_t context_to
   StepWork w;
   if (!decode_work(decodes, context_tokens + decodes, w)) return false;
   const double gemm_ns = w.gemm_flops / rates_.gemm_flops_per_s * 1e9;
+  const double comm_ns =
+      w.allreduces == 0 ? 0.0 : w.allreduces * parallel_.allreduce_ns(w.allreduce_bytes);
+  const double decode_weights = decodes > 0 ? weight_read_bytes(double(decodes)) : 0.0;
   const double inject_ns = hbm_rate_positive_ ? 0.0 : w.inject_bytes / rates_.hbm_bytes_per_s * 1e9;
   const double pcie_ns = pcie_rate_positive_ ? 0.0 : w.pcie_bytes / rates_.pcie_bytes_per_s * 1e9;
   const double busy_overhead_ns = rates_.step_overhead_ns +
@@ -243,8 +276,9 @@ bool CostModel::decode_durations(std::uint32_t decodes, std::uint64_t context_to
     const double attention = decode_attention_flops_ * double(context_plus1);
     const double hbm = double(context_plus1) * kv_bytes_;
     const double attn_ns = attention / rates_.attention_flops_per_s * 1e9;
-    const double mem_ns = (decodes > 0 ? hbm + weight_bytes_ : hbm) / rates_.hbm_bytes_per_s * 1e9;
-    const double forward_ns = std::max(gemm_ns + attn_ns, mem_ns);
+    const double mem_ns =
+        (decodes > 0 ? hbm + decode_weights : hbm) / rates_.hbm_bytes_per_s * 1e9;
+    const double forward_ns = std::max(gemm_ns + attn_ns, mem_ns) + comm_ns;
     const bool idle = forward_ns == 0 && inject_ns == 0 && pcie_ns == 0;
     const double overhead_ns = idle ? 0 : busy_overhead_ns;
     out = round_ns(forward_ns + inject_ns + pcie_ns + overhead_ns);

@@ -21,6 +21,20 @@ struct CostRates {
   static CostRates from_gpu(const GpuConfig& gpu);
 };
 
+/// A replica's tensor parallelism: its degree and the all-reduce link between its GPUs.
+struct TensorParallel {
+  std::uint32_t tp = 1;
+  double link_bytes_per_s = 0;  // one direction, per GPU, achieved
+  double link_latency_ns = 0;   // per step of the ring
+
+  /// The GPU's NVLink (or, without one, its PCIe link) at its achieved efficiency.
+  static TensorParallel from_gpu(const GpuConfig& gpu, std::uint32_t tp);
+  /// One ring all-reduce of `bytes` over tp GPUs: 2(p-1)/p * bytes / bw + 2(p-1) * latency
+  /// (reduce-scatter then all-gather, p-1 steps each; Thakur, Rabenseifner and Gropp 2005).
+  /// 0 when tp is 1.
+  double allreduce_ns(double bytes) const;
+};
+
 /// Work a step does, counted from its plan (features of the roofline).
 struct StepWork {
   double gemm_flops = 0;
@@ -28,6 +42,8 @@ struct StepWork {
   double hbm_bytes = 0;     // weights + KV traffic of the forward pass
   double inject_bytes = 0;  // KV gathered into request caches (read + write)
   double pcie_bytes = 0;
+  double allreduce_bytes = 0;  // tensor parallel: one all-reduce's message (tokens x hidden)
+  double allreduces = 0;       // tensor parallel: all-reduces in the pass (two per layer)
   double sequences = 0;
   double encodes = 0;
   double transfers = 0;  // facts moved between the host tier and the GPU (loads + offloads)
@@ -36,7 +52,9 @@ struct StepWork {
 
 class CostModel {
  public:
-  CostModel(ModelConfig model, CostRates rates);
+  /// Prices one GPU of a replica of `parallel.tp` GPUs: the model's shapes split per GPU
+  /// (ModelConfig's tp-argument functions) plus the all-reduces between them.
+  CostModel(ModelConfig model, CostRates rates, TensorParallel parallel = {});
   StepWork work(const BatchPlan& plan) const;
   /// work() of a plan of `decodes` decode items alone whose contexts plus one each sum to
   /// `context_plus1`, bit for bit; false (w untouched) where work() would sum item by item.
@@ -53,10 +71,17 @@ class CostModel {
   SimTime load_cost_ns(std::uint64_t bytes) const;
   const ModelConfig& model() const { return model_; }
   const CostRates& rates() const { return rates_; }
+  const TensorParallel& parallel() const { return parallel_; }
 
  private:
+  /// Weights read by a pass of `tokens` tokens (all, or for MoE the experts touched).
+  double weight_read_bytes(double tokens) const {
+    return moe_ ? model_.weight_read_bytes(tokens, parallel_.tp) : weight_bytes_;
+  }
   ModelConfig model_;
   CostRates rates_;
+  TensorParallel parallel_;
+  bool moe_ = false;
   double kv_bytes_ = 0;
   // The model's per-step constants, computed once.
   double layer_flops_ = 0, head_flops_ = 0, weight_bytes_ = 0;

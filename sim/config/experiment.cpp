@@ -70,7 +70,8 @@ ModelConfig parse_model(const YamlView& v) {
 
 GpuConfig parse_gpu(const YamlView& v) {
   v.reject_unknown({"name", "memory", "bf16_tflops", "hbm_gbps", "pcie_gbps", "step_overhead_us",
-                    "per_seq_overhead_us", "mfu", "mbu", "pcie_efficiency"});
+                    "per_seq_overhead_us", "mfu", "mbu", "pcie_efficiency", "pcie_gen",
+                    "nvlink_gen", "nvlink_gbps", "link_latency_us", "link_efficiency"});
   for (const char* k : {"memory", "bf16_tflops", "hbm_gbps", "pcie_gbps"}) {
     if (!v.has(k)) v.fail("", std::string("gpu: missing key '") + k + "'");
   }
@@ -86,6 +87,18 @@ GpuConfig parse_gpu(const YamlView& v) {
   g.mfu = v.number("mfu", 0.6, 1e-3, 1);
   g.mbu = v.number("mbu", 0.8, 1e-3, 1);
   g.pcie_efficiency = v.number("pcie_efficiency", 0.8, 1e-3, 1);
+  g.pcie_gen = static_cast<std::uint32_t>(v.integer("pcie_gen", 0, 0, 16));
+  g.nvlink_gen = static_cast<std::uint32_t>(v.integer("nvlink_gen", 0, 0, 16));
+  g.nvlink_gbps = v.number("nvlink_gbps", 0, 0, 1e12);
+  if (g.nvlink_gen > 0 && g.nvlink_gbps == 0) {
+    v.fail("nvlink_gbps", "nvlink_gen " + std::to_string(g.nvlink_gen) +
+                              " needs a positive nvlink_gbps (per GPU, one direction)");
+  }
+  if (g.nvlink_gen == 0 && g.nvlink_gbps > 0) {
+    v.fail("nvlink_gen", "nvlink_gbps is set: give the NVLink generation (1 or more)");
+  }
+  g.link_latency_us = v.number("link_latency_us", 1, 0, 1e6);
+  g.link_efficiency = v.number("link_efficiency", 0.8, 1e-3, 1);
   return g;
 }
 
@@ -315,14 +328,36 @@ OutputConfig parse_output(const YamlView& v) {
   return c;
 }
 
-/// Memory feasibility: weights + reserve + store + at least one block per sequence.
+/// `tp: 1|2|4|8`: GPUs per replica (tensor parallel). Query heads must split evenly; KV heads
+/// split evenly or are replicated (tp a multiple of kv_heads).
+std::uint32_t parse_tp(const YamlView& v, const ModelConfig& m) {
+  const auto tp = static_cast<std::uint32_t>(v.integer("tp", 1, 1, 8));
+  if (tp != 1 && tp != 2 && tp != 4 && tp != 8) {
+    v.fail("tp", "expected 1, 2, 4 or 8 GPUs per replica, got " + std::to_string(tp));
+  }
+  if (m.heads % tp != 0) {
+    v.fail("tp", "model '" + m.name + "' has " + std::to_string(m.heads) +
+                     " attention heads, not divisible by tp " + std::to_string(tp));
+  }
+  if (m.kv_heads % tp != 0 && tp % m.kv_heads != 0) {
+    v.fail("tp", "model '" + m.name + "' has " + std::to_string(m.kv_heads) +
+                     " KV heads: tp " + std::to_string(tp) +
+                     " must divide them or be a multiple of them");
+  }
+  return tp;
+}
+
+/// Memory feasibility on each GPU of a replica: its share of the weights + reserve + store +
+/// at least one block per sequence.
 void check_memory_fits(const YamlView& v, const RunConfig& r) {
   const double usable = r.memory.gpu_utilization * double(r.gpu.memory_bytes);
-  const double fixed = double(r.model.weight_bytes()) + double(r.memory.activation_reserve_bytes);
+  const double weights = double(r.weight_bytes_per_gpu());
+  const double fixed = weights + double(r.memory.activation_reserve_bytes);
   auto gib = [](double b) { return std::to_string(b / double(1ull << 30)).substr(0, 6) + " GiB"; };
   if (fixed >= usable) {
-    v.fail("model", "model '" + r.model.name + "' does not fit on " + r.gpu.name + ": weights " +
-                        gib(double(r.model.weight_bytes())) + " + activation reserve " +
+    v.fail("model", "model '" + r.model.name + "' does not fit on " + r.gpu.name + " at tp " +
+                        std::to_string(r.tp) + ": weights per GPU " + gib(weights) +
+                        " + activation reserve " +
                         gib(double(r.memory.activation_reserve_bytes)) + " >= usable " +
                         gib(usable));
   }
@@ -339,7 +374,7 @@ void check_memory_fits(const YamlView& v, const RunConfig& r) {
 RunConfig parse_run(const YamlView& v, const std::string& experiment, const std::string& name) {
   v.reject_unknown({"experiment", "description", "seed", "trace", "model", "gpu", "replicas",
                     "router", "scheduler", "serving", "store", "memory", "executor", "slo",
-                    "output", "runs", "name", "fast_paths"});
+                    "output", "runs", "name", "fast_paths", "tp"});
   RunConfig r;
   r.experiment = experiment;
   r.name = name;
@@ -348,6 +383,7 @@ RunConfig parse_run(const YamlView& v, const std::string& experiment, const std:
   r.model = model_of(v);
   r.gpu = gpu_of(v);
   r.replicas = static_cast<std::uint32_t>(v.integer("replicas", 1, 1, 4096));
+  r.tp = parse_tp(v, r.model);
   r.fast_paths = v.boolean("fast_paths", true);
   r.router = parse_router(v);
   r.scheduler = parse_scheduler(v);
@@ -357,6 +393,14 @@ RunConfig parse_run(const YamlView& v, const std::string& experiment, const std:
   r.executor = parse_executor(v);
   r.slo = parse_slo(v);
   r.output = parse_output(v);
+  if (r.tp > 1 && r.executor.kind != "cost_model") {
+    v.fail("tp", "tp " + std::to_string(r.tp) + " needs executor kind 'cost_model' (the '" +
+                     r.executor.kind + "' executor runs one GPU)");
+  }
+  if (r.model.moe() && r.executor.kind != "cost_model") {
+    v.fail("model", "model '" + r.model.name + "' is a mixture of experts: only executor kind "
+                    "'cost_model' prices one (got '" + r.executor.kind + "')");
+  }
   check_memory_fits(v, r);
   return r;
 }
@@ -400,8 +444,8 @@ std::uint64_t RunConfig::request_kv_bytes() const {
   // In text mode there is no fact store: its memory serves request KV.
   const double store_bytes =
       serving.mode == ServingMode::kKvInject ? double(store.gpu.capacity_bytes) : 0.0;
-  const double left =
-      usable - double(model.weight_bytes()) - double(memory.activation_reserve_bytes) - store_bytes;
+  const double left = usable - double(weight_bytes_per_gpu()) -
+                      double(memory.activation_reserve_bytes) - store_bytes;
   return left > 0 ? static_cast<std::uint64_t>(left) : 0;
 }
 

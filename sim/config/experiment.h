@@ -113,6 +113,7 @@ struct RunConfig {
   ModelConfig model;
   GpuConfig gpu;
   std::uint32_t replicas = 1;
+  std::uint32_t tp = 1;  // GPUs per replica, tensor parallel; memory figures below are per GPU
   // Off: every behaviour takes the general path (no fused decode steps, the built-in LRU through
   // the policy interface like a user's policy, the general trace parser); results are identical.
   bool fast_paths = true;
@@ -126,8 +127,13 @@ struct RunConfig {
   OutputConfig output;
   std::string echo_yaml;  // the resolved config, echoed into summary.json
 
-  /// Bytes of GPU memory left for request KV after weights, reserve and the fact store.
+  /// Bytes of one GPU's memory left for request KV after weights, reserve and the fact store.
   std::uint64_t request_kv_bytes() const;
+  /// The model's weights on one GPU of a replica.
+  std::uint64_t weight_bytes_per_gpu() const { return model.weight_bytes(tp); }
+  /// KV of one token on one GPU of a replica (its KV-head share): what a GPU block or a stored
+  /// fact costs in the store tiers, which are per GPU.
+  std::uint64_t kv_bytes_per_token_per_gpu() const { return model.kv_bytes_per_token(tp); }
 };
 
 struct ExperimentConfig {
