@@ -9,13 +9,13 @@
 #include <fstream>
 #include <memory>
 
+#include "cli/commands.h"
 #include "cli/eval_config.h"
 #include "eval/fidelity.h"
 #include "executor/gpu/checkpoint_loader.h"
 #include "executor/gpu/gpu_executor.h"
 #include "executor/tokenizer/bpe_tokenizer.h"
 #include "executor/weights/gguf.h"
-#include "cli/commands.h"
 #include "traces/error.h"
 #include "traces/locomo.h"
 

@@ -75,8 +75,8 @@ const bool kRegistered = register_executor_kind(
         // The config sizes the fact pool and the KV cache for its GPU preset's memory.
         throw InputError(run.executor.where,
                          "the GPU ran out of memory while the executor was set up: the run is "
-                         "sized for 'gpu: " + run.gpu.name + "' (" +
-                             std::to_string(run.gpu.memory_bytes >> 30) +
+                         "sized for 'gpu: " +
+                             run.gpu.name + "' (" + std::to_string(run.gpu.memory_bytes >> 30) +
                              " GiB); on a GPU with less memory name its preset, or lower "
                              "store.gpu.capacity or memory.gpu_utilization");
       }

@@ -11,9 +11,9 @@
 #include <sstream>
 #include <thread>
 
+#include "cli/commands.h"
 #include "policies/registry.h"
 #include "sim/cache_replay.h"
-#include "cli/commands.h"
 
 namespace inferscale::cli {
 

@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <memory>
 
-#include "executor/remote/server.h"
 #include "cli/commands.h"
+#include "cli/executor_kinds.h"
+#include "executor/remote/server.h"
 #include "sim/config/experiment.h"
 #include "sim/config/yaml_view.h"
-#include "cli/executor_kinds.h"
 #include "sim/executor_factory.h"
 #include "traces/error.h"
 
@@ -101,8 +101,9 @@ void add_serve_commands(CLI::App& app, Action& action) {
   serve->add_flag("--copies-first", args->copies_first,
                   "gpu and calibrated executors: issue every step's asynchronous copies before "
                   "its pass (executor.copies_beside_pass: false)");
-  serve->add_option("--max-sessions", args->max_sessions,
-                    "sessions served at once (connections past their handshake)")
+  serve
+      ->add_option("--max-sessions", args->max_sessions,
+                   "sessions served at once (connections past their handshake)")
       ->capture_default_str()
       ->check(CLI::Range(1u, 4096u));
   serve

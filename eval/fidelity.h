@@ -31,12 +31,12 @@ struct RecomputeSetting {
 };
 
 struct FidelityConfig {
-  std::string model;                             // GGUF or safetensors checkpoint
-  std::string data;        // LoCoMo: a directory or file that holds it; "": searched for
-  std::string data_where;  // position of `data:` (or of the file), for errors
-  std::string device = "cpu";                    // cpu | cuda
-  std::string dtype;                             // f32 | bf16 | f16 (default: f32 cpu, bf16 cuda)
-  std::string rope = "pre_rope";                 // pre_rope | delta
+  std::string model;              // GGUF or safetensors checkpoint
+  std::string data;               // LoCoMo: a directory or file that holds it; "": searched for
+  std::string data_where;         // position of `data:` (or of the file), for errors
+  std::string device = "cpu";     // cpu | cuda
+  std::string dtype;              // f32 | bf16 | f16 (default: f32 cpu, bf16 cuda)
+  std::string rope = "pre_rope";  // pre_rope | delta
   std::vector<std::uint32_t> ks = {5, 10, 20, 50};
   std::vector<std::uint32_t> windows = {0, 5, 20, 50};
   std::uint32_t questions = 0;  // 0: all answerable questions; else the first n (file order)

@@ -150,7 +150,8 @@ void parse_experts(const ModelReader& v, ModelConfig& m) {
   for (const char* k : {"experts", "experts_active", "expert_ffn"}) {
     if (!v.has(k)) {
       v.fail("", std::string("a mixture-of-experts model needs experts, experts_active and "
-                             "expert_ffn: missing key '") + k + "'");
+                             "expert_ffn: missing key '") +
+                     k + "'");
     }
   }
   m.experts = v.integer("experts", 0, 1, 65536);

@@ -129,21 +129,21 @@ struct ModelConfig {
 struct GpuConfig {
   std::string name;
   std::uint64_t memory_bytes = 0;
-  double bf16_tflops = 0;     // dense peak
-  double hbm_gbps = 0;        // GB/s
-  double pcie_gbps = 0;       // host<->device, one direction, GB/s
-  double step_overhead_us = 0;  // fixed cost of one scheduler step (launches, sampling, host)
+  double bf16_tflops = 0;          // dense peak
+  double hbm_gbps = 0;             // GB/s
+  double pcie_gbps = 0;            // host<->device, one direction, GB/s
+  double step_overhead_us = 0;     // fixed cost of one scheduler step (launches, sampling, host)
   double per_seq_overhead_us = 5;  // per sequence in a step (sampling, bookkeeping)
-  double mfu = 0.6;           // achieved fraction of peak FLOP/s for large GEMMs
-  double mbu = 0.8;           // achieved fraction of HBM bandwidth
+  double mfu = 0.6;                // achieved fraction of peak FLOP/s for large GEMMs
+  double mbu = 0.8;                // achieved fraction of HBM bandwidth
   double pcie_efficiency = 0.8;
   // GPU-to-GPU link for tensor-parallel all-reduces. nvlink_gen 0: none (PCIe peer to peer,
   // at pcie_gbps, is used instead).
-  std::uint32_t pcie_gen = 0;       // 0: not stated
+  std::uint32_t pcie_gen = 0;  // 0: not stated
   std::uint32_t nvlink_gen = 0;
-  double nvlink_gbps = 0;           // per GPU, one direction, GB/s
-  double link_latency_us = 1;       // per step of a ring all-reduce (an estimate: calibrate)
-  double link_efficiency = 0.8;     // achieved fraction of the link bandwidth
+  double nvlink_gbps = 0;        // per GPU, one direction, GB/s
+  double link_latency_us = 1;    // per step of a ring all-reduce (an estimate: calibrate)
+  double link_efficiency = 0.8;  // achieved fraction of the link bandwidth
 };
 
 /// Where the presets live: ./configs when it has models/, else the source tree's configs.

@@ -23,8 +23,7 @@ SimTime round_ns(double x) {
   const auto t = static_cast<SimTime>(x);  // toward zero
   const double frac = x - static_cast<double>(t);
   // Without branches: which way a price's fraction goes is a coin toss for the predictor.
-  const SimTime r =
-      t + static_cast<SimTime>(frac >= 0.5) - static_cast<SimTime>(frac <= -0.5);
+  const SimTime r = t + static_cast<SimTime>(frac >= 0.5) - static_cast<SimTime>(frac <= -0.5);
   return std::clamp(r, -kMaxPriceNs, kMaxPriceNs);
 }
 
@@ -276,8 +275,7 @@ bool CostModel::decode_durations(std::uint32_t decodes, std::uint64_t context_to
     const double attention = decode_attention_flops_ * double(context_plus1);
     const double hbm = double(context_plus1) * kv_bytes_;
     const double attn_ns = attention / rates_.attention_flops_per_s * 1e9;
-    const double mem_ns =
-        (decodes > 0 ? hbm + decode_weights : hbm) / rates_.hbm_bytes_per_s * 1e9;
+    const double mem_ns = (decodes > 0 ? hbm + decode_weights : hbm) / rates_.hbm_bytes_per_s * 1e9;
     const double forward_ns = std::max(gemm_ns + attn_ns, mem_ns) + comm_ns;
     const bool idle = forward_ns == 0 && inject_ns == 0 && pcie_ns == 0;
     const double overhead_ns = idle ? 0 : busy_overhead_ns;
