@@ -33,16 +33,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (payload.size() >= kHeaderBytes) check_header(decode_header(payload.data()));
         break;
       case 1:
-        round_trip(payload, [](auto p) { return decode_hello(p); },
-                   [](const Hello& m, std::vector<std::uint8_t>& o) { encode_hello(m, o); });
+        round_trip(
+            payload, [](auto p) { return decode_hello(p); },
+            [](const Hello& m, std::vector<std::uint8_t>& o) { encode_hello(m, o); });
         break;
       case 2:
-        round_trip(payload, [](auto p) { return decode_welcome(p); },
-                   [](const Welcome& m, std::vector<std::uint8_t>& o) { encode_welcome(m, o); });
+        round_trip(
+            payload, [](auto p) { return decode_welcome(p); },
+            [](const Welcome& m, std::vector<std::uint8_t>& o) { encode_welcome(m, o); });
         break;
       case 3:
-        round_trip(payload, [](auto p) { return decode_error(p); },
-                   [](const ErrorMessage& m, std::vector<std::uint8_t>& o) { encode_error(m, o); });
+        round_trip(
+            payload, [](auto p) { return decode_error(p); },
+            [](const ErrorMessage& m, std::vector<std::uint8_t>& o) { encode_error(m, o); });
         break;
       case 4:
         round_trip(
@@ -52,13 +55,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
               decode_plan(p, plan);
               return plan;
             },
-            [](const inferscale::BatchPlan& m, std::vector<std::uint8_t>& o) { encode_plan(m, o); });
+            [](const inferscale::BatchPlan& m, std::vector<std::uint8_t>& o) {
+              encode_plan(m, o);
+            });
         break;
       default:
-        round_trip(payload, [](auto p) { return decode_result(p); },
-                   [](const inferscale::BatchResult& m, std::vector<std::uint8_t>& o) {
-                     encode_result(m, o);
-                   });
+        round_trip(
+            payload, [](auto p) { return decode_result(p); },
+            [](const inferscale::BatchResult& m, std::vector<std::uint8_t>& o) {
+              encode_result(m, o);
+            });
     }
   } catch (const ProtocolError&) {
   }

@@ -74,13 +74,13 @@ std::function<SimTime(std::uint32_t, std::uint32_t)> encode_pricing(const RunCon
     return [model](std::uint32_t t, std::uint32_t c) { return model->encode_cost_ns(t, c); };
   }
   auto model = std::make_shared<CostModel>(run.model, CostRates::from_gpu(run.gpu),
-                                            TensorParallel::from_gpu(run.gpu, run.tp));
+                                           TensorParallel::from_gpu(run.gpu, run.tp));
   return [model](std::uint32_t t, std::uint32_t c) { return model->encode_cost_ns(t, c); };
 }
 
 std::function<SimTime(std::uint64_t)> load_pricing(const RunConfig& run) {
   auto model = std::make_shared<CostModel>(run.model, CostRates::from_gpu(run.gpu),
-                                            TensorParallel::from_gpu(run.gpu, run.tp));
+                                           TensorParallel::from_gpu(run.gpu, run.tp));
   return [model](std::uint64_t bytes) { return model->load_cost_ns(bytes); };
 }
 
@@ -99,8 +99,8 @@ std::unique_ptr<Executor> make_executor(const RunConfig& run, int replica) {
         CalibratedCostModel(run.model, std::move(profile), padding),
         run.executor.copies_beside_pass);
   }
-  return std::make_unique<CostModelExecutor>(CostModel(
-      run.model, CostRates::from_gpu(run.gpu), TensorParallel::from_gpu(run.gpu, run.tp)));
+  return std::make_unique<CostModelExecutor>(CostModel(run.model, CostRates::from_gpu(run.gpu),
+                                                       TensorParallel::from_gpu(run.gpu, run.tp)));
 }
 
 }  // namespace inferscale

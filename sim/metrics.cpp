@@ -192,8 +192,7 @@ void Metrics::close() {
   const bool close_failed = std::fclose(csv_) != 0;
   csv_ = nullptr;
   if (bad || close_failed) {
-    throw InputError(csv_path_, std::string("write failed: ") +
-                                    std::strerror(bad ? error : errno));
+    throw InputError(csv_path_, std::string("write failed: ") + std::strerror(bad ? error : errno));
   }
 }
 

@@ -18,10 +18,8 @@ namespace inferscale {
 
 namespace fs = std::filesystem;
 
-namespace {
-
 bool remove_tree(const fs::path& p) {
-  struct stat st;
+  struct stat st {};
   if (::lstat(p.c_str(), &st) != 0) return errno == ENOENT;
   const int rc = ::nftw(
       p.c_str(),
@@ -31,6 +29,8 @@ bool remove_tree(const fs::path& p) {
       16, FTW_DEPTH | FTW_PHYS);
   return rc == 0;
 }
+
+namespace {
 
 std::string errno_text(int e) { return std::strerror(e); }
 

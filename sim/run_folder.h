@@ -42,4 +42,10 @@ class RunFolder {
 /// aside first and put back if the move fails. std::runtime_error naming both on failure.
 void replace_path(const std::filesystem::path& from, const std::filesystem::path& to);
 
+/// Removes a folder and what it holds (nothing when it does not exist); false on failure.
+/// POSIX rather than fs::remove_all: PyTorch's CUDA libtorch exports its own std::filesystem
+/// remove_all, which the dynamic linker may bind this program's calls to, and which crashed the
+/// CUDA build (SIGSEGV, a call through a null pointer) when it removed a run's folder.
+bool remove_tree(const std::filesystem::path& p);
+
 }  // namespace inferscale

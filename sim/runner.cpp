@@ -238,22 +238,6 @@ json summary_object(const RunConfig& c, const RunSummary& s) {
   };
 }
 
-/// Removes a folder and what it holds (nothing when it does not exist); false on failure.
-/// POSIX rather than fs::remove_all: PyTorch's CUDA libtorch exports its own std::filesystem
-/// remove_all, which the dynamic linker may bind this program's calls to, and which crashed the
-/// CUDA build (SIGSEGV, a call through a null pointer) when it removed a run's folder.
-bool remove_tree(const fs::path& p) {
-  struct stat st {};
-  if (::lstat(p.c_str(), &st) != 0) return errno == ENOENT;
-  const int rc = ::nftw(
-      p.c_str(),
-      [](const char* path, const struct stat*, int type, struct FTW*) {
-        return type == FTW_DP ? ::rmdir(path) : ::unlink(path);
-      },
-      16, FTW_DEPTH | FTW_PHYS);
-  return rc == 0;
-}
-
 /// remove_tree, or an error naming the folder.
 void remove_tree_or_throw(const fs::path& p) {
   if (!remove_tree(p)) {

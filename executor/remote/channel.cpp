@@ -148,9 +148,8 @@ FrameHeader FrameChannel::read(std::vector<std::uint8_t>& payload, double idle_t
     payload.resize(body + chunk);
     const double left =
         std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
-    const std::size_t got =
-        read_exact(payload.data() + body, chunk, std::max(left, 0.0), "the rest of a frame",
-                   frame_timeout_s);
+    const std::size_t got = read_exact(payload.data() + body, chunk, std::max(left, 0.0),
+                                       "the rest of a frame", frame_timeout_s);
     body += got;
     if (got < chunk) {
       payload.resize(body);

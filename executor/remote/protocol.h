@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "executor/executor.h"
-#include "executor/remote/endpoint.h"
 #include "executor/model_config.h"
+#include "executor/remote/endpoint.h"
 
 namespace inferscale::remote {
 

@@ -340,9 +340,8 @@ std::uint32_t parse_tp(const YamlView& v, const ModelConfig& m) {
                      " attention heads, not divisible by tp " + std::to_string(tp));
   }
   if (m.kv_heads % tp != 0 && tp % m.kv_heads != 0) {
-    v.fail("tp", "model '" + m.name + "' has " + std::to_string(m.kv_heads) +
-                     " KV heads: tp " + std::to_string(tp) +
-                     " must divide them or be a multiple of them");
+    v.fail("tp", "model '" + m.name + "' has " + std::to_string(m.kv_heads) + " KV heads: tp " +
+                     std::to_string(tp) + " must divide them or be a multiple of them");
   }
   return tp;
 }
@@ -357,9 +356,8 @@ void check_memory_fits(const YamlView& v, const RunConfig& r) {
   if (fixed >= usable) {
     v.fail("model", "model '" + r.model.name + "' does not fit on " + r.gpu.name + " at tp " +
                         std::to_string(r.tp) + ": weights per GPU " + gib(weights) +
-                        " + activation reserve " +
-                        gib(double(r.memory.activation_reserve_bytes)) + " >= usable " +
-                        gib(usable));
+                        " + activation reserve " + gib(double(r.memory.activation_reserve_bytes)) +
+                        " >= usable " + gib(usable));
   }
   if (r.serving.mode == ServingMode::kKvInject &&
       double(r.store.gpu.capacity_bytes) + fixed >= usable) {
@@ -398,8 +396,10 @@ RunConfig parse_run(const YamlView& v, const std::string& experiment, const std:
                      r.executor.kind + "' executor runs one GPU)");
   }
   if (r.model.moe() && r.executor.kind != "cost_model") {
-    v.fail("model", "model '" + r.model.name + "' is a mixture of experts: only executor kind "
-                    "'cost_model' prices one (got '" + r.executor.kind + "')");
+    v.fail("model", "model '" + r.model.name +
+                        "' is a mixture of experts: only executor kind "
+                        "'cost_model' prices one (got '" +
+                        r.executor.kind + "')");
   }
   check_memory_fits(v, r);
   return r;

@@ -91,7 +91,7 @@ struct ExecutorConfig {
   /// gpu, calibrated: a step's copies that its pass does not need issued beside the pass
   bool copies_beside_pass = true;
   std::uint32_t copy_inflight_mb = 64;  // gpu: MiB of copies queued per copy lane before waiting
-  std::string where;  // position of executor.kind, for errors
+  std::string where;                    // position of executor.kind, for errors
 };
 
 struct SloConfig {

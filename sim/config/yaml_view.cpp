@@ -19,8 +19,9 @@ std::string YamlView::key_name(const YAML::Node& key, const std::string& source)
   // YAML allows a map or a list as a key (`? {a: 1}`); a config's keys are names.
   if (!key.IsScalar()) {
     throw InputError(yaml_position(key, source) + ": " + (path_.empty() ? "<top>" : path_),
-                     std::string("expected a key name, got a ") +
-                         (key.IsMap() ? "map" : key.IsSequence() ? "list" : "null"));
+                     std::string("expected a key name, got a ") + (key.IsMap()        ? "map"
+                                                                   : key.IsSequence() ? "list"
+                                                                                      : "null"));
   }
   return key.Scalar();
 }
@@ -56,7 +57,9 @@ const YamlLayer* YamlView::find(const std::string& key) const {
   return nullptr;
 }
 
-bool YamlView::has(const std::string& key) const { return find(key) != nullptr; }
+bool YamlView::has(const std::string& key) const {
+  return find(key) != nullptr;
+}
 
 YAML::Node YamlView::node(const std::string& key) const {
   const YamlLayer* l = find(key);
@@ -106,8 +109,7 @@ YamlView YamlView::child(const std::string& key) const {
       // A map above replaces a scalar or a sequence below (a `--set` value may change a key's
       // kind): the layers below it are hidden, not wrong.
       if (!sub.empty()) break;
-      throw InputError(yaml_position(n, l.source) + ": " + key_path(key),
-                       "expected a map of keys");
+      throw InputError(yaml_position(n, l.source) + ": " + key_path(key), "expected a map of keys");
     }
     sub.push_back({n, l.source});
   }
@@ -215,8 +217,7 @@ std::uint64_t YamlView::bytes(const std::string& key, std::uint64_t fallback,
   double v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || p == s.data() || !std::isfinite(v) || v < 0) {
-    fail(key, "expected a non-negative size such as 40GiB, 141GB, 1048576 or 30%, got '" + s +
-                  "'");
+    fail(key, "expected a non-negative size such as 40GiB, 141GB, 1048576 or 30%, got '" + s + "'");
   }
   std::string unit(p, s.data() + s.size());
   while (!unit.empty() && unit.front() == ' ') unit.erase(unit.begin());
