@@ -37,6 +37,8 @@ struct FidelityConfig {
   std::string device = "cpu";     // cpu | cuda
   std::string dtype;              // f32 | bf16 | f16 (default: f32 cpu, bf16 cuda)
   std::string rope = "pre_rope";  // pre_rope | delta
+  std::string kv_dtype;           // stored fact KV: "" (as computed) | bf16 | fp8 | int8
+  std::uint32_t agreement_words = 3;  // the "first n words agree" column's n
   std::vector<std::uint32_t> ks = {5, 10, 20, 50};
   std::vector<std::uint32_t> windows = {0, 5, 20, 50};
   std::uint32_t questions = 0;  // 0: all answerable questions; else the first n (file order)
@@ -64,6 +66,9 @@ struct FidelitySummaryRow {
   double kl_mean = 0;         // KL(text || mode) of the first next-token distribution, nats
   double kl_p90 = 0;
   double greedy_agreement = 0;   // whole greedy answer equal to text's
+  double answer_agreement = 0;   // normalized answers equal (answers_agree)
+  double first_word_agreement = 0;  // first content word equal
+  double words_agreement = 0;       // first agreement_words words equal
   double f1 = 0;                 // token F1 vs gold (mean)
   double f1_text = 0;            // text mode's on the same questions
   double ttft_ms = 0;            // mean prefill step time per batch
@@ -82,6 +87,7 @@ struct FidelityQuestionRow {
   std::int32_t first_token = 0, text_first_token = 0;
   double kl = 0;
   bool greedy_equal = false;
+  bool answer_equal = false, first_word_equal = false, words_equal = false;
   double f1 = 0;
   std::string answer;
 };
@@ -117,6 +123,16 @@ FidelityResult run_fidelity(const FidelityConfig& config, const FidelityLog& log
 void write_fidelity_outputs(const FidelityResult& result, const std::string& dir);
 /// The summary as a Markdown table (also printed by the CLI).
 std::string fidelity_table(const FidelityResult& result);
+
+/// An answer's content words: leading list markers ("-", "*", "\u2022", "1." or "1)") and
+/// whitespace stripped, lowercased, punctuation dropped (articles kept).
+std::vector<std::string> answer_words(const std::string& answer);
+
+/// Whether two answers' content words agree on their first `n` words (0: all of them). An answer
+/// cut at the token limit (`a_cut`, `b_cut`) is compared only over the words both have, so that
+/// a list marker spending one token of the limit does not count as a difference.
+bool answers_agree(const std::vector<std::string>& a, bool a_cut,
+                   const std::vector<std::string>& b, bool b_cut, std::size_t n = 0);
 
 /// SQuAD-style token F1 (lowercase, punctuation and articles dropped) of two answers.
 double answer_f1(const std::string& prediction, const std::string& gold);

@@ -35,6 +35,7 @@ EvalExecutor::EvalExecutor(const FidelityConfig& config, const ModelConfig& mode
   o.device = config.device;
   o.dtype = parse_dtype(config.dtype);
   o.rope = config.rope == "delta" ? RopeMode::kDelta : RopeMode::kPreRope;
+  if (!config.kv_dtype.empty()) o.fact_kv = parse_kv_format(config.kv_dtype);
   o.pool_bytes = pool_blocks * FactPool::block_bytes(model, std::uint32_t(dtype_bytes(o.dtype)));
   o.reserved_pool_tokens = std::uint32_t(header.size()) + 64;
   o.kv_cache_tokens = cache_rows;

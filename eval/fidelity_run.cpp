@@ -25,7 +25,7 @@ enum Variant : int { kText = 0, kInject = 1, kHeadText = 2, kTailInject = 3, kEx
 using FactKey = std::tuple<std::uint32_t, int, std::uint32_t, int, std::uint32_t, std::uint32_t>;
 
 struct Accum {
-  std::uint32_t n = 0, top1 = 0, greedy = 0;
+  std::uint32_t n = 0, top1 = 0, greedy = 0, answer = 0, first_word = 0, words = 0;
   std::vector<double> kl;
   double f1 = 0, f1_text = 0, ttft = 0, computed = 0, recomputed = 0;
 };
@@ -283,10 +283,21 @@ class Runner {
       row.greedy_equal = run.answers[i] == text_answer;
       row.answer = corpus_->tokenizer().decode(run.answers[i]);
       row.f1 = answer_f1(row.answer, q.answer);
-      const double f1_text = answer_f1(corpus_->tokenizer().decode(text_answer), q.answer);
+      const std::string text_decoded = corpus_->tokenizer().decode(text_answer);
+      const double f1_text = answer_f1(text_decoded, q.answer);
+      const auto mode_words = answer_words(row.answer), text_words = answer_words(text_decoded);
+      const bool mode_cut = run.answers[i].size() >= c_.answer_tokens,
+                 text_cut = text_answer.size() >= c_.answer_tokens;
+      row.answer_equal = answers_agree(mode_words, mode_cut, text_words, text_cut);
+      row.first_word_equal = answers_agree(mode_words, mode_cut, text_words, text_cut, 1);
+      row.words_equal =
+          answers_agree(mode_words, mode_cut, text_words, text_cut, c_.agreement_words);
       acc.n++;
       acc.top1 += row.first_token == row.text_first_token;
       acc.greedy += row.greedy_equal;
+      acc.answer += row.answer_equal;
+      acc.first_word += row.first_word_equal;
+      acc.words += row.words_equal;
       acc.kl.push_back(row.kl);
       acc.f1 += row.f1;
       acc.f1_text += f1_text;
@@ -416,6 +427,9 @@ class Runner {
       const double n = std::max<double>(a.n, 1);
       r.top1_agreement = a.top1 / n;
       r.greedy_agreement = a.greedy / n;
+      r.answer_agreement = a.answer / n;
+      r.first_word_agreement = a.first_word / n;
+      r.words_agreement = a.words / n;
       double kl = 0;
       for (double x : a.kl) kl += x;
       r.kl_mean = kl / n;

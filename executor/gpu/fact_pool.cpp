@@ -2,10 +2,22 @@
 
 #include <string>
 
+#include "executor/gpu/kv_quant.h"
+
 namespace inferscale {
 
 std::uint64_t FactPool::block_bytes(const ModelConfig& m, std::uint32_t dtype_bytes) {
   return 2ull * m.layers * kBlockTokens * m.kv_heads * m.head_dim * dtype_bytes;
+}
+
+void FactPool::round_trip(const std::vector<const Entry*>& entries, KvFormat f) {
+  if (f == KvFormat::kNative || entries.empty()) return;
+  std::vector<std::int64_t> blocks;
+  for (const Entry* e : entries) blocks.insert(blocks.end(), e->blocks.begin(), e->blocks.end());
+  const at::Tensor index = at::tensor(blocks, at::kLong).to(storage_.device());
+  at::Tensor part = storage_.index_select(0, index);  // [n, layers, 2, block, kv_heads, head_dim]
+  kv_quant_round_trip(part, f);
+  storage_.index_copy_(0, index, part);
 }
 
 FactPool::FactPool(const ModelConfig& model, std::uint64_t capacity_bytes,

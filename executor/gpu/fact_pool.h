@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "executor/model_config.h"
+#include "kernels/reference/kv_quant.h"
 #include "kernels/params.h"
 #include "traces/types.h"
 
@@ -47,6 +48,9 @@ class FactPool {
   const Entry* find(FactId fact) const;
   /// Allocates blocks for a fact (replacing an existing entry). Throws PoolFullError.
   const Entry& allocate(FactId fact, std::uint32_t tokens, std::int32_t encode_position);
+  /// Stores the blocks of `entries` in format `f` and loads them back (kv_quant_round_trip):
+  /// what injection reads after the fact KV was kept in that format.
+  void round_trip(const std::vector<const Entry*>& entries, KvFormat f);
   /// Frees a fact's blocks; false when it was not resident.
   bool free(FactId fact);
 

@@ -47,6 +47,9 @@ struct GpuExecutorOptions {
   std::uint32_t decode_reserve_tokens = 64;  // rows reserved past a prompt for its output
   std::int32_t rope_positions = 0;           // rotary table rows; 0: min(max_positions, 32768)
   RopeMode rope = RopeMode::kPreRope;
+  /// The format fact KV is kept in (store.kv_dtype): each encoded fact's KV is stored in it and
+  /// loaded back before any request reads it; the model computes in `dtype`.
+  KvFormat fact_kv = KvFormat::kNative;
   std::uint64_t seed = 0;
   std::uint32_t max_batch_tokens = 16384;  // encodes are run in forwards of at most this
   bool keep_logits = false;                // keep each step's logits (tests)

@@ -205,11 +205,14 @@ void GpuExecutor::run_encodes(const std::vector<PendingEncode>& encodes, Injecti
   // the fact tokens' K and V are stored (rows of the context are scratch and dropped).
   ForwardBatch batch;
   std::vector<std::pair<std::int32_t, std::int32_t>> scratch;  // cache rows to free
+  std::vector<const FactPool::Entry*> stored;                   // kept in options_.fact_kv
   auto flush = [&] {
     if (batch.empty()) return;
     pad(batch);
     model_->forward(batch.finalize(*ops_, cache_.rows()), cache_, pool_.get(),
                     options_.rope == RopeMode::kDelta);
+    pool_->round_trip(stored, options_.fact_kv);
+    stored.clear();
     for (auto [start, n] : scratch) rows_.free(start, n);
     scratch.clear();
     batch = ForwardBatch();
@@ -238,7 +241,11 @@ void GpuExecutor::run_encodes(const std::vector<PendingEncode>& encodes, Injecti
     scratch.emplace_back(start, std::int32_t(n));
     batch.add(start, 0, ids, slots, -1);
     stats_.encoded_tokens += n;
-    if (transient) add_injection(e, enc.for_request, enc.position, inj);
+    if (transient) {
+      add_injection(e, enc.for_request, enc.position, inj);
+    } else {
+      stored.push_back(&e);
+    }
   }
   flush();
 }

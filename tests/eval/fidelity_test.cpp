@@ -88,3 +88,37 @@ TEST_CASE("exactness: k = 1 with the header as context reproduces text mode (fp3
   }
   CHECK(any_kl);
 }
+
+TEST_CASE("answer agreement strips list markers and compares cut answers on shared words",
+          "[eval]") {
+  using W = std::vector<std::string>;
+  CHECK(answer_words("- Paris, France.") == W{"paris", "france"});
+  CHECK(answer_words("  * 1. The dog") == W{"the", "dog"});
+  CHECK(answer_words("\xe2\x80\xa2 Max") == W{"max"});
+  CHECK(answer_words("2020 was the year") == W{"2020", "was", "the", "year"});
+  CHECK(answer_words("3.5 hours") == W{"35", "hours"});  // a number, not a list marker
+  CHECK(answer_words("") == W{});
+  const W paris{"paris"}, long_a{"paris", "is", "the", "capital", "of"},
+      long_b{"paris", "is", "the", "capital", "of", "france"}, other{"lyon"};
+  CHECK(answers_agree(paris, false, paris, false));
+  CHECK(!answers_agree(paris, false, other, false));
+  // Ended by itself after one word, the other certainly says more: they differ in full ...
+  CHECK(!answers_agree(paris, false, long_b, true));
+  // ... but agree on their first word.
+  CHECK(answers_agree(paris, false, long_b, true, 1));
+  // Both cut at the token limit, one a word shorter (its marker took a token): they agree.
+  CHECK(answers_agree(long_a, true, long_b, true));
+  CHECK(answers_agree(long_a, true, long_b, true, 3));
+  CHECK(!answers_agree(W{"paris", "was", "the", "x"}, true, long_b, true, 3));
+  CHECK(!answers_agree(long_a, false, long_b, false));
+}
+
+TEST_CASE("fidelity config: kv_dtype and agreement_words", "[eval]") {
+  const FidelityConfig c = load_fidelity_config(
+      write_config("kv.yaml", "model: m.gguf\nkv_dtype: fp8\nagreement_words: 4\n"));
+  CHECK(c.kv_dtype == "fp8");
+  CHECK(c.agreement_words == 4);
+  CHECK(load_fidelity_config(write_config("kv0.yaml", "model: m.gguf\n")).kv_dtype.empty());
+  CHECK_THROWS_WITH(load_fidelity_config(write_config("kvbad.yaml", "model: m\nkv_dtype: fp4\n")),
+                    Catch::Contains("kv_dtype") && Catch::Contains("fp8"));
+}

@@ -2,6 +2,7 @@
 #include "executor/gpu/device_ops.h"
 #include "executor/gpu/fact_pool.h"
 #include "executor/gpu/host_tier.h"
+#include "executor/gpu/kv_quant.h"
 #include "executor/gpu/slot_allocator.h"
 #include "tests/catch.h"
 #include "tests/executor/executor_test_util.h"
@@ -129,4 +130,38 @@ TEST_CASE("KV cache rows are handed out first-fit and merged when freed") {
   rows.free(c, 30);
   CHECK(rows.free_rows() == 100);
   CHECK(rows.allocate(100) == 0);
+}
+
+TEST_CASE("fact KV formats: the tensor round trip equals the reference bit for bit") {
+  at::manual_seed(3);
+  // Magnitudes over many binades, zeros and a zero vector: [vectors, head_dim].
+  at::Tensor x = at::randn({96, 64}) * at::exp(at::randn({96, 1}) * 4);
+  x.index_put_({at::indexing::Slice(0, 96, 7), 3}, 0.0f);
+  x[5].zero_();
+  for (KvFormat f : {KvFormat::kFp8, KvFormat::kInt8, KvFormat::kBf16}) {
+    at::Tensor t = x.clone();
+    kv_quant_round_trip(t, f);
+    std::vector<float> ref(x.data_ptr<float>(), x.data_ptr<float>() + x.numel());
+    kv_quant_round_trip_reference(ref.data(), 96, 64, f);
+    const float* got = t.data_ptr<float>();
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i) differ += got[i] != ref[i];
+    INFO("format " << kv_format_name(f));
+    CHECK(differ == 0);
+    CHECK(!at::equal(t, x));  // the format rounds something
+  }
+}
+
+TEST_CASE("fact pool round trip rounds only the named entries' blocks") {
+  FactPool pool = random_pool(8);
+  const FactPool::Entry& a = pool.allocate(1, 20, 0);
+  const FactPool::Entry& b = pool.allocate(2, 20, 0);
+  const at::Tensor before = pool.storage().clone();
+  pool.round_trip({&a}, KvFormat::kFp8);
+  for (std::int32_t blk : a.blocks) CHECK(!at::equal(pool.storage()[blk], before[blk]));
+  for (std::int32_t blk : b.blocks) CHECK(at::equal(pool.storage()[blk], before[blk]));
+  // Stored once in a format, a value stays what it is up to its scale's last bit.
+  const at::Tensor once = pool.storage().clone();
+  pool.round_trip({&a}, KvFormat::kFp8);
+  CHECK(at::allclose(pool.storage(), once, 1e-6, 0));
 }
