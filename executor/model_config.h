@@ -27,6 +27,12 @@ struct ModelConfig {
   std::uint32_t ffn = 0;  // SwiGLU intermediate size
   std::uint32_t vocab = 0;
   std::uint32_t dtype_bytes = 2;  // bf16
+  /// Bytes per weight when the weights are stored narrower than the model computes (1: fp8
+  /// weights, the experiment's `weights: fp8`); 0: dtype_bytes.
+  std::uint32_t weight_bytes_per_param = 0;
+  std::uint32_t weight_dtype_bytes() const {
+    return weight_bytes_per_param > 0 ? weight_bytes_per_param : dtype_bytes;
+  }
   bool tie_embeddings = false;
   double rope_theta = 500000.0;
   RopeLayout rope_layout = RopeLayout::kNeox;
@@ -67,7 +73,9 @@ struct ModelConfig {
     const std::uint64_t embed = split(vocab, tp) * h;
     return layers * per_layer + embed + (tie_embeddings ? 0 : embed) + h;
   }
-  std::uint64_t weight_bytes(std::uint32_t tp = 1) const { return parameters(tp) * dtype_bytes; }
+  std::uint64_t weight_bytes(std::uint32_t tp = 1) const {
+    return parameters(tp) * weight_dtype_bytes();
+  }
   /// Parameters a token uses on one GPU: parameters(tp) with experts_active experts per layer.
   std::uint64_t active_parameters(std::uint32_t tp = 1) const {
     if (!moe()) return parameters(tp);
@@ -75,7 +83,7 @@ struct ModelConfig {
   }
   /// Bytes of all layers' expert weights on one GPU (0 for a dense model).
   std::uint64_t expert_weight_bytes(std::uint32_t tp = 1) const {
-    return std::uint64_t(layers) * expert_parameters(tp) * dtype_bytes;
+    return std::uint64_t(layers) * expert_parameters(tp) * weight_dtype_bytes();
   }
   /// Expected distinct experts a layer's `tokens` route to: E * (1 - (1 - a/E)^tokens), the
   /// expectation when each token picks its a experts uniformly at random (each expert is missed
@@ -130,6 +138,7 @@ struct GpuConfig {
   std::string name;
   std::uint64_t memory_bytes = 0;
   double bf16_tflops = 0;          // dense peak
+  double fp8_tflops = 0;           // dense fp8 peak; 0: no fp8 tensor cores
   double hbm_gbps = 0;             // GB/s
   double pcie_gbps = 0;            // host<->device, one direction, GB/s
   double step_overhead_us = 0;     // fixed cost of one scheduler step (launches, sampling, host)

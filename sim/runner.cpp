@@ -59,6 +59,7 @@ json model_json(const ModelConfig& m) {
               {"vocab", m.vocab},
               {"dtype_bytes", m.dtype_bytes},
               {"kv_bytes_per_token", m.kv_bytes_per_token()},
+              {"weight_dtype_bytes", m.weight_dtype_bytes()},
               {"weight_bytes", m.weight_bytes()},
               {"experts", m.experts},
               {"experts_active", m.experts_active},

@@ -38,9 +38,10 @@ bool exact_decode_sums(double attention, double hbm, std::uint64_t context_plus1
 
 }  // namespace
 
-CostRates CostRates::from_gpu(const GpuConfig& gpu) {
+CostRates CostRates::from_gpu(const GpuConfig& gpu, bool fp8_weights) {
   CostRates r;
-  r.gemm_flops_per_s = gpu.bf16_tflops * 1e12 * gpu.mfu;
+  const double gemm_tflops = fp8_weights && gpu.fp8_tflops > 0 ? gpu.fp8_tflops : gpu.bf16_tflops;
+  r.gemm_flops_per_s = gemm_tflops * 1e12 * gpu.mfu;
   // Flash attention reaches a lower fraction of peak than large GEMMs do.
   r.attention_flops_per_s = gpu.bf16_tflops * 1e12 * gpu.mfu * 0.7;
   r.hbm_bytes_per_s = gpu.hbm_gbps * 1e9 * gpu.mbu;

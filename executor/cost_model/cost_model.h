@@ -18,7 +18,8 @@ struct CostRates {
   double per_seq_overhead_ns = 0;     // per sequence in the step (sampling, bookkeeping)
   double per_encode_overhead_ns = 0;  // per fact encode (a separate pass per fact)
 
-  static CostRates from_gpu(const GpuConfig& gpu);
+  /// `fp8_weights`: matrix products at the GPU's fp8 peak where it has one (fp8_tflops > 0).
+  static CostRates from_gpu(const GpuConfig& gpu, bool fp8_weights = false);
 };
 
 /// A replica's tensor parallelism: its degree and the all-reduce link between its GPUs.

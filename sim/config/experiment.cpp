@@ -71,7 +71,8 @@ ModelConfig parse_model(const YamlView& v) {
 GpuConfig parse_gpu(const YamlView& v) {
   v.reject_unknown({"name", "memory", "bf16_tflops", "hbm_gbps", "pcie_gbps", "step_overhead_us",
                     "per_seq_overhead_us", "mfu", "mbu", "pcie_efficiency", "pcie_gen",
-                    "nvlink_gen", "nvlink_gbps", "link_latency_us", "link_efficiency"});
+                    "fp8_tflops", "nvlink_gen", "nvlink_gbps", "link_latency_us",
+                    "link_efficiency"});
   for (const char* k : {"memory", "bf16_tflops", "hbm_gbps", "pcie_gbps"}) {
     if (!v.has(k)) v.fail("", std::string("gpu: missing key '") + k + "'");
   }
@@ -80,6 +81,7 @@ GpuConfig parse_gpu(const YamlView& v) {
   g.memory_bytes = v.bytes("memory", 0);
   if (g.memory_bytes == 0) v.fail("memory", "expected a positive size");
   g.bf16_tflops = v.number("bf16_tflops", 0, 1e-3, 1e6);
+  g.fp8_tflops = v.number("fp8_tflops", 0, 0, 1e6);
   g.hbm_gbps = v.number("hbm_gbps", 0, 1e-3, 1e12);
   g.pcie_gbps = v.number("pcie_gbps", 0, 1e-3, 1e12);
   g.step_overhead_us = v.number("step_overhead_us", 500, 0, 1e7);
@@ -370,9 +372,10 @@ void check_memory_fits(const YamlView& v, const RunConfig& r) {
 }
 
 RunConfig parse_run(const YamlView& v, const std::string& experiment, const std::string& name) {
-  v.reject_unknown({"experiment", "description", "seed", "trace", "model", "gpu", "replicas",
-                    "router", "scheduler", "serving", "store", "memory", "executor", "slo",
-                    "output", "runs", "name", "fast_paths", "tp"});
+  v.reject_unknown({"experiment", "description", "seed",       "trace",     "model",
+                    "gpu",        "replicas",    "router",     "scheduler", "serving",
+                    "store",      "memory",      "executor",   "slo",       "output",
+                    "runs",       "name",        "fast_paths", "tp",        "weights"});
   RunConfig r;
   r.experiment = experiment;
   r.name = name;
@@ -382,6 +385,9 @@ RunConfig parse_run(const YamlView& v, const std::string& experiment, const std:
   r.gpu = gpu_of(v);
   r.replicas = static_cast<std::uint32_t>(v.integer("replicas", 1, 1, 4096));
   r.tp = parse_tp(v, r.model);
+  // Weights stored in fp8 (per-tensor scaled, as fp8 checkpoints are): half the bytes of bf16,
+  // matrix products at the GPU's fp8 peak; activations, attention and KV stay in the model's dtype.
+  if (v.choice("weights", "bf16", {"bf16", "fp8"}) == "fp8") r.model.weight_bytes_per_param = 1;
   r.fast_paths = v.boolean("fast_paths", true);
   r.router = parse_router(v);
   r.scheduler = parse_scheduler(v);
@@ -394,6 +400,10 @@ RunConfig parse_run(const YamlView& v, const std::string& experiment, const std:
   if (r.tp > 1 && r.executor.kind != "cost_model") {
     v.fail("tp", "tp " + std::to_string(r.tp) + " needs executor kind 'cost_model' (the '" +
                      r.executor.kind + "' executor runs one GPU)");
+  }
+  if (r.model.weight_bytes_per_param == 1 && r.executor.kind != "cost_model") {
+    v.fail("weights", "fp8 weights need executor kind 'cost_model' (the '" + r.executor.kind +
+                          "' executor computes in the model's dtype)");
   }
   if (r.model.moe() && r.executor.kind != "cost_model") {
     v.fail("model", "model '" + r.model.name +

@@ -330,3 +330,19 @@ TEST_CASE("cost model: a step too long to price saturates at 2^60 ns instead of 
   CHECK(model.encode_cost_ns(100000, 0) > 0);
   CHECK(model.encode_cost_ns(100000, 0) < kMax);
 }
+
+TEST_CASE("cost model: fp8 weights halve the weight bytes and multiply at the fp8 peak") {
+  ModelConfig m;
+  m.layers = 4, m.hidden = 256, m.heads = 4, m.kv_heads = 2, m.head_dim = 64, m.ffn = 512;
+  m.vocab = 1000;
+  ModelConfig f = m;
+  f.weight_bytes_per_param = 1;
+  CHECK(f.weight_bytes() * 2 == m.weight_bytes());
+  CHECK(f.kv_bytes_per_token() == m.kv_bytes_per_token());  // KV stays in the model's dtype
+  GpuConfig g;
+  g.bf16_tflops = 100, g.fp8_tflops = 200, g.mfu = 0.5, g.hbm_gbps = 1000, g.pcie_gbps = 10;
+  CHECK(CostRates::from_gpu(g, true).gemm_flops_per_s ==
+        2 * CostRates::from_gpu(g).gemm_flops_per_s);
+  g.fp8_tflops = 0;  // no fp8 tensor cores: the bf16 rate
+  CHECK(CostRates::from_gpu(g, true).gemm_flops_per_s == CostRates::from_gpu(g).gemm_flops_per_s);
+}
