@@ -34,8 +34,10 @@ const char* to_string(Status s) {
 namespace {
 
 /// Probe sizes and loads: the plan's load at `users` x `factor`, `replicas` replicas.
-std::vector<std::string> probe_sets(const PlanConfig& p, std::uint64_t users, double factor,
-                                    std::uint32_t replicas) {
+}  // namespace
+
+std::vector<std::string> probe_overrides(const PlanConfig& p, std::uint64_t users, double factor,
+                                         std::uint32_t replicas) {
   LoadConfig load = p.load;
   load.users = users;
   const double rate = load.sizing_rate_per_s() * factor;
@@ -43,16 +45,23 @@ std::vector<std::string> probe_sets(const PlanConfig& p, std::uint64_t users, do
   const auto requests = std::max<std::uint64_t>(1, std::uint64_t(std::ceil(rate * span_s)));
   char rate_text[64];
   std::snprintf(rate_text, sizeof rate_text, "%.17g", rate);
-  return {"trace.generate.users=" + std::to_string(users),
-          std::string("trace.generate.rate=") + rate_text,
-          "trace.generate.requests=" + std::to_string(requests),
-          "trace.generate.arrival=poisson",
-          "trace.generate.write_trace=false",
-          std::string("store.warm=") + (p.probe.warm_store ? "true" : "false"),
-          "output.requests_csv=false",
-          "output.timeline=false",
-          "replicas=" + std::to_string(replicas)};
+  char cv_text[64];
+  std::snprintf(cv_text, sizeof cv_text, "%.17g", p.load.cv);
+  std::vector<std::string> sets{
+      "trace.generate.users=" + std::to_string(users),
+      std::string("trace.generate.rate=") + rate_text,
+      "trace.generate.requests=" + std::to_string(requests),
+      "trace.generate.arrival=" + p.load.arrival,
+      "trace.generate.write_trace=false",
+      std::string("store.warm=") + (p.probe.warm_store ? "true" : "false"),
+      "output.requests_csv=false",
+      "output.timeline=false",
+      "replicas=" + std::to_string(replicas)};
+  if (p.load.arrival == "gamma") sets.push_back(std::string("trace.generate.cv=") + cv_text);
+  return sets;
 }
+
+namespace {
 
 /// The candidate's run, resolved with the probe's sets (InputError when it cannot run).
 RunConfig resolve(const PlanConfig& p, const Candidate& c, const std::vector<std::string>& extra) {
@@ -179,7 +188,7 @@ PlanOutcome run_plan(const PlanConfig& plan, const PlanOptions& opts, ProbeRunne
   // Resolve each candidate once (one replica): what it costs, whether it runs, its bound.
   for (auto& c : out.candidates) {
     try {
-      const RunConfig run = resolve(plan, c, probe_sets(plan, users, 1.0, 1));
+      const RunConfig run = resolve(plan, c, probe_overrides(plan, users, 1.0, 1));
       ExperimentConfig one;
       one.name = base.name;
       one.file = plan.base_file;
@@ -341,7 +350,7 @@ PlanOutcome run_plan(const PlanConfig& plan, const PlanOptions& opts, ProbeRunne
       auto t = std::make_unique<ProbeTask>();
       t->spec = *spec;
       const Candidate& c = out.candidates[spec->candidate];
-      t->run = resolve(plan, c, probe_sets(plan, users, spec->load_factor, spec->replicas));
+      t->run = resolve(plan, c, probe_overrides(plan, users, spec->load_factor, spec->replicas));
       const bool warm = t->run.store.warm && t->run.serving.mode == ServingMode::kKvInject;
       t->open = streamed_trace(t->run, warm);
       if (!t->open) {
@@ -358,6 +367,8 @@ PlanOutcome run_plan(const PlanConfig& plan, const PlanOptions& opts, ProbeRunne
       nlohmann::json cfg = nlohmann::json::parse(summary_json(t->run, RunSummary{}))["config"];
       cfg.erase("experiment");
       cfg.erase("run");
+      // Text mode keeps no fact store: its settings change nothing, so such probes share a key.
+      if (t->run.serving.mode == ServingMode::kText) cfg.erase("store");
       std::string key =
           "inferscale plan probe v1\n" + cfg.dump() + "\ntrace: " + trace_options_text(t->run) +
           "\nwindow: " + std::to_string(t->warmup_ns) + " " + std::to_string(t->window_end_ns) +

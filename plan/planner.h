@@ -77,6 +77,11 @@ struct PlanOptions {
 PlanOutcome run_plan(const PlanConfig& plan, const PlanOptions& opts, ProbeRunner& runner,
                      const ProbeCache& cache);
 
+/// The `--set` overrides of a probe: the plan's load for `users` x `factor` (a generated trace
+/// of the warm-up, window and cool-down), `replicas`, and outputs off.
+std::vector<std::string> probe_overrides(const PlanConfig& plan, std::uint64_t users, double factor,
+                                         std::uint32_t replicas);
+
 /// The score the objective minimizes (cost per hour, GPUs, or minus users per GPU).
 double objective_score(const PlanConfig& plan, const CandidateResult& r);
 

@@ -247,6 +247,7 @@ void validate_synthetic_options(const SyntheticOptions& o) {
   check(o.arrival.mode != ArrivalMode::kOpen ||
             (o.arrival.rate_per_s > 0 && o.arrival.rate_per_s <= 1e9),
         "--rate", "expected requests per second in (0, 1e9]");
+  check(o.arrival.cv >= 0 && o.arrival.cv <= 100, "--cv", "a coefficient of variation in [0, 100]");
   check(o.arrival.think_time_s >= 0 && o.arrival.think_time_s <= 1e9, "--think-time-s",
         "expected seconds in [0, 1e9]");
   check(o.start_s >= 0 && o.start_s <= 1e9, "--start-s", "expected seconds in [0, 1e9]");
@@ -338,7 +339,7 @@ struct SyntheticStream::Impl {
     user_cdf = zipf_cdf(o.users, o.user_zipf);
     arrivals = PoissonArrivals(start_ns,
                                o.arrival.mode == ArrivalMode::kOpen ? o.arrival.rate_per_s : 1,
-                               derive_seed(o.seed, kArrivalStream));
+                               derive_seed(o.seed, kArrivalStream), o.arrival.cv);
   }
 
   /// ceil(s * n / S): a user's facts spread evenly over its sessions, in order.
