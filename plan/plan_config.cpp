@@ -65,7 +65,7 @@ LoadConfig parse_load(const YamlView& v) {
   }
   c.peak_factor = l.number("peak_factor", 1, 1e-6, 1e6);
   c.arrival = l.choice("arrival", "poisson", {"poisson", "gamma"});
-  c.cv = l.number("cv", 1, 1e-3, 100);
+  c.cv = l.number("cv", 1, 0, 100);
   if (l.has("diurnal")) {
     if (!l.is_sequence("diurnal")) l.fail("diurnal", "expected a list of 24 hourly weights");
     for (const auto& n : l.node("diurnal")) {
