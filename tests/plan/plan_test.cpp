@@ -201,7 +201,7 @@ TEST_CASE("plan: deterministic arrivals and service give the computed ceiling", 
   fs::remove_all(dir);
 }
 
-TEST_CASE("plan: resume reuses every cached probe; results do not depend on --jobs", "[plan]") {
+TEST_CASE("plan: resume reuses every cached probe, results do not depend on jobs", "[plan]") {
   const auto dir = temp_dir("resume");
   const auto plan = load_plan(write_text(dir / "twenty.yaml", twenty_candidates(true)));
   const auto first = plan_into(plan, dir / "a", 2, false);
