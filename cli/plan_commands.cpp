@@ -15,7 +15,7 @@ namespace {
 
 struct PlanArgs {
   std::string file;
-  unsigned jobs = 1;
+  unsigned jobs = 0;
   bool resume = false;
   bool no_early_stop = false;
   std::vector<std::uint64_t> users;
@@ -83,7 +83,8 @@ void add_plan_commands(CLI::App& app, Action& action) {
   cmd->add_option("PLAN", args->file, "plan YAML (docs/plan.md)")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("--jobs,-j", args->jobs, "probes run side by side (threads; 0: one per core)");
+  cmd->add_option("--jobs,-j", args->jobs,
+                  "probes run side by side (threads; default 0: one per core)");
   cmd->add_flag("--resume", args->resume,
                 "reuse the probes cached in results/<plan>/cache/ by an earlier run");
   cmd->add_flag("--no-early-stop", args->no_early_stop,

@@ -163,7 +163,7 @@ PlanOutcome run_plan(const PlanConfig& plan, const PlanOptions& opts, ProbeRunne
       Candidate c;
       c.index = out.candidates.size();
       c.run = run.name;
-      c.label = run.name;
+      c.label = base.runs.size() == 1 && run.name == "default" ? "" : run.name;
       std::size_t rest = i;
       std::vector<std::size_t> pick(plan.axes.size());
       for (std::size_t a = plan.axes.size(); a-- > 0;) {
@@ -174,7 +174,7 @@ PlanOutcome run_plan(const PlanConfig& plan, const PlanOptions& opts, ProbeRunne
         const auto& v = plan.axes[a].values[pick[a]];
         c.values.push_back(v);
         c.sets.push_back(plan.axes[a].key + "=" + v);
-        c.label += " " + plan.axes[a].key + "=" + v;
+        c.label += (c.label.empty() ? "" : " ") + plan.axes[a].key + "=" + v;
       }
       out.candidates.push_back(c);
     }
