@@ -262,6 +262,9 @@ PlanOutcome run_plan(const PlanConfig& plan, const PlanOptions& opts, ProbeRunne
       for (const auto& [size, pass] : s.seen) {
         if ((size > s.hi && !pass) || (size < s.hi && pass)) r.non_monotone = true;
       }
+      if (!r.at_answer.turned_over) {
+        r.note = "the warm-up did not fill the GPU store once: lengthen probe.warmup_s";
+      }
       const double sc = objective_score(plan, r);
       if (!best || sc < *best) best = sc;
     }
@@ -363,6 +366,13 @@ PlanOutcome run_plan(const PlanConfig& plan, const PlanOptions& opts, ProbeRunne
       t->max_window_requests =
           static_cast<std::uint64_t>(t->run.trace.options.integer("requests", 1, 0, INT64_MAX));
       t->slo = plan.slo;
+      if (t->run.serving.mode == ServingMode::kKvInject && c.kv_bytes_per_token_per_gpu > 0) {
+        t->store_tokens = double(spec->replicas) * double(c.store_bytes_per_gpu) /
+                          double(c.kv_bytes_per_token_per_gpu);
+        const YamlView& o = t->run.trace.options;
+        t->fact_tokens =
+            o.number("fact_words", 14.8, 1, 1e6) * o.number("tokens_per_word", 1.3, 1e-3, 100);
+      }
       t->early_stop = plan.probe.early_stop;
       nlohmann::json cfg = nlohmann::json::parse(summary_json(t->run, RunSummary{}))["config"];
       cfg.erase("experiment");
@@ -370,7 +380,7 @@ PlanOutcome run_plan(const PlanConfig& plan, const PlanOptions& opts, ProbeRunne
       // Text mode keeps no fact store: its settings change nothing, so such probes share a key.
       if (t->run.serving.mode == ServingMode::kText) cfg.erase("store");
       std::string key =
-          "inferscale plan probe v1\n" + cfg.dump() + "\ntrace: " + trace_options_text(t->run) +
+          "inferscale plan probe v2\n" + cfg.dump() + "\ntrace: " + trace_options_text(t->run) +
           "\nwindow: " + std::to_string(t->warmup_ns) + " " + std::to_string(t->window_end_ns) +
           "\nearly_stop: " + (t->early_stop ? "1" : "0") + "\nslo:";
       for (const auto& s : plan.slo) {

@@ -29,6 +29,7 @@ struct Window {
   std::vector<std::uint64_t> violations;  // per SLO
   std::vector<std::uint64_t> budget;      // per SLO, for the largest window the trace allows
   bool stopped = false;
+  double warmup_fill_tokens = 0;  // facts that the warm-up's requests brought into the store
 
   explicit Window(const ProbeTask& t) : task(t), violations(t.slo.size(), 0) {
     for (const auto& s : t.slo)
@@ -36,7 +37,11 @@ struct Window {
   }
 
   void on_complete(const Request& r) {
-    if (r.arrival < task.warmup_ns || r.arrival >= task.window_end_ns) return;
+    if (r.arrival < task.warmup_ns) {
+      warmup_fill_tokens += double(r.misses + r.host_hits) * task.fact_tokens;
+      return;
+    }
+    if (r.arrival >= task.window_end_ns) return;
     const double ttft_ms = double(r.first_token - r.arrival) / 1e6;
     const double tpot_ms =
         r.output_tokens > 1 ? double((r.finish - r.first_token) / (r.output_tokens - 1)) / 1e6 : 0;
@@ -88,6 +93,7 @@ ProbeResult run_probe(const ProbeTask& task) {
   } catch (const ProbeStop&) {
   }
   res.stopped_early = w.stopped;
+  res.turned_over = w.warmup_fill_tokens >= task.store_tokens;
   res.measured = w.ttft.size();
   std::vector<double>* values[] = {&w.ttft, &w.tpot, &w.e2e};
   res.pass = !w.stopped;

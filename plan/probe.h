@@ -32,6 +32,11 @@ struct ProbeTask {
   std::uint64_t max_window_requests = 0;  // the trace's requests: bounds the window's count
   std::vector<SloTarget> slo;
   bool early_stop = true;
+  /// The GPU stores' capacity over all replicas in tokens (0: no store), and a fact's mean
+  /// tokens: whether the warm-up turned the store over (filled it once) is checked from the
+  /// facts that the warm-up's requests missed.
+  double store_tokens = 0;
+  double fact_tokens = 0;
   std::string key_text;  // the resolved configuration, hashed into `key`
   std::string key;       // 16 hex digits
 };
@@ -44,7 +49,8 @@ struct ProbeResult {
   double ttft_p50_ms = 0, ttft_p99_ms = 0, tpot_p99_ms = 0, e2e_p99_ms = 0;
   double gpu_hit = 0;  // object hit ratio of the GPU store over the whole run (0 if stopped)
   double wall_s = 0;
-  std::string missed;  // the first SLO missed ("ttft_p99_ms"), empty when passing
+  std::string missed;       // the first SLO missed ("ttft_p99_ms"), empty when passing
+  bool turned_over = true;  // the warm-up's misses filled the GPU stores at least once
 };
 
 /// Runs one probe to its end, or until its failure is certain (early stop). Thread-safe for

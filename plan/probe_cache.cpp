@@ -48,6 +48,7 @@ std::optional<ProbeResult> ProbeCache::find(const ProbeTask& task) const {
     r.gpu_hit = j.at("gpu_hit");
     r.wall_s = j.at("wall_s");
     r.missed = j.at("missed");
+    r.turned_over = j.at("turned_over");
     r.cached = true;
     return r;
   } catch (const std::exception&) {
@@ -69,7 +70,8 @@ void ProbeCache::store(const ProbeTask& task, const ProbeResult& r) const {
                {"e2e_p99_ms", r.e2e_p99_ms},
                {"gpu_hit", r.gpu_hit},
                {"wall_s", r.wall_s},
-               {"missed", r.missed}};
+               {"missed", r.missed},
+               {"turned_over", r.turned_over}};
   std::ostringstream name;
   name << task.key << ".json.tmp." << getpid() << "."
        << std::hash<std::thread::id>{}(std::this_thread::get_id());

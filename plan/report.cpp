@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -27,6 +28,19 @@ std::string field(const std::string& s) {
   std::string q = "\"";
   for (const char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
   return q + "\"";
+}
+
+/// A day's cost when the fleet follows the diurnal profile hour by hour, each hour's replicas
+/// scaled linearly from the answer at the peak hour (an estimate: each hour is not searched).
+double day_cost_scaled(const PlanConfig& plan, const Candidate& c, const CandidateResult& r) {
+  if (plan.load.diurnal.empty()) return 24 * r.cost_per_hour;
+  const double peak = *std::max_element(plan.load.diurnal.begin(), plan.load.diurnal.end());
+  double cost = 0;
+  for (const double w : plan.load.diurnal) {
+    const double replicas = std::max(1.0, std::ceil(double(r.replicas) * w / peak - 1e-9));
+    cost += replicas * double(c.tp) * c.price_per_gpu_hour;
+  }
+  return cost;
 }
 
 }  // namespace
@@ -107,8 +121,8 @@ void write_plan_files(const PlanConfig& plan, const PlanOutcome& o, std::uint64_
   std::string head = "candidate,run";
   for (const auto& a : plan.axes) head += "," + field(a.key);
   head +=
-      ",gpu_preset,tp,serving_mode,status,replicas,gpus,price_per_gpu_hour,cost_per_hour,cost_per_"
-      "day,users,"
+      ",gpu_preset,tp,serving_mode,status,replicas,gpus,price_per_gpu_hour,cost_per_hour,"
+      "cost_per_day,cost_per_day_scaled,users,"
       "users_per_gpu,headroom,ttft_p50_ms,ttft_p99_ms,tpot_p99_ms,e2e_p99_ms,gpu_hit,"
       "store_share,lower_bound,probes,non_monotone,note\n";
   std::string body = head;
@@ -124,12 +138,12 @@ void write_plan_files(const PlanConfig& plan, const PlanOutcome& o, std::uint64_
       const auto& a = r.at_answer;
       body += std::to_string(r.replicas) + "," + std::to_string(r.gpus) + "," +
               num(c.price_per_gpu_hour) + "," + num(r.cost_per_hour) + "," +
-              num(24 * r.cost_per_hour) + "," + std::to_string(users) + "," + num(r.users_per_gpu) +
-              "," + num(r.headroom, 4) + "," + num(a.ttft_p50_ms) + "," + num(a.ttft_p99_ms) + "," +
-              num(a.tpot_p99_ms) + "," + num(a.e2e_p99_ms) + "," + num(a.gpu_hit) + "," +
-              num(store_share(o, i), 4);
+              num(24 * r.cost_per_hour) + "," + num(day_cost_scaled(plan, c, r)) + "," +
+              std::to_string(users) + "," + num(r.users_per_gpu) + "," + num(r.headroom, 4) + "," +
+              num(a.ttft_p50_ms) + "," + num(a.ttft_p99_ms) + "," + num(a.tpot_p99_ms) + "," +
+              num(a.e2e_p99_ms) + "," + num(a.gpu_hit) + "," + num(store_share(o, i), 4);
     } else {
-      body += ",,,,," + std::to_string(users) + ",,,,,,,,";
+      body += ",,,,,," + std::to_string(users) + ",,,,,,,,";
     }
     body += "," + std::to_string(c.lower_bound) + "," + std::to_string(r.probes) + "," +
             (r.non_monotone ? "1" : "0") + "," + field(r.note) + "\n";
@@ -185,6 +199,14 @@ void print_plan(const PlanConfig& plan, const PlanOutcome& o, std::uint64_t user
     std::fprintf(out, "%-10s %-44s %8u %5u %9.2f %9.1f %9.1f %7.2fx %7s\n", name, label.c_str(),
                  r.replicas, r.gpus, r.cost_per_hour, r.at_answer.ttft_p99_ms,
                  r.at_answer.tpot_p99_ms, r.headroom, share);
+  }
+  std::size_t cold = 0;
+  for (const auto& r : o.results) cold += r.status == Status::kOk && !r.at_answer.turned_over;
+  if (cold > 0) {
+    std::fprintf(out,
+                 "warning: at %zu answers the warm-up did not fill the GPU store once (the window "
+                 "saw a store still filling): lengthen probe.warmup_s\n",
+                 cold);
   }
   std::fprintf(out,
                "candidates: %zu (%zu sized, %zu pruned, %zu infeasible, %zu over replicas.max); "
