@@ -8,6 +8,7 @@
 #include "sim/config/experiment.h"
 #include "sim/config/yaml_view.h"
 #include "sim/runner.h"
+#include "traces/arrival_replay.h"
 #include "traces/error.h"
 
 namespace inferscale::plan {
@@ -27,6 +28,10 @@ const char* to_string(Objective o) {
 }
 
 double LoadConfig::mean_rate_per_s() const {
+  if (!replay.empty()) {
+    const double span_s = double(replay_times_ns.back()) / 1e9;
+    return span_s > 0 ? double(replay_times_ns.size()) / span_s * replay_speedup : 0.0;
+  }
   if (rate_per_s > 0) return rate_per_s;
   return double(users) * requests_per_user_per_hour / 3600.0;
 }
@@ -51,16 +56,37 @@ std::string flow(const YAML::Node& n) {
   return e.c_str();
 }
 
-LoadConfig parse_load(const YamlView& v) {
+LoadConfig parse_load(const YamlView& v, const std::string& file) {
   if (!v.has("load")) v.fail("", "missing key 'load' (users and requests_per_user_per_hour)");
   const auto l = v.child("load");
   l.reject_unknown({"users", "requests_per_user_per_hour", "rate_per_s", "peak_factor", "arrival",
-                    "cv", "diurnal"});
+                    "cv", "diurnal", "replay", "replay_speedup"});
   LoadConfig c;
   c.users = static_cast<std::uint64_t>(l.integer("users", 1000, 1, std::int64_t(1) << 40));
   c.requests_per_user_per_hour = l.number("requests_per_user_per_hour", 0, 0, 1e9);
   c.rate_per_s = l.number("rate_per_s", 0, 0, 1e12);
-  if ((c.requests_per_user_per_hour > 0) == (c.rate_per_s > 0)) {
+  if (l.has("replay")) {
+    c.replay = l.text("replay", "");
+    if (!path_exists(c.replay, l.where("replay"))) {
+      const auto beside = (fs::path(file).parent_path() / c.replay).string();
+      if (!path_exists(beside, l.where("replay"))) {
+        l.fail("replay", "arrival trace '" + c.replay + "' not found");
+      }
+      c.replay = beside;
+    }
+    try {
+      for (const auto& r : read_arrival_csv(c.replay)) c.replay_times_ns.push_back(r.time_ns);
+    } catch (const InputError& e) {
+      throw InputError(l.where("replay"), e.what());
+    }
+    c.replay_speedup = l.number("replay_speedup", 1, 1e-9, 1e9);
+    if (c.requests_per_user_per_hour > 0 || c.rate_per_s > 0 || l.has("diurnal") ||
+        l.has("arrival")) {
+      l.fail("replay",
+             "a replay sets the arrivals: drop requests_per_user_per_hour, rate_per_s, arrival "
+             "and diurnal");
+    }
+  } else if ((c.requests_per_user_per_hour > 0) == (c.rate_per_s > 0)) {
     l.fail("", "give exactly one of requests_per_user_per_hour and rate_per_s (positive)");
   }
   c.peak_factor = l.number("peak_factor", 1, 1e-6, 1e6);
@@ -224,7 +250,7 @@ PlanConfig load_plan(const std::string& file) {
     if (!p.base.IsMap()) throw InputError(yaml_position(p.base, path), "expected a map of keys");
   }
   p.load_where = v.where("load");
-  p.load = parse_load(v);
+  p.load = parse_load(v, file);
   p.slo = parse_slo(v);
   p.axes = parse_search(v, file);
   if (v.has("replicas")) {

@@ -35,12 +35,15 @@ const char* to_string(Objective o);
 /// Arrival shapes of the generated load (traces/synthetic.h).
 struct LoadConfig {
   std::uint64_t users = 1000;
-  double requests_per_user_per_hour = 0;  // 0: rate_per_s is given
-  double rate_per_s = 0;                  // total, mean over the day
-  double peak_factor = 1;                 // the planner sizes for mean rate x peak_factor
-  std::string arrival = "poisson";        // poisson | gamma
-  double cv = 1;                          // gamma: coefficient of variation of the gaps
-  std::vector<double> diurnal;            // 24 hourly weights (empty: flat); sizes for the peak
+  double requests_per_user_per_hour = 0;      // 0: rate_per_s is given
+  double rate_per_s = 0;                      // total, mean over the day
+  double peak_factor = 1;                     // the planner sizes for mean rate x peak_factor
+  std::string arrival = "poisson";            // poisson | gamma
+  double cv = 1;                              // gamma: coefficient of variation of the gaps
+  std::vector<double> diurnal;                // 24 hourly weights (empty: flat); sizes for the peak
+  std::string replay;                         // an arrival CSV (traces/arrival_replay.h), or empty
+  double replay_speedup = 1;                  // its time axis runs this many times faster
+  std::vector<std::int64_t> replay_times_ns;  // its rows' times since the first row
   /// The mean request rate over the day, in requests per second.
   double mean_rate_per_s() const;
   /// The rate the fleet is sized for: the mean x peak_factor x (peak hour / mean hour).

@@ -42,7 +42,14 @@ std::vector<std::string> probe_overrides(const PlanConfig& p, std::uint64_t user
   load.users = users;
   const double rate = load.sizing_rate_per_s() * factor;
   const double span_s = p.probe.warmup_s + p.probe.window_s + p.probe.cooldown_s;
-  const auto requests = std::max<std::uint64_t>(1, std::uint64_t(std::ceil(rate * span_s)));
+  auto requests = std::max<std::uint64_t>(1, std::uint64_t(std::ceil(rate * span_s)));
+  const double speedup = p.load.replay_speedup * p.load.peak_factor * factor;
+  if (!p.load.replay.empty()) {  // the rows that arrive within the probe's span
+    const auto end_ns = static_cast<std::int64_t>(span_s * 1e9 * speedup);
+    const auto& t = p.load.replay_times_ns;
+    requests = std::max<std::uint64_t>(
+        1, std::uint64_t(std::upper_bound(t.begin(), t.end(), end_ns) - t.begin()));
+  }
   char rate_text[64];
   std::snprintf(rate_text, sizeof rate_text, "%.17g", rate);
   char cv_text[64];
@@ -58,6 +65,12 @@ std::vector<std::string> probe_overrides(const PlanConfig& p, std::uint64_t user
       "output.timeline=false",
       "replicas=" + std::to_string(replicas)};
   if (p.load.arrival == "gamma") sets.push_back(std::string("trace.generate.cv=") + cv_text);
+  if (!p.load.replay.empty()) {
+    char speed_text[64];
+    std::snprintf(speed_text, sizeof speed_text, "%.17g", speedup);
+    sets.push_back("trace.generate.replay=" + p.load.replay);
+    sets.push_back(std::string("trace.generate.replay_speedup=") + speed_text);
+  }
   return sets;
 }
 

@@ -5,6 +5,7 @@
 
 #include "sim/config/yaml_view.h"
 #include "sim/router.h"
+#include "traces/arrival_replay.h"
 #include "traces/locomo.h"
 #include "traces/locomo_import.h"
 #include "traces/synthetic.h"
@@ -33,7 +34,7 @@ SyntheticOptions synthetic_options(const YamlView& v, std::uint64_t seed) {
                     "query_words", "query_words_sd", "output_tokens", "k", "tokens_per_word",
                     "user_zipf", "fact_zipf", "context_turns", "turns_per_session", "turn_words",
                     "turn_words_sd", "arrival", "rate", "concurrency", "think_time_s", "start_s",
-                    "seed", "write_trace", "cv"});
+                    "seed", "write_trace", "cv", "replay", "replay_speedup"});
   SyntheticOptions o;
   o.users = static_cast<std::uint64_t>(v.integer("users", std::int64_t(o.users), 1, INT64_MAX));
   o.requests =
@@ -62,6 +63,16 @@ SyntheticOptions synthetic_options(const YamlView& v, std::uint64_t seed) {
   read_arrival(v, o.arrival);
   o.start_s = v.number("start_s", o.start_s, 0, 1e12);
   o.seed = static_cast<std::uint64_t>(v.integer("seed", std::int64_t(seed), 0, INT64_MAX));
+  if (v.has("replay")) {
+    const std::string path = v.text("replay", "");
+    if (!path_exists(path, v.where("replay"))) {
+      v.fail("replay", "arrival trace '" + path + "' not found");
+    }
+    o.replay = std::make_shared<const std::vector<ReplayedRequest>>(read_arrival_csv(path));
+    o.replay_speedup = v.number("replay_speedup", 1, 1e-9, 1e9);
+  } else if (v.has("replay_speedup")) {
+    v.fail("replay_speedup", "replay_speedup applies to 'replay: FILE.csv'");
+  }
   try {
     validate_synthetic_options(o);
   } catch (const InputError& e) {

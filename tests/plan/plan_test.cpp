@@ -18,7 +18,9 @@
 #include "sim/config/experiment.h"
 #include "sim/runner.h"
 #include "tests/catch.h"
+#include "traces/arrival_replay.h"
 #include "traces/error.h"
+#include "traces/synthetic.h"
 
 namespace fs = std::filesystem;
 using namespace inferscale;
@@ -312,6 +314,64 @@ TEST_CASE("plan: a bad plan file is an error at its position", "[plan]") {
     CHECK(WEXITSTATUS(status) == 2);
     CHECK(read_text(dir / "err.txt").find(file + cases[i].where) != std::string::npos);
     CHECK(!fs::exists(dir / "results"));
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("plan: replayed arrivals keep the trace's times and token counts", "[plan]") {
+  const std::string csv =
+      std::string(INFERSCALE_SOURCE_DIR) + "/tests/plan/data/arrivals_azure_layout.csv";
+  const auto rows = read_arrival_csv(csv);
+  REQUIRE(rows.size() == 600);
+  CHECK(rows[0].time_ns == 0);
+  CHECK(rows[0].context_tokens == 306);
+  CHECK(rows[0].generated_tokens == 114);
+  CHECK(rows[1].time_ns == 103191900);  // 18:15:46.1272788 - 18:15:46.0240869
+  SyntheticOptions o;
+  o.users = 40;
+  o.requests = 1000;  // more than the rows: the replay ends the trace
+  o.k = 5;
+  o.replay = std::make_shared<const std::vector<ReplayedRequest>>(rows);
+  o.replay_speedup = 2;
+  SyntheticStream stream(o, true);
+  TraceRecord rec;
+  std::size_t i = 0;
+  while (stream.next(rec)) {
+    if (rec.kind != RecordKind::kRequest) continue;
+    REQUIRE(i < rows.size());
+    CHECK(rec.request.time == SimTime(std::llround(double(rows[i].time_ns) / 2)));
+    CHECK(rec.request.query_tokens == rows[i].context_tokens);
+    CHECK(rec.request.output_tokens == rows[i].generated_tokens);
+    CHECK(rec.request.facts.size() == 5);
+    ++i;
+  }
+  CHECK(i == rows.size());
+
+  // A plan sized on the replay: it runs, and an out-of-order row is an error at its line.
+  const auto dir = temp_dir("replay");
+  const auto plan_file =
+      write_text(dir / "replay.yaml",
+                 "plan: replay\n"
+                 "base: {trace: {generate: {users: 200, requests: 1, k: 10}}, serving: {k: 10}}\n"
+                 "load: {users: 200, replay: " +
+                     csv +
+                     "}\n"
+                     "slo: {ttft_ms: {p99: 400}}\n"
+                     "search: {gpu: [h100, l40s]}\n"
+                     "probe: {warmup_s: 5, window_s: 30, cooldown_s: 1}\n");
+  const auto r = plan_into(load_plan(plan_file), dir / "out", 2, false);
+  REQUIRE(r.outcome.results.size() == 2);
+  CHECK(r.outcome.results[0].status == Status::kOk);
+  CHECK(r.outcome.probes.at(0).result.measured > 0);
+  std::string bad = read_text(csv);
+  const auto second = bad.find('\n', bad.find('\n') + 1) + 1;  // row 2 before row 1
+  bad.replace(second, 13, "2023-11-15 18");
+  write_text(dir / "bad.csv", bad);
+  try {
+    read_arrival_csv((dir / "bad.csv").string());
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(e.where() == (dir / "bad.csv").string() + ":3");
   }
   fs::remove_all(dir);
 }
