@@ -30,6 +30,22 @@ std::string field(const std::string& s) {
   return q + "\"";
 }
 
+/// A CSV line built field by field.
+class Row {
+ public:
+  Row& operator<<(const std::string& value) {
+    if (!line_.empty() || fields_ > 0) line_.push_back(',');
+    line_.append(value);
+    ++fields_;
+    return *this;
+  }
+  std::string line() const { return line_ + "\n"; }
+
+ private:
+  std::string line_;
+  std::size_t fields_ = 0;
+};
+
 /// A day's cost when the fleet follows the diurnal profile hour by hour, each hour's replicas
 /// scaled linearly from the answer at the peak hour (an estimate: each hour is not searched).
 double day_cost_scaled(const PlanConfig& plan, const Candidate& c, const CandidateResult& r) {
@@ -111,48 +127,73 @@ void write_plan_files(const PlanConfig& plan, const PlanOutcome& o, std::uint64_
       "ttft_p99_ms,tpot_p99_ms,e2e_p99_ms,gpu_hit,missed,wall_s,key\n";
   for (const auto& p : o.probes) {
     const auto& r = p.result;
-    probes += std::to_string(p.spec.candidate) + "," + std::to_string(p.spec.replicas) + "," +
-              num(p.spec.load_factor) + "," + (r.pass ? "1" : "0") + "," +
-              (r.stopped_early ? "1" : "0") + "," + (r.cached ? "1" : "0") + "," +
-              std::to_string(r.measured) + "," + num(r.ttft_p50_ms) + "," + num(r.ttft_p99_ms) +
-              "," + num(r.tpot_p99_ms) + "," + num(r.e2e_p99_ms) + "," + num(r.gpu_hit) + "," +
-              r.missed + "," + num(r.wall_s, 4) + "," + p.key + "\n";
+    Row row;
+    row << std::to_string(p.spec.candidate) << std::to_string(p.spec.replicas)
+        << num(p.spec.load_factor) << (r.pass ? "1" : "0") << (r.stopped_early ? "1" : "0")
+        << (r.cached ? "1" : "0") << std::to_string(r.measured) << num(r.ttft_p50_ms)
+        << num(r.ttft_p99_ms) << num(r.tpot_p99_ms) << num(r.e2e_p99_ms) << num(r.gpu_hit)
+        << r.missed << num(r.wall_s, 4) << p.key;
+    probes += row.line();
   }
-  std::string head = "candidate,run";
-  for (const auto& a : plan.axes) head += "," + field(a.key);
-  head +=
-      ",gpu_preset,tp,serving_mode,status,replicas,gpus,price_per_gpu_hour,cost_per_hour,"
-      "cost_per_day,cost_per_day_scaled,users,"
-      "users_per_gpu,headroom,ttft_p50_ms,ttft_p99_ms,tpot_p99_ms,e2e_p99_ms,gpu_hit,"
-      "store_share,lower_bound,probes,non_monotone,note\n";
-  std::string body = head;
+  Row head;
+  head << "candidate"
+       << "run";
+  for (const auto& a : plan.axes) head << field(a.key);
+  for (const char* h : {"gpu_preset",
+                        "tp",
+                        "serving_mode",
+                        "status",
+                        "replicas",
+                        "gpus",
+                        "price_per_gpu_hour",
+                        "cost_per_hour",
+                        "cost_per_day",
+                        "cost_per_day_scaled",
+                        "users",
+                        "users_per_gpu",
+                        "headroom",
+                        "ttft_p50_ms",
+                        "ttft_p99_ms",
+                        "tpot_p99_ms",
+                        "e2e_p99_ms",
+                        "gpu_hit",
+                        "store_share",
+                        "lower_bound",
+                        "probes",
+                        "non_monotone",
+                        "note"}) {
+    head << h;
+  }
+  std::string body = head.line();
   for (std::size_t i = 0; i < o.candidates.size(); ++i) {
     const Candidate& c = o.candidates[i];
     const CandidateResult& r = o.results[i];
-    const bool ok = r.status == Status::kOk;
-    body += std::to_string(i) + "," + field(c.run);
-    for (const auto& v : c.values) body += "," + field(v);
-    body += "," + field(c.gpu) + "," + std::to_string(c.tp) + "," + c.mode + "," +
-            to_string(r.status) + ",";
-    if (ok) {
+    Row row;
+    row << std::to_string(i) << field(c.run);
+    for (const auto& v : c.values) row << field(v);
+    row << field(c.gpu) << std::to_string(c.tp) << c.mode << to_string(r.status);
+    if (r.status == Status::kOk) {
       const auto& a = r.at_answer;
-      body += std::to_string(r.replicas) + "," + std::to_string(r.gpus) + "," +
-              num(c.price_per_gpu_hour) + "," + num(r.cost_per_hour) + "," +
-              num(24 * r.cost_per_hour) + "," + num(day_cost_scaled(plan, c, r)) + "," +
-              std::to_string(users) + "," + num(r.users_per_gpu) + "," + num(r.headroom, 4) + "," +
-              num(a.ttft_p50_ms) + "," + num(a.ttft_p99_ms) + "," + num(a.tpot_p99_ms) + "," +
-              num(a.e2e_p99_ms) + "," + num(a.gpu_hit) + "," + num(store_share(o, i), 4);
+      row << std::to_string(r.replicas) << std::to_string(r.gpus) << num(c.price_per_gpu_hour)
+          << num(r.cost_per_hour) << num(24 * r.cost_per_hour) << num(day_cost_scaled(plan, c, r))
+          << std::to_string(users) << num(r.users_per_gpu) << num(r.headroom, 4)
+          << num(a.ttft_p50_ms) << num(a.ttft_p99_ms) << num(a.tpot_p99_ms) << num(a.e2e_p99_ms)
+          << num(a.gpu_hit) << num(store_share(o, i), 4);
     } else {
-      body += ",,,,,," + std::to_string(users) + ",,,,,,,,";
+      for (int k = 0; k < 6; ++k) row << "";
+      row << std::to_string(users);
+      for (int k = 0; k < 8; ++k) row << "";
     }
-    body += "," + std::to_string(c.lower_bound) + "," + std::to_string(r.probes) + "," +
-            (r.non_monotone ? "1" : "0") + "," + field(r.note) + "\n";
+    row << std::to_string(c.lower_bound) << std::to_string(r.probes) << (r.non_monotone ? "1" : "0")
+        << field(r.note);
+    body += row.line();
   }
   std::string front = "candidate,label,gpus,cost_per_hour,ttft_p99_ms\n";
   for (const auto i : frontier(o)) {
-    front += std::to_string(i) + "," + field(o.candidates[i].label) + "," +
-             std::to_string(o.results[i].gpus) + "," + num(o.results[i].cost_per_hour) + "," +
-             num(o.results[i].at_answer.ttft_p99_ms) + "\n";
+    Row row;
+    row << std::to_string(i) << field(o.candidates[i].label) << std::to_string(o.results[i].gpus)
+        << num(o.results[i].cost_per_hour) << num(o.results[i].at_answer.ttft_p99_ms);
+    front += row.line();
   }
   write_atomically(dir / "probes.csv", probes);
   write_atomically(dir / "frontier.csv", front);
