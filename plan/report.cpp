@@ -226,7 +226,12 @@ void print_plan(const PlanConfig& plan, const PlanOutcome& o, std::uint64_t user
     const long b = best_candidate(plan, o, mode);
     const char* name = mode.empty() ? "overall" : mode.c_str();
     if (b < 0) {
-      std::fprintf(out, "%-10s %s\n", name, "(no candidate meets the SLOs)");
+      const bool any =
+          mode.empty() || std::any_of(o.candidates.begin(), o.candidates.end(),
+                                      [&](const Candidate& c) { return c.mode == mode; });
+      std::fprintf(out, "%-10s %s\n", name,
+                   any ? "(no candidate meets the SLOs within replicas.max)"
+                       : "(no candidate in this mode)");
       continue;
     }
     const auto i = std::size_t(b);
