@@ -157,6 +157,25 @@ bool planner_owned(const std::string& key) {
   return false;
 }
 
+/// `{from: 10, to: 50, step: 10, unit: "%"}`: from, from + step, ... up to `to` (within
+/// rounding), each with the unit appended.
+void range_values(const YamlView& r, SearchAxis& a) {
+  r.reject_unknown({"from", "to", "step", "unit"});
+  const double from = r.number("from", 0, -1e15, 1e15);
+  const double to = r.number("to", from, -1e15, 1e15);
+  const double step = r.number("step", 1, 1e-12, 1e15);
+  const std::string unit = r.text("unit", "");
+  if (to < from) r.fail("to", "expected to >= from");
+  const double n = std::floor((to - from) / step + 1e-9);
+  if (n >= 10000) r.fail("step", "more than 10,000 values");
+  for (double i = 0; i <= n; ++i) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.12g", from + i * step);
+    a.values.push_back(buf + unit);
+    a.value_where.push_back(a.where);
+  }
+}
+
 std::vector<SearchAxis> parse_search(const YamlView& v, const std::string& file) {
   if (!v.has("search")) {
     v.fail("",
@@ -183,6 +202,8 @@ std::vector<SearchAxis> parse_search(const YamlView& v, const std::string& file)
         a.values.push_back(flow(n));
         a.value_where.push_back(yaml_position(n, file) + ": search." + a.key);
       }
+    } else if (kv.second.IsMap() && kv.second["from"]) {
+      range_values(YamlView({{kv.second, file}}, "search." + a.key), a);
     } else {
       a.values.push_back(flow(kv.second));
       a.value_where.push_back(a.where);

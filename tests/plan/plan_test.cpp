@@ -375,3 +375,20 @@ TEST_CASE("plan: replayed arrivals keep the trace's times and token counts", "[p
   }
   fs::remove_all(dir);
 }
+
+TEST_CASE("plan: a range in the search space lists its values", "[plan]") {
+  const auto dir = temp_dir("range");
+  const auto file = write_text(dir / "range.yaml",
+                               "plan: range\n"
+                               "base: {trace: {generate: {users: 10, requests: 1}}}\n"
+                               "load: {users: 10, rate_per_s: 1}\n"
+                               "slo: {ttft_ms: {p99: 500}}\n"
+                               "search:\n"
+                               "  store.gpu.capacity: {from: 10, to: 40, step: 15, unit: \"%\"}\n"
+                               "  serving.k: {from: 5, to: 5}\n");
+  const auto p = load_plan(file);
+  REQUIRE(p.axes.size() == 2);
+  CHECK(p.axes[0].values == std::vector<std::string>{"10%", "25%", "40%"});
+  CHECK(p.axes[1].values == std::vector<std::string>{"5"});
+  fs::remove_all(dir);
+}
