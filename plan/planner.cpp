@@ -158,7 +158,7 @@ double objective_score(const PlanConfig& plan, const CandidateResult& r) {
     case Objective::kFewestGpus:
       return double(r.gpus);
     case Objective::kUsersPerGpu:
-      return -r.users_per_gpu;
+      return -r.users_per_gpu_capacity;
   }
   return 0;
 }
@@ -271,7 +271,8 @@ PlanOutcome run_plan(const PlanConfig& plan, const PlanOptions& opts, ProbeRunne
       r.gpus = s.hi * c.tp;
       r.cost_per_hour = double(r.gpus) * c.price_per_gpu_hour;
       r.headroom = s.h_lo;
-      r.users_per_gpu = double(users) * r.headroom / double(r.gpus);
+      r.users_per_gpu = double(users) / double(r.gpus);
+      r.users_per_gpu_capacity = double(users) * r.headroom / double(r.gpus);
       for (const auto& [size, pass] : s.seen) {
         if ((size > s.hi && !pass) || (size < s.hi && pass)) r.non_monotone = true;
       }

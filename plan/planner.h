@@ -48,8 +48,9 @@ struct CandidateResult {
   std::uint32_t replicas = 0;  // the answer (kOk)
   std::uint32_t gpus = 0;
   double cost_per_hour = 0;
-  double users_per_gpu = 0;
-  double headroom = 0;  // the highest load factor found to pass at the answer (>= 1)
+  double users_per_gpu = 0;           // at the plan's load
+  double users_per_gpu_capacity = 0;  // at the headroom: what most_users_per_gpu ranks
+  double headroom = 0;                // the highest load factor found to pass at the answer (>= 1)
   bool non_monotone = false;
   ProbeResult at_answer;
   std::uint32_t probes = 0;

@@ -151,6 +151,7 @@ void write_plan_files(const PlanConfig& plan, const PlanOutcome& o, std::uint64_
                         "cost_per_day_scaled",
                         "users",
                         "users_per_gpu",
+                        "users_per_gpu_capacity",
                         "headroom",
                         "ttft_p50_ms",
                         "ttft_p99_ms",
@@ -176,13 +177,13 @@ void write_plan_files(const PlanConfig& plan, const PlanOutcome& o, std::uint64_
       const auto& a = r.at_answer;
       row << std::to_string(r.replicas) << std::to_string(r.gpus) << num(c.price_per_gpu_hour)
           << num(r.cost_per_hour) << num(24 * r.cost_per_hour) << num(day_cost_scaled(plan, c, r))
-          << std::to_string(users) << num(r.users_per_gpu) << num(r.headroom, 4)
-          << num(a.ttft_p50_ms) << num(a.ttft_p99_ms) << num(a.tpot_p99_ms) << num(a.e2e_p99_ms)
-          << num(a.gpu_hit) << num(store_share(o, i), 4);
+          << std::to_string(users) << num(r.users_per_gpu) << num(r.users_per_gpu_capacity)
+          << num(r.headroom, 4) << num(a.ttft_p50_ms) << num(a.ttft_p99_ms) << num(a.tpot_p99_ms)
+          << num(a.e2e_p99_ms) << num(a.gpu_hit) << num(store_share(o, i), 4);
     } else {
       for (int k = 0; k < 6; ++k) row << "";
       row << std::to_string(users);
-      for (int k = 0; k < 8; ++k) row << "";
+      for (int k = 0; k < 9; ++k) row << "";
     }
     row << std::to_string(c.lower_bound) << std::to_string(r.probes) << (r.non_monotone ? "1" : "0")
         << field(r.note);
