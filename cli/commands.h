@@ -16,6 +16,7 @@ void add_policy_commands(CLI::App& app, Action& action);
 void add_policy_mrc_commands(CLI::App& app, Action& action);
 void add_run_commands(CLI::App& app, Action& action);
 void add_serve_commands(CLI::App& app, Action& action);
+void add_plan_commands(CLI::App& app, Action& action);
 
 /// The `policy` subcommand group (created on first use), which several files extend.
 CLI::App* policy_group(CLI::App& app);

@@ -114,6 +114,7 @@ int main(int argc, char** argv) {
   inferscale::cli::add_policy_mrc_commands(app, action);
   inferscale::cli::add_run_commands(app, action);
   inferscale::cli::add_serve_commands(app, action);
+  inferscale::cli::add_plan_commands(app, action);
   for (auto group : inferscale::cli::command_groups()) group(app, action);
   try {
     app.parse(argc, argv);

@@ -45,8 +45,12 @@ struct Common {
 };
 
 void add_arrival_options(CLI::App* cmd, Common& c, ArrivalOptions& a) {
-  cmd->add_option("--arrival", c.arrival, "poisson (open loop at --rate) or closed_loop")
-      ->check(CLI::IsMember({"poisson", "closed_loop"}))
+  cmd->add_option("--arrival", c.arrival,
+                  "poisson (open loop at --rate), gamma (open loop, gaps of CV --cv) or "
+                  "closed_loop")
+      ->check(CLI::IsMember({"poisson", "gamma", "closed_loop"}))
+      ->capture_default_str();
+  cmd->add_option("--cv", a.cv, "gamma: coefficient of variation of the gaps (0: constant)")
       ->capture_default_str();
   cmd->add_option("--rate", a.rate_per_s, "open loop: total requests per second")
       ->capture_default_str();
@@ -216,9 +220,21 @@ void add_generate(CLI::App* trace, Action& action) {
   cmd->add_option("--start-s", o->start_s, "time the requests start at")->capture_default_str();
   cmd->add_option("--seed", o->seed, "seed of every random choice")->capture_default_str();
   add_arrival_options(cmd, *c, o->arrival);
-  cmd->callback([&action, o, c] {
-    action = [o, c] {
+  auto replay = std::make_shared<std::string>();
+  cmd->add_option("--replay", *replay,
+                  "replay arrival times and token counts from a CSV in the Azure LLM inference "
+                  "trace layout (traces/README.md)");
+  cmd->add_option("--replay-speedup", o->replay_speedup, "the replay's time axis runs this fast")
+      ->capture_default_str();
+  cmd->callback([&action, o, c, replay] {
+    action = [o, c, replay] {
       o->arrival.mode = arrival_mode(c->arrival);
+      if (c->arrival != "gamma" && o->arrival.cv != 1.0) {
+        throw InputError("--cv", "applies to --arrival gamma");
+      }
+      if (!replay->empty()) {
+        o->replay = std::make_shared<const std::vector<ReplayedRequest>>(read_arrival_csv(*replay));
+      }
       validate_synthetic_options(*o);
       TraceWriter w(c->out);
       const auto r = generate_synthetic(*o, w);

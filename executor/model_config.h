@@ -153,6 +153,7 @@ struct GpuConfig {
   double nvlink_gbps = 0;        // per GPU, one direction, GB/s
   double link_latency_us = 1;    // per step of a ring all-reduce (an estimate: calibrate)
   double link_efficiency = 0.8;  // achieved fraction of the link bandwidth
+  double price_per_hour = 0;     // USD per GPU-hour, on demand (0: not stated); the planner's
 };
 
 /// Where the presets live: ./configs when it has models/, else the source tree's configs.

@@ -12,12 +12,15 @@ import sys
 
 # library -> ours it must not reach, directly or through others
 FORBIDDEN = {
-    "inferscale_sim": {"inferscale_executor_gpu", "inferscale_executor_remote", "inferscale_eval",
-                       "inferscale_eval_config", "inferscale_executor_kinds", "inferscale"},
+    "inferscale_sim": {"inferscale_plan", "inferscale_executor_gpu", "inferscale_executor_remote",
+                       "inferscale_eval", "inferscale_eval_config", "inferscale_executor_kinds",
+                       "inferscale"},
     "inferscale_traces": {"inferscale_sim", "inferscale_policies", "inferscale_executor"},
     "inferscale_policies": {"inferscale_sim", "inferscale_executor"},
     "inferscale_executor": {"inferscale_sim", "inferscale_traces", "inferscale_policies"},
     "inferscale_eval": {"inferscale_sim", "inferscale_executor_kinds", "inferscale"},
+    "inferscale_plan": {"inferscale_executor_gpu", "inferscale_executor_remote", "inferscale_eval",
+                        "inferscale_eval_config", "inferscale_executor_kinds", "inferscale"},
 }
 
 

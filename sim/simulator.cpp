@@ -280,6 +280,7 @@ struct Simulator::Impl {
         const Request& r = pool[ri];
         metrics.record(r, static_cast<std::uint32_t>(r.facts.size()), cfg.slo.ttft_ms,
                        cfg.slo.tpot_ms);
+        if (outputs.on_complete) outputs.on_complete(r);
         if (closed_loop) on_closed_complete(r.user, now);
         pool.release(ri);
       }

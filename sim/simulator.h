@@ -41,6 +41,9 @@ struct SimOutputs {
   /// Replica-local fact and user records (Replica::set_compact_ids): -1 for fleets of more
   /// than kCompactReplicas replicas, 0 never, 1 always. Same results either way.
   int compact_ids = -1;
+  /// Called with each request as it completes (after its metrics are recorded), e.g. by the
+  /// planner, which measures a window of the run and may end it early by throwing.
+  std::function<void(const Request&)> on_complete;
 };
 
 /// Fleets larger than this keep replica-local records (SimOutputs::compact_ids).

@@ -5,6 +5,7 @@
 
 #include "sim/config/yaml_view.h"
 #include "sim/router.h"
+#include "traces/arrival_replay.h"
 #include "traces/locomo.h"
 #include "traces/locomo_import.h"
 #include "traces/synthetic.h"
@@ -18,8 +19,10 @@ namespace {
 
 void read_arrival(const YamlView& v, ArrivalOptions& a) {
   const auto mode = v.choice("arrival", a.mode == ArrivalMode::kOpen ? "poisson" : "closed_loop",
-                             {"poisson", "closed_loop"});
-  a.mode = mode == "poisson" ? ArrivalMode::kOpen : ArrivalMode::kClosedLoop;
+                             {"poisson", "gamma", "closed_loop"});
+  a.mode = mode == "closed_loop" ? ArrivalMode::kClosedLoop : ArrivalMode::kOpen;
+  a.cv = mode == "gamma" ? v.number("cv", 1.0, 0, 100) : 1.0;
+  if (mode != "gamma" && v.has("cv")) v.fail("cv", "cv applies to 'arrival: gamma'");
   a.rate_per_s = v.number("rate", a.rate_per_s, 1e-9, 1e12);
   a.concurrency = static_cast<std::uint32_t>(v.integer("concurrency", a.concurrency, 0, 1 << 30));
   a.think_time_s = v.number("think_time_s", a.think_time_s, 0, 1e9);
@@ -31,7 +34,7 @@ SyntheticOptions synthetic_options(const YamlView& v, std::uint64_t seed) {
                     "query_words", "query_words_sd", "output_tokens", "k", "tokens_per_word",
                     "user_zipf", "fact_zipf", "context_turns", "turns_per_session", "turn_words",
                     "turn_words_sd", "arrival", "rate", "concurrency", "think_time_s", "start_s",
-                    "seed", "write_trace"});
+                    "seed", "write_trace", "cv", "replay", "replay_speedup"});
   SyntheticOptions o;
   o.users = static_cast<std::uint64_t>(v.integer("users", std::int64_t(o.users), 1, INT64_MAX));
   o.requests =
@@ -60,6 +63,16 @@ SyntheticOptions synthetic_options(const YamlView& v, std::uint64_t seed) {
   read_arrival(v, o.arrival);
   o.start_s = v.number("start_s", o.start_s, 0, 1e12);
   o.seed = static_cast<std::uint64_t>(v.integer("seed", std::int64_t(seed), 0, INT64_MAX));
+  if (v.has("replay")) {
+    const std::string path = v.text("replay", "");
+    if (!path_exists(path, v.where("replay"))) {
+      v.fail("replay", "arrival trace '" + path + "' not found");
+    }
+    o.replay = std::make_shared<const std::vector<ReplayedRequest>>(read_arrival_csv(path));
+    o.replay_speedup = v.number("replay_speedup", 1, 1e-9, 1e9);
+  } else if (v.has("replay_speedup")) {
+    v.fail("replay_speedup", "replay_speedup applies to 'replay: FILE.csv'");
+  }
   try {
     validate_synthetic_options(o);
   } catch (const InputError& e) {
@@ -72,7 +85,7 @@ LocomoImportOptions locomo_options(const YamlView& v, std::uint64_t seed, std::s
   v.reject_unknown({"data", "users", "questions_per_user", "k", "tokens_per_word",
                     "output_tokens", "max_context_turns", "categories", "history_span_s",
                     "start_s", "arrival", "rate", "concurrency", "think_time_s", "seed", "text",
-                    "initial_memory"});
+                    "initial_memory", "cv"});
   LocomoImportOptions o;
   data = v.text("data", "");
   o.users = static_cast<std::uint64_t>(v.integer("users", std::int64_t(o.users), 1, 1 << 30));

@@ -140,7 +140,7 @@ LocomoImportResult import_locomo(const LocomoData& data, const LocomoImportOptio
     Rng rng(derive_seed(o.seed, kArrivalStream));
     shuffle(requests, rng);
     PoissonArrivals arrivals(start_ns, o.arrival.rate_per_s,
-                             derive_seed(o.seed, kArrivalStream + 1));
+                             derive_seed(o.seed, kArrivalStream + 1), o.arrival.cv);
     for (auto& r : requests) r.time = arrivals.next();
   } else {
     std::size_t rounds = 0;

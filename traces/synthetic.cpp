@@ -247,6 +247,10 @@ void validate_synthetic_options(const SyntheticOptions& o) {
   check(o.arrival.mode != ArrivalMode::kOpen ||
             (o.arrival.rate_per_s > 0 && o.arrival.rate_per_s <= 1e9),
         "--rate", "expected requests per second in (0, 1e9]");
+  check(!o.replay || (o.arrival.mode == ArrivalMode::kOpen && o.replay_speedup > 0 &&
+                      o.replay_speedup <= 1e9),
+        "--replay", "replayed arrivals need an open loop and a positive speedup");
+  check(o.arrival.cv >= 0 && o.arrival.cv <= 100, "--cv", "a coefficient of variation in [0, 100]");
   check(o.arrival.think_time_s >= 0 && o.arrival.think_time_s <= 1e9, "--think-time-s",
         "expected seconds in [0, 1e9]");
   check(o.start_s >= 0 && o.start_s <= 1e9, "--start-s", "expected seconds in [0, 1e9]");
@@ -279,7 +283,13 @@ struct SyntheticStream::Impl {
   std::uint64_t next_user = 0, next_request = 0;
   std::size_t wi = 0;
 
-  Impl(const SyntheticOptions& opts, bool lazy_facts) : o(opts), lazy(lazy_facts) {
+  /// The options, with at most as many requests as a replay has rows.
+  static SyntheticOptions clamped(SyntheticOptions o) {
+    if (o.replay) o.requests = std::min<std::uint64_t>(o.requests, o.replay->size());
+    return o;
+  }
+
+  Impl(const SyntheticOptions& opts, bool lazy_facts) : o(clamped(opts)), lazy(lazy_facts) {
     validate_synthetic_options(o);
     start_ns = seconds_to_ns(o.start_s);
     name = "generated trace (seed " + std::to_string(o.seed) + ")";
@@ -338,7 +348,7 @@ struct SyntheticStream::Impl {
     user_cdf = zipf_cdf(o.users, o.user_zipf);
     arrivals = PoissonArrivals(start_ns,
                                o.arrival.mode == ArrivalMode::kOpen ? o.arrival.rate_per_s : 1,
-                               derive_seed(o.seed, kArrivalStream));
+                               derive_seed(o.seed, kArrivalStream), o.arrival.cv);
   }
 
   /// ceil(s * n / S): a user's facts spread evenly over its sessions, in order.
@@ -403,7 +413,11 @@ struct SyntheticStream::Impl {
 
   void push_request() {
     const std::uint64_t i = next_request++;
-    const SimTime time = o.arrival.mode == ArrivalMode::kOpen ? arrivals.next() : start_ns;
+    const ReplayedRequest* row = o.replay ? &(*o.replay)[i] : nullptr;
+    SimTime time = o.arrival.mode == ArrivalMode::kOpen ? arrivals.next() : start_ns;
+    if (row != nullptr) {
+      time = start_ns + static_cast<SimTime>(std::llround(double(row->time_ns) / o.replay_speedup));
+    }
     for (; wi < writes.size() && writes[wi].time <= time; ++wi) push_write(writes[wi]);
     const auto user = by_rank[zipf_draw(rng, user_cdf, o.users)];
     auto& st = users[user];
@@ -417,9 +431,14 @@ struct SyntheticStream::Impl {
     r.time = time;
     r.id = i;
     r.user = user;
-    r.query_tokens =
-        tokens_for_words(draw_words(rng, o.query_words, o.query_words_sd), o.tokens_per_word);
-    r.output_tokens = o.output_tokens;
+    if (row != nullptr) {
+      r.query_tokens = std::max<std::uint32_t>(1, row->context_tokens);
+      r.output_tokens = std::max<std::uint32_t>(1, row->generated_tokens);
+    } else {
+      r.query_tokens =
+          tokens_for_words(draw_words(rng, o.query_words, o.query_words_sd), o.tokens_per_word);
+      r.output_tokens = o.output_tokens;
+    }
     r.text.clear();
     r.qa.category = 0;
     r.qa.answer.clear();

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "traces/arrival_replay.h"
 #include "traces/record_stream.h"
 #include "traces/workload.h"
 #include "traces/writer.h"
@@ -47,6 +48,11 @@ struct SyntheticOptions {
   double turn_words = 22.7;
   double turn_words_sd = 12.6;
   ArrivalOptions arrival{ArrivalMode::kOpen, 100.0, 0, 0.0};
+  // Replayed arrivals (traces/arrival_replay.h): request i arrives at row i's time / speedup,
+  // with the row's context tokens as its query and its generated tokens as its output; the user
+  // and the facts are drawn as without a replay. At most as many requests as rows.
+  std::shared_ptr<const std::vector<ReplayedRequest>> replay;
+  double replay_speedup = 1;
   double start_s = 0;
   std::uint64_t seed = 1;
 };

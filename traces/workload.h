@@ -36,6 +36,9 @@ struct ArrivalOptions {
   double rate_per_s = 10.0;       // open loop: total requests per second (Poisson)
   std::uint32_t concurrency = 0;  // closed loop: users with a request in flight; 0: every user
   double think_time_s = 0.0;      // closed loop: pause between an answer and the next question
+  /// Open loop: coefficient of variation of the gaps. 1: exponential (Poisson); otherwise gamma
+  /// gaps of that CV (shape 1/cv^2: bursty above 1, regular below); 0: constant gaps.
+  double cv = 1.0;
 };
 
 /// Open-loop arrivals: a Poisson process of `rate_per_s` starting at `start` (the first arrival
@@ -43,16 +46,42 @@ struct ArrivalOptions {
 /// running sum, so rounding does not drift.
 class PoissonArrivals {
  public:
-  PoissonArrivals(SimTime start, double rate_per_s, std::uint64_t seed)
-      : start_(start), mean_gap_ns_(1e9 / rate_per_s), rng_(seed) {}
+  PoissonArrivals(SimTime start, double rate_per_s, std::uint64_t seed, double cv = 1.0)
+      : start_(start), mean_gap_ns_(1e9 / rate_per_s), cv_(cv), rng_(seed) {}
   SimTime next() {
-    offset_ns_ += rng_.exponential(mean_gap_ns_);
+    offset_ns_ += cv_ == 1.0 ? rng_.exponential(mean_gap_ns_) : gamma_gap();
     return start_ + static_cast<SimTime>(std::llround(offset_ns_));
   }
 
  private:
+  /// A gamma gap of mean mean_gap_ns_ and CV cv_ (Marsaglia and Tsang's method, with the
+  /// generator's bounded normal; shape < 1 through shape + 1 and a uniform power).
+  double gamma_gap() {
+    if (cv_ <= 0) return mean_gap_ns_;
+    const double shape = 1.0 / (cv_ * cv_);
+    const double scale = mean_gap_ns_ * cv_ * cv_;
+    const double a = shape < 1 ? shape + 1 : shape;
+    const double d = a - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
+    double x = 0;
+    while (true) {
+      const double z = rng_.normal();
+      const double v0 = 1 + c * z;
+      if (v0 <= 0) continue;
+      const double v = v0 * v0 * v0;
+      const double u = rng_.uniform();
+      if (u < 1 - 0.0331 * z * z * z * z ||
+          std::log(std::max(u, 1e-300)) < 0.5 * z * z + d * (1 - v + std::log(v))) {
+        x = d * v;
+        break;
+      }
+    }
+    if (shape < 1) x *= std::pow(std::max(rng_.uniform(), 1e-300), 1.0 / shape);
+    return x * scale;
+  }
+
   SimTime start_;
   double mean_gap_ns_;
+  double cv_;
   double offset_ns_ = 0;
   Rng rng_;
 };

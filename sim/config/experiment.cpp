@@ -72,7 +72,7 @@ GpuConfig parse_gpu(const YamlView& v) {
   v.reject_unknown({"name", "memory", "bf16_tflops", "hbm_gbps", "pcie_gbps", "step_overhead_us",
                     "per_seq_overhead_us", "mfu", "mbu", "pcie_efficiency", "pcie_gen",
                     "fp8_tflops", "nvlink_gen", "nvlink_gbps", "link_latency_us",
-                    "link_efficiency"});
+                    "link_efficiency", "price_per_hour", "price_source"});
   for (const char* k : {"memory", "bf16_tflops", "hbm_gbps", "pcie_gbps"}) {
     if (!v.has(k)) v.fail("", std::string("gpu: missing key '") + k + "'");
   }
@@ -101,6 +101,7 @@ GpuConfig parse_gpu(const YamlView& v) {
   }
   g.link_latency_us = v.number("link_latency_us", 1, 0, 1e6);
   g.link_efficiency = v.number("link_efficiency", 0.8, 1e-3, 1);
+  g.price_per_hour = v.number("price_per_hour", 0, 0, 1e6);
   return g;
 }
 
@@ -473,9 +474,13 @@ GpuConfig load_gpu(const std::string& name_or_path, const std::string& where) {
 }
 
 ExperimentConfig load_experiment(const std::string& file, const std::vector<std::string>& sets) {
+  return load_experiment(load_yaml_file(file), file, sets);
+}
+
+ExperimentConfig load_experiment(const YAML::Node& root, const std::string& file,
+                                 const std::vector<std::string>& sets) {
   ExperimentConfig exp;
   exp.file = file;
-  const YAML::Node root = load_yaml_file(file);
   if (!root.IsMap()) throw InputError(yaml_position(root, file), "expected a map of keys");
   // One layer per flag, named by it, the last flag first (it wins over the earlier ones).
   std::vector<YamlLayer> set_layers;

@@ -145,6 +145,10 @@ struct ExperimentConfig {
 /// Parses and validates an experiment file. `sets` are "key.path=value" overrides applied to the
 /// base config of every run (or "runs.<name>.key=value" to one run).
 ExperimentConfig load_experiment(const std::string& file, const std::vector<std::string>& sets);
+/// The same, from a document already read (an experiment inlined in a plan file); `file` names
+/// it in errors and positions, and is the default experiment name (its stem).
+ExperimentConfig load_experiment(const YAML::Node& root, const std::string& file,
+                                 const std::vector<std::string>& sets);
 
 /// Loads a model preset by name (configs/models/<name>.yaml) or path.
 ModelConfig load_model(const std::string& name_or_path, const std::string& where);

@@ -1,0 +1,89 @@
+#pragma once
+// @brief The planner: for each candidate (a base run x one value of each search key), the fewest
+// replicas meeting the SLOs, found from an analytic lower bound by exponential then binary
+// search over probes; candidates that cannot beat the best so far are pruned. Decisions are
+// made in rounds over a fixed number of candidates side by side, so the result does not depend
+// on how many workers run the probes, nor on which probes came from the cache.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plan/plan_config.h"
+#include "plan/probe.h"
+#include "plan/probe_cache.h"
+
+namespace inferscale::plan {
+
+struct Candidate {
+  std::size_t index = 0;
+  std::string run;                  // the base experiment's run
+  std::vector<std::string> values;  // one per search key (YAML text)
+  std::vector<std::string> sets;    // "key=value", applied like --set
+  std::string label;
+  // Resolved from the candidate's configuration (at one replica).
+  std::string infeasible;  // why it cannot run (a store that does not fit, ...); empty: runs
+  std::string gpu, mode;
+  std::uint32_t tp = 1;
+  double price_per_gpu_hour = 0;
+  std::uint64_t store_bytes_per_gpu = 0, host_bytes_per_replica = 0;
+  std::uint64_t kv_bytes_per_token_per_gpu = 0;
+  std::uint32_t lower_bound = 1;  // analytic: replicas below it cannot carry the load
+};
+
+enum class Status { kOk, kPruned, kInfeasible, kOverMax };
+const char* to_string(Status s);
+
+struct ProbeRecord {
+  ProbeSpec spec;
+  ProbeResult result;
+  std::string key;
+};
+
+struct CandidateResult {
+  Status status = Status::kInfeasible;
+  std::uint32_t replicas = 0;  // the answer (kOk)
+  std::uint32_t gpus = 0;
+  double cost_per_hour = 0;
+  double users_per_gpu = 0;           // at the plan's load
+  double users_per_gpu_capacity = 0;  // at the headroom: what most_users_per_gpu ranks
+  double headroom = 0;                // the highest load factor found to pass at the answer (>= 1)
+  bool non_monotone = false;
+  ProbeResult at_answer;
+  std::uint32_t probes = 0;
+  std::string note;
+};
+
+struct PlanOutcome {
+  std::vector<Candidate> candidates;
+  std::vector<CandidateResult> results;  // by candidate index
+  std::vector<ProbeRecord> probes;       // in the order the planner asked for them
+  std::uint64_t probes_run = 0, probes_cached = 0, probes_stopped_early = 0;
+  double probe_wall_s = 0;  // summed over the probes run (not cached)
+  double population_fact_tokens = 0;
+};
+
+struct PlanOptions {
+  unsigned jobs = 1;
+  bool resume = false;
+  std::optional<std::uint64_t> users;  // overrides load.users (capacity curves)
+  bool quiet = false;
+};
+
+/// Runs the plan's search. Probes run on `runner`; results go through `cache` (read only
+/// with opts.resume; always written).
+PlanOutcome run_plan(const PlanConfig& plan, const PlanOptions& opts, ProbeRunner& runner,
+                     const ProbeCache& cache);
+
+/// The `--set` overrides of a probe: the plan's load for `users` x `factor` (a generated trace
+/// of the warm-up, window and cool-down), `replicas`, and outputs off.
+std::vector<std::string> probe_overrides(const PlanConfig& plan, std::uint64_t users, double factor,
+                                         std::uint32_t replicas);
+
+/// The score the objective minimizes (cost per hour, GPUs, or minus users per GPU).
+double objective_score(const PlanConfig& plan, const CandidateResult& r);
+
+}  // namespace inferscale::plan

@@ -1,0 +1,394 @@
+// The capacity planner: an answer worked out by hand, the probe cache, early stops, agreement
+// with direct runs, and the errors of a bad plan file.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "plan/plan_config.h"
+#include "plan/planner.h"
+#include "plan/report.h"
+#include "sim/config/experiment.h"
+#include "sim/runner.h"
+#include "tests/catch.h"
+#include "traces/arrival_replay.h"
+#include "traces/error.h"
+#include "traces/synthetic.h"
+
+namespace fs = std::filesystem;
+using namespace inferscale;
+using namespace inferscale::plan;
+
+namespace {
+
+fs::path temp_dir(const std::string& name) {
+  auto p = fs::temp_directory_path() / ("inferscale_plan_" + name + "_" + std::to_string(getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+std::string write_text(const fs::path& p, const std::string& body) {
+  std::ofstream(p) << body;
+  return p.string();
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream os;
+  os << f.rdbuf();
+  return os.str();
+}
+
+/// Identical requests (no facts, fixed query and output lengths), one at a time per replica,
+/// dealt round robin.
+const char* kFixedBase = R"(
+base:
+  experiment: fixed
+  seed: 3
+  trace: {generate: {users: 50, requests: 1, k: 1, query_words: 10, query_words_sd: 0,
+                     output_tokens: 20, facts_per_user: 1, facts_per_user_spread: 0}}
+  model: llama-3.1-8b
+  gpu: h200
+  router: round_robin
+  scheduler: {max_seqs: 1}
+  serving: {mode: text, k: 0, header_tokens: 0}
+)";
+
+/// A small LoCoMo-shaped population; 5 GPUs x 2 modes x 2 store sizes = 20 candidates.
+std::string twenty_candidates(bool prune) {
+  return std::string(R"(
+plan: twenty
+base:
+  experiment: twenty
+  seed: 5
+  trace: {generate: {users: 2000, requests: 1, k: 20}}
+  model: llama-3.1-8b
+  serving: {k: 20}
+  store: {gpu: {capacity: 10%}}
+load: {users: 2000, rate_per_s: 30}
+slo:
+  ttft_ms: {p99: 300}
+  tpot_ms: {p99: 40}
+search:
+  gpu: [a100-80g, l40s, h100, h200, b200]
+  serving.mode: [text, kv_inject]
+  store.gpu.capacity: [5%, 20%]
+probe: {warmup_s: 4, window_s: 12, cooldown_s: 1}
+options: {headroom_steps: 1, prune: )") +
+         (prune ? "true" : "false") + "}\n";
+}
+
+struct Ran {
+  PlanOutcome outcome;
+  std::string plan_csv;
+};
+
+Ran plan_into(const PlanConfig& p, const fs::path& out, unsigned jobs, bool resume) {
+  PlanConfig plan = p;
+  plan.out_dir = out.string();
+  ProbeCache cache(out / plan.name / "cache");
+  auto runner = make_local_runner(jobs);
+  PlanOptions opts;
+  opts.jobs = jobs;
+  opts.resume = resume;
+  opts.quiet = true;
+  Ran r{run_plan(plan, opts, *runner, cache), ""};
+  write_plan_files(plan, r.outcome, plan.load.users, out / plan.name);
+  r.plan_csv = read_text(out / plan.name / "plan.csv");
+  return r;
+}
+
+std::size_t files_in(const fs::path& dir) {
+  std::size_t n = 0;
+  for (const auto& e : fs::directory_iterator(dir)) n += e.path().extension() == ".json";
+  return n;
+}
+
+/// Whether a direct run of `cfg` meets the plan's SLOs over the plan's window, from its
+/// requests.csv (arrival, ttft, tpot, e2e in ms), nearest rank as summary.json.
+bool direct_run_passes(const PlanConfig& p, const Candidate& c, std::uint32_t replicas,
+                       const fs::path& out) {
+  auto sets = c.sets;
+  for (const auto& s : probe_overrides(p, p.load.users, 1.0, replicas)) sets.push_back(s);
+  sets.push_back("output.requests_csv=true");
+  ExperimentConfig exp = load_experiment(p.base, p.base_file, sets);
+  exp.name = "direct";
+  RunnerOptions opts;
+  opts.out_dir = out.string();
+  opts.progress = false;
+  opts.only_runs = {c.run};
+  const auto outcomes = run_experiment(exp, opts);
+  std::ifstream f(fs::path(outcomes.at(0).dir) / "requests.csv");
+  std::string line;
+  std::getline(f, line);
+  std::vector<std::string> head;
+  {
+    std::stringstream ss(line);
+    for (std::string h; std::getline(ss, h, ',');) head.push_back(h);
+  }
+  auto col = [&](const std::string& name) {
+    return std::size_t(std::find(head.begin(), head.end(), name) - head.begin());
+  };
+  const auto arrival = col("arrival"), ttft = col("ttft"), tpot = col("tpot"), e2e = col("e2e");
+  REQUIRE(e2e < head.size());
+  std::vector<double> v[3];
+  while (std::getline(f, line)) {
+    std::vector<std::string> x;
+    std::stringstream ss(line);
+    for (std::string h; std::getline(ss, h, ',');) x.push_back(h);
+    const double a = std::stod(x[arrival]);
+    if (a < p.probe.warmup_s * 1e3 || a >= (p.probe.warmup_s + p.probe.window_s) * 1e3) continue;
+    v[0].push_back(std::stod(x[ttft]));
+    v[1].push_back(std::stod(x[tpot]));
+    v[2].push_back(std::stod(x[e2e]));
+  }
+  for (const auto& s : p.slo) {
+    auto& values = v[s.metric == "ttft" ? 0 : s.metric == "tpot" ? 1 : 2];
+    std::sort(values.begin(), values.end());
+    const auto i = std::size_t(std::ceil(s.share * double(values.size()))) - 1;
+    // requests.csv rounds to microseconds: a value within that of the bound decides nothing.
+    REQUIRE(std::abs(values[i] - s.max_ms) > 1e-3);
+    if (values[i] > s.max_ms) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("plan: deterministic arrivals and service give the computed ceiling", "[plan]") {
+  const auto dir = temp_dir("fixed");
+  // The service time S of one request alone, measured on a one-request run.
+  const auto exp_file =
+      write_text(dir / "one.yaml", std::string(kFixedBase).substr(std::string("\nbase:\n").size()));
+  const ExperimentConfig one = load_experiment(exp_file, {});
+  RunnerOptions ro;
+  ro.out_dir = (dir / "one").string();
+  ro.progress = false;
+  const auto ran = run_experiment(one, ro);
+  const double service_s = ran.at(0).summary.e2e_ms.max / 1e3;
+  REQUIRE(service_s > 0);
+  // Arrivals every 1/rate seconds, round robin: a replica gets one every R/rate seconds and
+  // keeps up iff R/rate >= S, so the fewest replicas is ceil(rate x S) = ceil(3.4) = 4.
+  const double rate = 3.4 / service_s;
+  char load[160];
+  std::snprintf(load, sizeof load, "load: {users: 50, rate_per_s: %.17g, arrival: gamma, cv: 0}\n",
+                rate);
+  const auto plan_file =
+      write_text(dir / "fixed.yaml",
+                 std::string("plan: fixed\n") + kFixedBase + load +
+                     "slo: {ttft_ms: {p99: " + std::to_string(2 * service_s * 1e3) + "}}\n" +
+                     "search: {gpu: [h200]}\n"
+                     "probe: {warmup_s: 2, window_s: 20, cooldown_s: 1}\n"
+                     "options: {headroom_steps: 0}\n");
+  const auto r = plan_into(load_plan(plan_file), dir / "out", 1, false);
+  REQUIRE(r.outcome.results.size() == 1);
+  const auto& res = r.outcome.results[0];
+  REQUIRE(res.status == Status::kOk);
+  CHECK(res.replicas == std::uint32_t(std::ceil(rate * service_s)));
+  CHECK(res.replicas == 4);
+  // The answer minus one was probed and failed.
+  bool below_failed = false;
+  for (const auto& pr : r.outcome.probes) {
+    if (pr.spec.replicas == 3) below_failed = !pr.result.pass;
+  }
+  CHECK(below_failed);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("plan: resume reuses every cached probe, results do not depend on jobs", "[plan]") {
+  const auto dir = temp_dir("resume");
+  const auto plan = load_plan(write_text(dir / "twenty.yaml", twenty_candidates(true)));
+  const auto first = plan_into(plan, dir / "a", 2, false);
+  const auto cache_dir = dir / "a" / "twenty" / "cache";
+  const std::size_t entries = files_in(cache_dir);
+  REQUIRE(entries == first.outcome.probes_run);
+  REQUIRE(entries > 10);
+
+  // All cached: nothing runs, and plan.csv is byte-identical (on one worker this time).
+  const auto again = plan_into(plan, dir / "a", 1, true);
+  CHECK(again.outcome.probes_run == 0);
+  CHECK(again.outcome.probes_cached == again.outcome.probes.size());
+  CHECK(again.outcome.probes.size() == first.outcome.probes.size());
+  CHECK(again.plan_csv == first.plan_csv);
+
+  // An interrupted plan: a third of its entries never written. Only those run again.
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(cache_dir)) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  std::size_t removed = 0;
+  for (std::size_t i = 0; i < files.size(); i += 3, ++removed) fs::remove(files[i]);
+  write_text(cache_dir / "0123.json.tmp.1.2", "{\"half\": ");  // a write cut short
+  const auto resumed = plan_into(plan, dir / "a", 2, true);
+  CHECK(resumed.outcome.probes_run == removed);
+  CHECK(resumed.plan_csv == first.plan_csv);
+  CHECK(!fs::exists(cache_dir / "0123.json.tmp.1.2"));
+
+  // Without the cache, on one worker: the same plan.
+  const auto serial = plan_into(plan, dir / "b", 1, false);
+  CHECK(serial.plan_csv == first.plan_csv);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("plan: early stops never change a probe's outcome", "[plan]") {
+  const auto dir = temp_dir("early");
+  auto plan = load_plan(write_text(dir / "twenty.yaml", twenty_candidates(false)));
+  REQUIRE(plan.probe.early_stop);
+  const auto with = plan_into(plan, dir / "on", 2, false);
+  plan.probe.early_stop = false;
+  const auto without = plan_into(plan, dir / "off", 2, false);
+  CHECK(with.outcome.probes_stopped_early > 0);
+  CHECK(without.outcome.probes_stopped_early == 0);
+  REQUIRE(with.outcome.probes.size() == without.outcome.probes.size());
+  for (std::size_t i = 0; i < with.outcome.probes.size(); ++i) {
+    const auto &a = with.outcome.probes[i], &b = without.outcome.probes[i];
+    CHECK(a.spec.candidate == b.spec.candidate);
+    CHECK(a.spec.replicas == b.spec.replicas);
+    CHECK(a.result.pass == b.result.pass);
+  }
+  CHECK(with.plan_csv == without.plan_csv);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("plan: answers agree with direct runs at the answer and one replica fewer", "[plan]") {
+  const auto dir = temp_dir("direct");
+  const auto plan = load_plan(write_text(dir / "twenty.yaml", twenty_candidates(false)));
+  const auto r = plan_into(plan, dir / "out", 2, false);
+  REQUIRE(r.outcome.candidates.size() == 20);
+  std::size_t checked_below = 0;
+  for (std::size_t i = 0; i < r.outcome.candidates.size(); ++i) {
+    const auto& res = r.outcome.results[i];
+    const auto& c = r.outcome.candidates[i];
+    INFO(c.label);
+    REQUIRE(res.status == Status::kOk);
+    CHECK(direct_run_passes(plan, c, res.replicas, dir / "direct"));
+    if (res.replicas > 1) {
+      CHECK_FALSE(direct_run_passes(plan, c, res.replicas - 1, dir / "direct"));
+      ++checked_below;
+    }
+  }
+  CHECK(checked_below > 0);  // some candidate needs more than one replica
+  fs::remove_all(dir);
+}
+
+TEST_CASE("plan: a bad plan file is an error at its position", "[plan]") {
+  const auto dir = temp_dir("bad");
+  const std::string head =
+      "plan: bad\n"
+      "base: {trace: {generate: {users: 10, requests: 1}}}\n"
+      "load: {users: 10, rate_per_s: 1}\n";
+  struct Case {
+    std::string body, where, what;
+  };
+  const std::vector<Case> cases{
+      {head + "slo: {ttft_ms: {p99: 500}}\nsearch:\n  serving.nope: [1, 2]\n", ":6:18",
+       "unknown key 'nope'"},
+      {head + "slo: {ttft_ms: {p99: 500}, itl_ms: {p99: 20}}\nsearch: {gpu: [h100]}\n",
+       ":4:", "unknown SLO metric 'itl_ms'"},
+      {head + "slo: {ttft_ms: {p99: 500}}\nsearch: {}\n", ":5:", "empty search space"},
+      {head + "slo: {ttft_ms: {p99: 500}}\nsearch: {gpu: []}\n", ":5:", "empty search space"},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const auto file = write_text(dir / ("bad" + std::to_string(i) + ".yaml"), cases[i].body);
+    INFO(cases[i].body);
+    try {
+      load_plan(file);
+      FAIL("no error");
+    } catch (const InputError& e) {
+      CHECK(e.where().find(file + cases[i].where) == 0);
+      CHECK(std::string(e.what()).find(cases[i].what) != std::string::npos);
+    }
+    // The command: status 2, the position on stderr, no results folder.
+    const std::string cmd = std::string(INFERSCALE_BINARY_DIR) + "/inferscale plan " + file +
+                            " --out " + (dir / "results").string() + " 2> " +
+                            (dir / "err.txt").string();
+    const int status = std::system(cmd.c_str());
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 2);
+    CHECK(read_text(dir / "err.txt").find(file + cases[i].where) != std::string::npos);
+    CHECK(!fs::exists(dir / "results"));
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("plan: replayed arrivals keep the trace's times and token counts", "[plan]") {
+  const std::string csv =
+      std::string(INFERSCALE_SOURCE_DIR) + "/tests/plan/data/arrivals_azure_layout.csv";
+  const auto rows = read_arrival_csv(csv);
+  REQUIRE(rows.size() == 600);
+  CHECK(rows[0].time_ns == 0);
+  CHECK(rows[0].context_tokens == 306);
+  CHECK(rows[0].generated_tokens == 114);
+  CHECK(rows[1].time_ns == 103191900);  // 18:15:46.1272788 - 18:15:46.0240869
+  SyntheticOptions o;
+  o.users = 40;
+  o.requests = 1000;  // more than the rows: the replay ends the trace
+  o.k = 5;
+  o.replay = std::make_shared<const std::vector<ReplayedRequest>>(rows);
+  o.replay_speedup = 2;
+  SyntheticStream stream(o, true);
+  TraceRecord rec;
+  std::size_t i = 0;
+  while (stream.next(rec)) {
+    if (rec.kind != RecordKind::kRequest) continue;
+    REQUIRE(i < rows.size());
+    CHECK(rec.request.time == SimTime(std::llround(double(rows[i].time_ns) / 2)));
+    CHECK(rec.request.query_tokens == rows[i].context_tokens);
+    CHECK(rec.request.output_tokens == rows[i].generated_tokens);
+    CHECK(rec.request.facts.size() == 5);
+    ++i;
+  }
+  CHECK(i == rows.size());
+
+  // A plan sized on the replay: it runs, and an out-of-order row is an error at its line.
+  const auto dir = temp_dir("replay");
+  const auto plan_file =
+      write_text(dir / "replay.yaml",
+                 "plan: replay\n"
+                 "base: {trace: {generate: {users: 200, requests: 1, k: 10}}, serving: {k: 10}}\n"
+                 "load: {users: 200, replay: " +
+                     csv +
+                     "}\n"
+                     "slo: {ttft_ms: {p99: 400}}\n"
+                     "search: {gpu: [h100, l40s]}\n"
+                     "probe: {warmup_s: 5, window_s: 30, cooldown_s: 1}\n");
+  const auto r = plan_into(load_plan(plan_file), dir / "out", 2, false);
+  REQUIRE(r.outcome.results.size() == 2);
+  CHECK(r.outcome.results[0].status == Status::kOk);
+  CHECK(r.outcome.probes.at(0).result.measured > 0);
+  std::string bad = read_text(csv);
+  const auto second = bad.find('\n', bad.find('\n') + 1) + 1;  // row 2 before row 1
+  bad.replace(second, 13, "2023-11-15 18");
+  write_text(dir / "bad.csv", bad);
+  try {
+    read_arrival_csv((dir / "bad.csv").string());
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(e.where() == (dir / "bad.csv").string() + ":3");
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("plan: a range in the search space lists its values", "[plan]") {
+  const auto dir = temp_dir("range");
+  const auto file = write_text(dir / "range.yaml",
+                               "plan: range\n"
+                               "base: {trace: {generate: {users: 10, requests: 1}}}\n"
+                               "load: {users: 10, rate_per_s: 1}\n"
+                               "slo: {ttft_ms: {p99: 500}}\n"
+                               "search:\n"
+                               "  store.gpu.capacity: {from: 10, to: 40, step: 15, unit: \"%\"}\n"
+                               "  serving.k: {from: 5, to: 5}\n");
+  const auto p = load_plan(file);
+  REQUIRE(p.axes.size() == 2);
+  CHECK(p.axes[0].values == std::vector<std::string>{"10%", "25%", "40%"});
+  CHECK(p.axes[1].values == std::vector<std::string>{"5"});
+  fs::remove_all(dir);
+}
