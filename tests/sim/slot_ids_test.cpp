@@ -92,3 +92,42 @@ TEST_CASE("FactTable's token records follow its facts") {
     CHECK(table.memory_write(i) == (i % 3 == 0));
   }
 }
+
+TEST_CASE("FactTable interns sizes and keeps a fact in 12 bytes") {
+  constexpr std::uint32_t kFacts = 100000;
+  FactTable table;
+  table.reserve(kFacts);
+  for (std::uint32_t i = 0; i < kFacts; ++i) {
+    FactInfo f;
+    f.user = i / 127;
+    f.tokens = 1 + i % 40;
+    f.recompute_cost_ns = 1000 * f.tokens;
+    REQUIRE(table.add(f, 7 * std::uint64_t{i}, false) == i);
+  }
+  CHECK(table.shapes() == 40);
+  CHECK(table.bytes() <= 12 * std::size_t{kFacts} + 64 * 1024);
+  for (std::uint32_t i = 0; i < kFacts; i += 97) {
+    const FactInfo f = table[i];
+    CHECK(f.user == i / 127);
+    CHECK(f.tokens == 1 + i % 40);
+    CHECK(f.recompute_cost_ns == 1000 * f.tokens);
+    CHECK(f.created == 0);
+    CHECK(table.external(i) == 7 * std::uint64_t{i});
+  }
+  // A fact created during the run, a user and an id past 32 bits: the earlier facts read the
+  // same, the new ones exactly.
+  FactInfo late;
+  late.user = (std::uint64_t{1} << 40) + 3;
+  late.created = 123456789;
+  late.tokens = 17;
+  const FactId id = table.add(late, (std::uint64_t{1} << 50) + 1, true);
+  CHECK(table[id].user == late.user);
+  CHECK(table[id].created == late.created);
+  CHECK(table.external(id) == (std::uint64_t{1} << 50) + 1);
+  CHECK(table.memory_write(id));
+  CHECK_FALSE(table.memory_write(0));
+  CHECK(table[5].created == 0);
+  CHECK(table[5].user == 0);
+  CHECK(table.external(kFacts - 1) == 7 * std::uint64_t{kFacts - 1});
+  CHECK(table.shapes() == 41);
+}
