@@ -359,9 +359,6 @@ class Replica final : public RunView {
     return global_ids_ ? pins_[local] : local_[local].pins;
   }
   FactId global_of(FactId local) const { return global_ids_ ? local : local_[local].global; }
-  std::vector<std::uint64_t>
-      host_dropped_step_;             // by local id, with a host tier: steps + 1 of the plan that
-                                      // dropped it from the host tier (0: none)
   std::vector<FactId> host_evicted_;  // scratch of insert_gpu
   /// Layouts and pin lists of released requests, most recent last: an admitted request takes
   /// one whose lines are still in the cache (its own, in the pool since its arrival, are not).

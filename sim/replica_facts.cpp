@@ -68,7 +68,6 @@ void Replica::set_compact_ids() {
 FactId Replica::add_local(FactId global) {
   if (compact_ids_) {
     local_.push_back(LocalFact{static_cast<std::uint32_t>(global), 0});
-    if (host_) host_dropped_step_.push_back(0);
     if (async_loads_) async_ready_.push_back(0);
     local_map_.insert(global, static_cast<std::uint32_t>(local_.size()));
     return local_.size() - 1;
@@ -77,7 +76,6 @@ FactId Replica::add_local(FactId global) {
     local_plus1_.resize(std::max<std::size_t>(global + 1, local_plus1_.size() * 2), 0);
   }
   local_.push_back(LocalFact{static_cast<std::uint32_t>(global), 0});
-  if (host_) host_dropped_step_.push_back(0);
   if (async_loads_) async_ready_.push_back(0);
   local_plus1_[global] = static_cast<std::uint32_t>(local_.size());
   return local_plus1_[global] - 1;
@@ -87,7 +85,6 @@ void Replica::add_global(FactId global) {
   const std::size_t n = std::max<std::size_t>(global + 1, pins_.size() * 2);
   pins_.resize(n, 0);
   if (direct_) gpu_->reserve_ids(n);  // its unchecked calls take any local id
-  if (host_) host_dropped_step_.resize(n, 0);
   if (async_loads_) async_ready_.resize(n, 0);
 }
 
@@ -224,11 +221,9 @@ bool Replica::insert_gpu_tiers(FactId global, SimTime now, bool use_admission, R
       host_evicted_.clear();
       if (host_->insert(ve, now, &host_evicted_)) {
         // The executor offloads before it drops host copies: a fact dropped from the host tier
-        // earlier in this step and offloaded again now must stay.
-        if (host_dropped_step_[v] == stats_.steps + 1) {
-          auto& hev = plan_.host_evictions;
-          hev.erase(std::remove(hev.begin(), hev.end(), vg), hev.end());
-        }
+        // earlier in this step (the plan lists it) and offloaded again now must stay.
+        auto& hev = plan_.host_evictions;
+        if (!hev.empty()) hev.erase(std::remove(hev.begin(), hev.end(), vg), hev.end());
         const FactLoad offload{vg, ve.tokens, move_bytes(ve.tokens), kNoRequest, 0};
         if (async_copy_) {
           // On the device-to-host copy engine; a load into the blocks it frees waits for it.
@@ -239,10 +234,7 @@ bool Replica::insert_gpu_tiers(FactId global, SimTime now, bool use_admission, R
         }
         ++stats_.offloads;
       }
-      for (const FactId h : host_evicted_) {
-        plan_.host_evictions.push_back(global_of(h));
-        host_dropped_step_[h] = stats_.steps + 1;  // this step's plan (steps counts executed ones)
-      }
+      for (const FactId h : host_evicted_) plan_.host_evictions.push_back(global_of(h));
     }
   }
   if (ok && owner != nullptr) {
