@@ -63,10 +63,40 @@ void Replica::set_compact_ids() {
   global_ids_ = false;
   direct_ = false;
   users_.set_sparse_only();
+  // Renumbering is invisible only to policies that see slots, never fact ids.
+  free_locals_ =
+      kv_inject_ && gpu_ && gpu_->forgets_removed() && (!host_ || host_->forgets_removed());
+}
+
+void Replica::sweep_local_facts() {
+  taken_since_sweep_ = 0;
+  if (!free_locals_) return;
+  // Descending, so that the lowest freed id is taken first.
+  for (std::size_t l = local_.size(); l-- > 0;) {
+    LocalFact& f = local_[l];
+    if (f.global == kFreeLocal || f.pins != 0 || gpu_->resident(l) ||
+        (host_ && host_->resident(l))) {
+      continue;
+    }
+    local_map_.erase(f.global);
+    f.global = kFreeLocal;
+    if (async_loads_) async_ready_[l] = 0;
+    free_local_.push_back(static_cast<std::uint32_t>(l));
+    ++local_facts_freed_;
+  }
+  sweep_after_ = std::max(kMinSweep, local_facts());
 }
 
 FactId Replica::add_local(FactId global) {
   if (compact_ids_) {
+    ++taken_since_sweep_;
+    if (!free_local_.empty()) {
+      const std::uint32_t l = free_local_.back();
+      free_local_.pop_back();
+      local_[l] = LocalFact{static_cast<std::uint32_t>(global), 0};
+      local_map_.insert(global, l + 1);
+      return l;
+    }
     local_.push_back(LocalFact{static_cast<std::uint32_t>(global), 0});
     if (async_loads_) async_ready_.push_back(0);
     local_map_.insert(global, static_cast<std::uint32_t>(local_.size()));
@@ -436,6 +466,8 @@ bool Replica::plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& 
 bool Replica::plan_encode(FactId global, Request* r, RequestFact* f, SimTime now,
                           std::uint32_t& budget) {
   const FactId local = local_id(global);
+  // A sweep between the request's admission and this step may have renumbered the fact.
+  if (f != nullptr) f->local = static_cast<std::uint32_t>(local);
   auto done = [&] {
     if (r != nullptr) --r->pending_encodes;
     return true;
