@@ -494,7 +494,7 @@ bool Replica::plan_encode(FactId global, Request* r, RequestFact* f, SimTime now
   // cache lines to drain (a wide load of narrow stores is not forwarded).
   FactEncode& enc = plan_.encodes.emplace_back();
   enc.fact = global;
-  enc.user = r != nullptr ? r->user : facts_[global].user;  // a request names its user's facts
+  enc.user = r != nullptr ? r->user : facts_.user(global);  // a request names its user's facts
   enc.tokens = info.tokens;
   enc.context_tokens = info.encode_context_tokens;
   enc.store = stored;

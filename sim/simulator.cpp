@@ -218,7 +218,7 @@ struct Simulator::Impl {
   }
 
   void on_memory_write(FactId id, SimTime now) {
-    const int rep = home_of(facts[id].user);
+    const int rep = home_of(facts.user(id));
     replicas[rep]->memory_write(id, now);
     kick(rep, now);
   }
