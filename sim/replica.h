@@ -400,7 +400,7 @@ class Replica final : public RunView {
   std::vector<StepItem> items_;
   std::vector<FactId> evicted_;
   std::vector<FactId> step_pins_;  // facts placed in this step, pinned until it ends
-  std::vector<FactId> warm_;       // warm-inserted globals, until preload()
+  bool warmed_ = false;            // facts were warm-inserted, until preload()
   bool preempted_this_step_ = false;
   std::int64_t position_ = 0;  // trace position of the request being admitted
   std::uint32_t step_tokens_ = 0;

@@ -132,7 +132,7 @@ void Replica::warm_insert(FactId global) {
   if (!kv_inject_) return;
   const FactId local = local_id(global);
   if (gpu_->resident(local)) return;
-  warm_.push_back(global);
+  warmed_ = true;
   evicted_.clear();
   if (direct_) {  // insert() on a direct tier, nothing pinned yet
     gpu_->insert_direct(local, fact_store_bytes(facts_.tokens(global).tokens), false, evicted_,
@@ -140,13 +140,17 @@ void Replica::warm_insert(FactId global) {
     return;
   }
   const bool placed = gpu_->insert(entry(global, local, 0), 0, &evicted_);
-  if (!host_) return;
-  // What the GPU tier does not keep goes to the host tier, as it would have over time.
-  std::vector<FactId> dropped;
-  for (const FactId v : evicted_) {
-    if (!host_->resident(v)) host_->insert(entry(global_of(v), v, 0), 0, &dropped);
+  if (host_) {
+    // What the GPU tier does not keep goes to the host tier, as it would have over time.
+    std::vector<FactId> dropped;
+    for (const FactId v : evicted_) {
+      if (!host_->resident(v)) host_->insert(entry(global_of(v), v, 0), 0, &dropped);
+    }
+    if (!placed && !host_->resident(local)) host_->insert(entry(global, local, 0), 0, &dropped);
   }
-  if (!placed && !host_->resident(local)) host_->insert(entry(global, local, 0), 0, &dropped);
+  // Nothing is pinned before the first request: the records of the warm facts that did not
+  // stay are freed as they go, so that a warm start holds what the tiers hold.
+  if (taken_since_sweep_ >= sweep_after_) sweep_local_facts();
 }
 
 void Replica::preload() {
@@ -170,12 +174,17 @@ void Replica::preload() {
   auto send = [&](bool host_only) {
     std::uint32_t tokens = 0;
     std::uint64_t blocks = 0;
-    for (const FactId g : warm_) {
-      const FactId l = local_id(g);
+    // The warm facts still resident are the facts the tiers hold: in the order they were
+    // inserted (local ids follow first sight; with global ids, declaration), unless a sweep
+    // renumbered them.
+    const std::size_t bound = global_ids_ ? std::min(pins_.size(), facts_.size()) : local_.size();
+    for (FactId l = 0; l < bound; ++l) {
+      if (!global_ids_ && local_[l].global == kFreeLocal) continue;
+      const FactId g = global_of(l);
       const bool on_gpu = gpu_->resident(l);
       const bool on_host = host_ && host_->resident(l);
       if (host_only ? (on_gpu || !on_host) : !on_gpu) continue;
-      const FactInfo& f = facts_[g];
+      const FactInfo f = facts_[g];
       if (tokens + f.tokens > cfg_.scheduler.max_batch_tokens ||
           (host_only && blocks + blocks_for(f.tokens) > pool_blocks)) {
         flush(host_only);
@@ -188,11 +197,11 @@ void Replica::preload() {
     }
     flush(host_only);
   };
+  if (!warmed_) return;
   plan_.clear();
   send(true);   // host tier first, through the (still empty) GPU pool
   send(false);  // then what the GPU tier holds
-  warm_.clear();
-  warm_.shrink_to_fit();
+  warmed_ = false;
 }
 
 void Replica::pin(Request& r, RequestFact& f) {
