@@ -3,10 +3,12 @@
 // LRU that keeps fact ids (so the replica keeps its first-sight local ids) must give
 // byte-identical requests.csv and the same summary on the same runs.
 #include <random>
+#include <unordered_map>
 
 #include "policies/registry.h"
 #include "sim/config/experiment.h"
 #include "sim/executor_factory.h"
+#include "sim/fact_id_map.h"
 #include "sim/fact_table.h"
 #include "sim/simulator.h"
 #include "tests/catch.h"
@@ -153,4 +155,39 @@ TEST_CASE("FactTable keeps a declared fact in a byte or two") {
     CHECK(table[3].tokens == 4);
     CHECK(table.tokens(id).tokens == 17);
   }
+}
+
+TEST_CASE("FactIdMap erases without losing the entries probed past the hole") {
+  FactIdMap map;
+  std::unordered_map<std::uint64_t, std::uint32_t> reference;
+  std::uint64_t state = 12345;
+  auto next = [&state] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return state >> 33;
+  };
+  for (int round = 0; round < 200000; ++round) {
+    // Keys from a small range so that inserts and erases meet the same probe runs.
+    const std::uint64_t key = next() % 5000;
+    const auto found = map.find(key);
+    const auto it = reference.find(key);
+    REQUIRE((found != 0) == (it != reference.end()));
+    if (it != reference.end()) {
+      REQUIRE(found == it->second);
+      if (next() % 2 == 0) {
+        map.erase(key);
+        reference.erase(it);
+      }
+    } else {
+      const auto value = static_cast<std::uint32_t>(next() % 1000000 + 1);
+      map.insert(key, value);
+      reference.emplace(key, value);
+    }
+    REQUIRE(map.size() == reference.size());
+  }
+  for (const auto& [key, value] : reference) CHECK(map.find(key) == value);
+  for (std::uint64_t key = 0; key < 5000; ++key) {
+    if (!reference.contains(key)) CHECK(map.find(key) == 0);
+  }
+  map.erase(999999);  // absent: nothing changes
+  CHECK(map.size() == reference.size());
 }
