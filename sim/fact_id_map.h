@@ -26,6 +26,27 @@ class FactIdMap {
     place(static_cast<std::uint32_t>(global) + 1, value);
     ++size_;
   }
+  /// Removes `global` if present (backward-shift deletion: no tombstones, so lookups stay as
+  /// short as in a table that never held it).
+  void erase(std::uint64_t global) {
+    if (slots_.empty()) return;
+    const auto key = static_cast<std::uint32_t>(global) + 1;
+    std::size_t i = slot_of(key);
+    while (slots_[i].key != key) {
+      if (slots_[i].key == 0) return;
+      i = (i + 1) & mask_;
+    }
+    for (std::size_t j = (i + 1) & mask_; slots_[j].key != 0; j = (j + 1) & mask_) {
+      // The entry at j moves into the hole at i unless its home lies cyclically in (i, j].
+      const std::size_t home = slot_of(slots_[j].key);
+      const bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+      if (stays) continue;
+      slots_[i] = slots_[j];
+      i = j;
+    }
+    slots_[i] = Slot{};
+    --size_;
+  }
   std::size_t size() const { return size_; }
   std::size_t bytes() const { return slots_.size() * sizeof(Slot); }
 

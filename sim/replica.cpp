@@ -53,7 +53,8 @@ Replica::Replica(int index, const RunConfig& cfg, FactTable& facts, RequestPool&
     total_blocks_ = total_blocks_ > header_blocks ? total_blocks_ - header_blocks : 0;
   }
   free_blocks_ = total_blocks_;
-  scheduler_ = SchedulerRegistry::make(cfg.scheduler.name, cfg.scheduler.params, cfg.scheduler.where);
+  scheduler_ =
+      SchedulerRegistry::make(cfg.scheduler.name, cfg.scheduler.params, cfg.scheduler.where);
 }
 
 bool Replica::user_in_flight(UserId user) const {
@@ -245,6 +246,9 @@ SimTime Replica::start_step(SimTime now) {
 }
 
 void Replica::begin_step(SimTime now) {
+  // Between steps no request holds an unpinned fact's local id that it reads before
+  // plan_encode renumbers it (see sweep_local_facts).
+  if (taken_since_sweep_ >= sweep_after_) sweep_local_facts();
   plan_.clear();
   items_.clear();
   plan_.replica = index_;

@@ -66,6 +66,14 @@ class Replica final : public RunView {
   /// decisions (local ids follow first sight, as when a policy sees fact ids). Call before the
   /// first fact or request.
   void set_compact_ids();
+  /// With compact ids and tiers whose policies forget removed facts (forgets_removed): frees the
+  /// local records of facts in no tier and pinned by no request, for reuse. Runs by itself when a
+  /// step begins, once as many records were taken as were live after the last sweep.
+  void sweep_local_facts();
+  /// Local fact records held (compact ids: live ones; else every fact seen here).
+  std::size_t local_facts() const { return local_.size() - free_local_.size(); }
+  /// Local fact records freed by sweeps so far.
+  std::uint64_t local_facts_freed() const { return local_facts_freed_; }
   /// Sends the warm facts still resident to the executor as encodes (without their CWE context),
   /// before the clock starts, so a real executor holds the KV the store says it holds. Their
   /// time is not counted.
@@ -349,7 +357,14 @@ class Replica final : public RunView {
     std::uint32_t global = 0;
     std::uint16_t pins = 0;  // running requests (and this step's placement) holding it
   };
-  std::vector<LocalFact> local_;  // without global ids
+  std::vector<LocalFact> local_;                            // without global ids
+  static constexpr std::uint32_t kFreeLocal = 0xffffffffu;  // LocalFact::global of a freed one
+  bool free_locals_ = false;                                // sweep_local_facts frees records
+  std::vector<std::uint32_t> free_local_;  // freed local ids, the next one taken last
+  std::size_t taken_since_sweep_ = 0;
+  std::size_t sweep_after_ = kMinSweep;  // records taken before the next sweep
+  static constexpr std::size_t kMinSweep = 4096;
+  std::uint64_t local_facts_freed_ = 0;
   /// With global ids: the pin counts alone, 2 bytes a fact (the record's global id is the
   /// index), so that a request's pins and unpins touch a quarter of the lines.
   std::vector<std::uint16_t> pins_;
@@ -359,9 +374,6 @@ class Replica final : public RunView {
     return global_ids_ ? pins_[local] : local_[local].pins;
   }
   FactId global_of(FactId local) const { return global_ids_ ? local : local_[local].global; }
-  std::vector<std::uint64_t>
-      host_dropped_step_;             // by local id, with a host tier: steps + 1 of the plan that
-                                      // dropped it from the host tier (0: none)
   std::vector<FactId> host_evicted_;  // scratch of insert_gpu
   /// Layouts and pin lists of released requests, most recent last: an admitted request takes
   /// one whose lines are still in the cache (its own, in the pool since its arrival, are not).
@@ -388,7 +400,7 @@ class Replica final : public RunView {
   std::vector<StepItem> items_;
   std::vector<FactId> evicted_;
   std::vector<FactId> step_pins_;  // facts placed in this step, pinned until it ends
-  std::vector<FactId> warm_;       // warm-inserted globals, until preload()
+  bool warmed_ = false;            // facts were warm-inserted, until preload()
   bool preempted_this_step_ = false;
   std::int64_t position_ = 0;  // trace position of the request being admitted
   std::uint32_t step_tokens_ = 0;

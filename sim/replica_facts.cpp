@@ -63,12 +63,41 @@ void Replica::set_compact_ids() {
   global_ids_ = false;
   direct_ = false;
   users_.set_sparse_only();
+  // Renumbering is invisible only to policies that see slots, never fact ids.
+  free_locals_ =
+      kv_inject_ && gpu_ && gpu_->forgets_removed() && (!host_ || host_->forgets_removed());
+}
+
+void Replica::sweep_local_facts() {
+  taken_since_sweep_ = 0;
+  if (!free_locals_) return;
+  // Descending, so that the lowest freed id is taken first.
+  for (std::size_t l = local_.size(); l-- > 0;) {
+    LocalFact& f = local_[l];
+    if (f.global == kFreeLocal || f.pins != 0 || gpu_->resident(l) ||
+        (host_ && host_->resident(l))) {
+      continue;
+    }
+    local_map_.erase(f.global);
+    f.global = kFreeLocal;
+    if (async_loads_) async_ready_[l] = 0;
+    free_local_.push_back(static_cast<std::uint32_t>(l));
+    ++local_facts_freed_;
+  }
+  sweep_after_ = std::max(kMinSweep, local_facts());
 }
 
 FactId Replica::add_local(FactId global) {
   if (compact_ids_) {
+    ++taken_since_sweep_;
+    if (!free_local_.empty()) {
+      const std::uint32_t l = free_local_.back();
+      free_local_.pop_back();
+      local_[l] = LocalFact{static_cast<std::uint32_t>(global), 0};
+      local_map_.insert(global, l + 1);
+      return l;
+    }
     local_.push_back(LocalFact{static_cast<std::uint32_t>(global), 0});
-    if (host_) host_dropped_step_.push_back(0);
     if (async_loads_) async_ready_.push_back(0);
     local_map_.insert(global, static_cast<std::uint32_t>(local_.size()));
     return local_.size() - 1;
@@ -77,7 +106,6 @@ FactId Replica::add_local(FactId global) {
     local_plus1_.resize(std::max<std::size_t>(global + 1, local_plus1_.size() * 2), 0);
   }
   local_.push_back(LocalFact{static_cast<std::uint32_t>(global), 0});
-  if (host_) host_dropped_step_.push_back(0);
   if (async_loads_) async_ready_.push_back(0);
   local_plus1_[global] = static_cast<std::uint32_t>(local_.size());
   return local_plus1_[global] - 1;
@@ -87,7 +115,6 @@ void Replica::add_global(FactId global) {
   const std::size_t n = std::max<std::size_t>(global + 1, pins_.size() * 2);
   pins_.resize(n, 0);
   if (direct_) gpu_->reserve_ids(n);  // its unchecked calls take any local id
-  if (host_) host_dropped_step_.resize(n, 0);
   if (async_loads_) async_ready_.resize(n, 0);
 }
 
@@ -105,7 +132,7 @@ void Replica::warm_insert(FactId global) {
   if (!kv_inject_) return;
   const FactId local = local_id(global);
   if (gpu_->resident(local)) return;
-  warm_.push_back(global);
+  warmed_ = true;
   evicted_.clear();
   if (direct_) {  // insert() on a direct tier, nothing pinned yet
     gpu_->insert_direct(local, fact_store_bytes(facts_.tokens(global).tokens), false, evicted_,
@@ -113,13 +140,17 @@ void Replica::warm_insert(FactId global) {
     return;
   }
   const bool placed = gpu_->insert(entry(global, local, 0), 0, &evicted_);
-  if (!host_) return;
-  // What the GPU tier does not keep goes to the host tier, as it would have over time.
-  std::vector<FactId> dropped;
-  for (const FactId v : evicted_) {
-    if (!host_->resident(v)) host_->insert(entry(global_of(v), v, 0), 0, &dropped);
+  if (host_) {
+    // What the GPU tier does not keep goes to the host tier, as it would have over time.
+    std::vector<FactId> dropped;
+    for (const FactId v : evicted_) {
+      if (!host_->resident(v)) host_->insert(entry(global_of(v), v, 0), 0, &dropped);
+    }
+    if (!placed && !host_->resident(local)) host_->insert(entry(global, local, 0), 0, &dropped);
   }
-  if (!placed && !host_->resident(local)) host_->insert(entry(global, local, 0), 0, &dropped);
+  // Nothing is pinned before the first request: the records of the warm facts that did not
+  // stay are freed as they go, so that a warm start holds what the tiers hold.
+  if (taken_since_sweep_ >= sweep_after_) sweep_local_facts();
 }
 
 void Replica::preload() {
@@ -143,12 +174,17 @@ void Replica::preload() {
   auto send = [&](bool host_only) {
     std::uint32_t tokens = 0;
     std::uint64_t blocks = 0;
-    for (const FactId g : warm_) {
-      const FactId l = local_id(g);
+    // The warm facts still resident are the facts the tiers hold: in the order they were
+    // inserted (local ids follow first sight; with global ids, declaration), unless a sweep
+    // renumbered them.
+    const std::size_t bound = global_ids_ ? std::min(pins_.size(), facts_.size()) : local_.size();
+    for (FactId l = 0; l < bound; ++l) {
+      if (!global_ids_ && local_[l].global == kFreeLocal) continue;
+      const FactId g = global_of(l);
       const bool on_gpu = gpu_->resident(l);
       const bool on_host = host_ && host_->resident(l);
       if (host_only ? (on_gpu || !on_host) : !on_gpu) continue;
-      const FactInfo& f = facts_[g];
+      const FactInfo f = facts_[g];
       if (tokens + f.tokens > cfg_.scheduler.max_batch_tokens ||
           (host_only && blocks + blocks_for(f.tokens) > pool_blocks)) {
         flush(host_only);
@@ -161,11 +197,11 @@ void Replica::preload() {
     }
     flush(host_only);
   };
+  if (!warmed_) return;
   plan_.clear();
   send(true);   // host tier first, through the (still empty) GPU pool
   send(false);  // then what the GPU tier holds
-  warm_.clear();
-  warm_.shrink_to_fit();
+  warmed_ = false;
 }
 
 void Replica::pin(Request& r, RequestFact& f) {
@@ -224,11 +260,9 @@ bool Replica::insert_gpu_tiers(FactId global, SimTime now, bool use_admission, R
       host_evicted_.clear();
       if (host_->insert(ve, now, &host_evicted_)) {
         // The executor offloads before it drops host copies: a fact dropped from the host tier
-        // earlier in this step and offloaded again now must stay.
-        if (host_dropped_step_[v] == stats_.steps + 1) {
-          auto& hev = plan_.host_evictions;
-          hev.erase(std::remove(hev.begin(), hev.end(), vg), hev.end());
-        }
+        // earlier in this step (the plan lists it) and offloaded again now must stay.
+        auto& hev = plan_.host_evictions;
+        if (!hev.empty()) hev.erase(std::remove(hev.begin(), hev.end(), vg), hev.end());
         const FactLoad offload{vg, ve.tokens, move_bytes(ve.tokens), kNoRequest, 0};
         if (async_copy_) {
           // On the device-to-host copy engine; a load into the blocks it frees waits for it.
@@ -239,10 +273,7 @@ bool Replica::insert_gpu_tiers(FactId global, SimTime now, bool use_admission, R
         }
         ++stats_.offloads;
       }
-      for (const FactId h : host_evicted_) {
-        plan_.host_evictions.push_back(global_of(h));
-        host_dropped_step_[h] = stats_.steps + 1;  // this step's plan (steps counts executed ones)
-      }
+      for (const FactId h : host_evicted_) plan_.host_evictions.push_back(global_of(h));
     }
   }
   if (ok && owner != nullptr) {
@@ -444,6 +475,8 @@ bool Replica::plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& 
 bool Replica::plan_encode(FactId global, Request* r, RequestFact* f, SimTime now,
                           std::uint32_t& budget) {
   const FactId local = local_id(global);
+  // A sweep between the request's admission and this step may have renumbered the fact.
+  if (f != nullptr) f->local = static_cast<std::uint32_t>(local);
   auto done = [&] {
     if (r != nullptr) --r->pending_encodes;
     return true;
@@ -470,7 +503,7 @@ bool Replica::plan_encode(FactId global, Request* r, RequestFact* f, SimTime now
   // cache lines to drain (a wide load of narrow stores is not forwarded).
   FactEncode& enc = plan_.encodes.emplace_back();
   enc.fact = global;
-  enc.user = r != nullptr ? r->user : facts_[global].user;  // a request names its user's facts
+  enc.user = r != nullptr ? r->user : facts_.user(global);  // a request names its user's facts
   enc.tokens = info.tokens;
   enc.context_tokens = info.encode_context_tokens;
   enc.store = stored;

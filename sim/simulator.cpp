@@ -218,7 +218,7 @@ struct Simulator::Impl {
   }
 
   void on_memory_write(FactId id, SimTime now) {
-    const int rep = home_of(facts[id].user);
+    const int rep = home_of(facts.user(id));
     replicas[rep]->memory_write(id, now);
     kick(rep, now);
   }
@@ -554,6 +554,11 @@ struct Simulator::Impl {
         if (span > 0) s.store_mean_bytes += st.store_bytes_time_integral / double(span);
       }
       if (const StoreTier* h = r->host_tier()) s.host_hit_bytes += h->stats().hit_bytes;
+      if (const StoreTier* g = r->gpu_tier()) s.resident_facts += g->resident_count();
+      if (const StoreTier* h = r->host_tier()) s.resident_facts += h->resident_count();
+      r->sweep_local_facts();
+      s.local_facts += r->local_facts();
+      s.local_facts_freed += r->local_facts_freed();
     }
     if (span > 0) s.busy_fraction = double(busy) / (double(span) * double(replicas.size()));
     s.facts = std::max<std::uint64_t>(population_facts, facts.size());
@@ -571,8 +576,8 @@ Simulator::Simulator(const RunConfig& cfg, std::string trace_path, ExecutorFacto
     : Simulator(
           cfg,
           [path = std::move(trace_path), fast = cfg.fast_paths] { return open_trace(path, fast); },
-          std::move(executors),
-          std::move(encode_cost), std::move(outputs), std::move(next_access)) {}
+          std::move(executors), std::move(encode_cost), std::move(outputs),
+          std::move(next_access)) {}
 
 Simulator::Simulator(const RunConfig& cfg, TraceOpener open, ExecutorFactory executors,
                      EncodeCostFn encode_cost, SimOutputs outputs, NextAccessFn next_access)

@@ -271,6 +271,9 @@ class StoreTier {
   /// Whether a policy of the tier reads a CacheEntry's fields beyond id, tokens and bytes; if
   /// not, entries may leave them unset (a slot-id eviction policy, admission of everything).
   bool reads_entry_details() const { return !slots_on_ || ask_admission_; }
+  /// Whether the tier's policies keep nothing of a fact once it left the tier (slot ids, no
+  /// admission that learns from lookups): its owner may then renumber facts that are in no tier.
+  bool forgets_removed() const { return slots_on_ && !ask_admission_; }
   /// The policy's victim for `ctx` (whose view speaks fact ids), as a fact id; for inspection
   /// (no side effects, like EvictionPolicy::victim).
   std::optional<FactId> victim(const EvictionContext& ctx) const;

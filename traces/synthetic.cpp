@@ -111,7 +111,7 @@ class ZipfSampler {
 struct UserState {
   FactId first_fact = 0;
   std::uint32_t facts = 0;
-  std::uint32_t available = 0;     // facts [0, available) exist now
+  std::uint32_t available = 0;  // facts [0, available) exist now
   std::uint32_t sessions = 0;
   std::uint32_t dense_static = 0;  // dense index of its first fact (kNotDeclared: none yet)
 };
@@ -265,7 +265,8 @@ struct SyntheticStream::Impl {
   TraceHeader header;
   std::vector<UserState> users;
   std::vector<WriteEvent> writes;
-  std::vector<std::uint32_t> live_dense;  // by user * live_sessions + i: dense index of its first fact
+  std::vector<std::uint32_t>
+      live_dense;  // by user * live_sessions + i: dense index of its first fact
   std::vector<std::uint64_t> by_rank;
   std::vector<double> user_cdf;
   ZipfSampler fact_sampler{gen.max_facts(), o.fact_zipf};
@@ -353,8 +354,8 @@ struct SyntheticStream::Impl {
 
   /// ceil(s * n / S): a user's facts spread evenly over its sessions, in order.
   static std::uint32_t session_begin(const UserState& st, std::uint32_t s) {
-    return static_cast<std::uint32_t>(
-        (static_cast<std::uint64_t>(s) * st.facts + st.sessions - 1) / st.sessions);
+    return static_cast<std::uint32_t>((static_cast<std::uint64_t>(s) * st.facts + st.sessions - 1) /
+                                      st.sessions);
   }
 
   TraceRecord& push() {
@@ -499,12 +500,27 @@ struct SyntheticStream::Impl {
   bool next(TraceRecord& out) {
     if (head == ready && !produce()) return false;
     TraceRecord& rec = queue[head++];
-    std::swap(out, rec);
+    // Only the part of the record its kind uses (a whole record is a header, a fact and a
+    // request, strings and vectors included).
+    out.kind = rec.kind;
+    switch (rec.kind) {
+      case RecordKind::kHeader:
+        out.header = rec.header;
+        break;
+      case RecordKind::kFact:
+      case RecordKind::kMemoryWrite:
+        std::swap(out.fact, rec.fact);
+        break;
+      case RecordKind::kRequest:
+        std::swap(out.request, rec.request);
+        break;
+    }
     if (out.kind == RecordKind::kRequest) {
       dense.clear();
       const auto& st = users[out.request.user];
       for (const FactId f : out.request.facts) {
-        dense.push_back(dense_index(out.request.user, static_cast<std::uint32_t>(f - st.first_fact)));
+        dense.push_back(
+            dense_index(out.request.user, static_cast<std::uint32_t>(f - st.first_fact)));
       }
     }
     return true;
@@ -514,8 +530,12 @@ struct SyntheticStream::Impl {
 SyntheticStream::SyntheticStream(const SyntheticOptions& o, bool lazy_facts)
     : impl_(std::make_unique<Impl>(o, lazy_facts)) {}
 SyntheticStream::~SyntheticStream() = default;
-bool SyntheticStream::next(TraceRecord& out) { return impl_->next(out); }
-const TraceHeader& SyntheticStream::header() const { return impl_->header; }
+bool SyntheticStream::next(TraceRecord& out) {
+  return impl_->next(out);
+}
+const TraceHeader& SyntheticStream::header() const {
+  return impl_->header;
+}
 const std::vector<std::uint32_t>& SyntheticStream::request_fact_indices() const {
   return impl_->dense;
 }
@@ -531,15 +551,21 @@ std::uint32_t SyntheticStream::dense_of(FactId id) const {
   if (j >= st.available) return kNotDeclared;
   return impl_->dense_index(u, j);
 }
-std::uint64_t SyntheticStream::facts_declared() const { return impl_->declared; }
-std::uint64_t SyntheticStream::population_facts() const { return impl_->population; }
+std::uint64_t SyntheticStream::facts_declared() const {
+  return impl_->declared;
+}
+std::uint64_t SyntheticStream::population_facts() const {
+  return impl_->population;
+}
 double SyntheticStream::fraction_read() const {
   const auto& m = *impl_;
   const double total = double(m.o.requests) + (m.lazy ? 0.0 : double(m.o.users));
   const double done = double(m.next_request) + (m.lazy ? 0.0 : double(m.next_user));
   return total > 0 ? done / total : 1.0;
 }
-const std::string& SyntheticStream::name() const { return impl_->name; }
+const std::string& SyntheticStream::name() const {
+  return impl_->name;
+}
 
 SyntheticResult generate_synthetic(const SyntheticOptions& o, TraceWriter& out) {
   SyntheticResult result;

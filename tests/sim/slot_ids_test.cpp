@@ -3,10 +3,12 @@
 // LRU that keeps fact ids (so the replica keeps its first-sight local ids) must give
 // byte-identical requests.csv and the same summary on the same runs.
 #include <random>
+#include <unordered_map>
 
 #include "policies/registry.h"
 #include "sim/config/experiment.h"
 #include "sim/executor_factory.h"
+#include "sim/fact_id_map.h"
 #include "sim/fact_table.h"
 #include "sim/simulator.h"
 #include "tests/catch.h"
@@ -91,4 +93,101 @@ TEST_CASE("FactTable's token records follow its facts") {
     CHECK(table.external(i) == 5000 + i);
     CHECK(table.memory_write(i) == (i % 3 == 0));
   }
+}
+
+TEST_CASE("FactTable keeps a declared fact in a byte or two") {
+  constexpr std::uint32_t kFacts = 100000;
+  // Users' facts declared together with consecutive trace ids (a generated population, a
+  // written one read back): runs. Interleaved users or scattered ids: a flat table.
+  for (const bool runs : {true, false}) {
+    INFO(runs);
+    FactTable table;
+    table.reserve(kFacts);
+    auto external = [&](std::uint32_t i) {
+      return runs ? 1000 + std::uint64_t{i} : 7 * std::uint64_t{i};
+    };
+    for (std::uint32_t i = 0; i < kFacts; ++i) {
+      FactInfo f;
+      f.user = i / 127;
+      f.tokens = 1 + i % 40;
+      f.recompute_cost_ns = 1000 * f.tokens;
+      REQUIRE(table.add(f, external(i), false) == i);
+    }
+    CHECK(table.shapes() == 40);
+    CHECK(table.flat() == !runs);
+    const std::size_t per_fact = runs ? 1 : 9;  // a shape code (and user and id in 4 bytes each)
+    CHECK(table.bytes() <= per_fact * kFacts + kFacts / 127 * 24 + 64 * 1024);
+    for (std::uint32_t i = 0; i < kFacts; i += 37) {
+      const FactInfo f = table[i];
+      CHECK(f.user == i / 127);
+      CHECK(table.user(i) == i / 127);
+      CHECK(f.tokens == 1 + i % 40);
+      CHECK(f.recompute_cost_ns == 1000 * f.tokens);
+      CHECK(f.created == 0);
+      CHECK(table.external(i) == external(i));
+    }
+    // A fact created during the run, a user and an id past 32 bits: the earlier facts read the
+    // same, the new ones exactly.
+    FactInfo late;
+    late.user = (std::uint64_t{1} << 40) + 3;
+    late.created = 123456789;
+    late.tokens = 17;
+    const FactId id = table.add(late, (std::uint64_t{1} << 50) + 1, true);
+    CHECK(table[id].user == late.user);
+    CHECK(table[id].created == late.created);
+    CHECK(table.external(id) == (std::uint64_t{1} << 50) + 1);
+    CHECK(table.memory_write(id));
+    CHECK_FALSE(table.memory_write(0));
+    CHECK(table[5].created == 0);
+    CHECK(table[5].user == 0);
+    CHECK(table.external(kFacts - 1) == external(kFacts - 1));
+    CHECK(table.shapes() == 41);
+    // More than 256 shapes: wider codes, the same values.
+    for (std::uint32_t i = 0; i < 70000; ++i) {
+      FactInfo f;
+      f.user = 9;
+      f.tokens = 100 + i;
+      table.add(f, 0, false);
+    }
+    CHECK(table.shapes() == 70041);
+    CHECK(table[kFacts + 1 + 69999].tokens == 100 + 69999);
+    CHECK(table[kFacts + 1 + 300].tokens == 100 + 300);
+    CHECK(table[3].tokens == 4);
+    CHECK(table.tokens(id).tokens == 17);
+  }
+}
+
+TEST_CASE("FactIdMap erases without losing the entries probed past the hole") {
+  FactIdMap map;
+  std::unordered_map<std::uint64_t, std::uint32_t> reference;
+  std::uint64_t state = 12345;
+  auto next = [&state] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return state >> 33;
+  };
+  for (int round = 0; round < 200000; ++round) {
+    // Keys from a small range so that inserts and erases meet the same probe runs.
+    const std::uint64_t key = next() % 5000;
+    const auto found = map.find(key);
+    const auto it = reference.find(key);
+    REQUIRE((found != 0) == (it != reference.end()));
+    if (it != reference.end()) {
+      REQUIRE(found == it->second);
+      if (next() % 2 == 0) {
+        map.erase(key);
+        reference.erase(it);
+      }
+    } else {
+      const auto value = static_cast<std::uint32_t>(next() % 1000000 + 1);
+      map.insert(key, value);
+      reference.emplace(key, value);
+    }
+    REQUIRE(map.size() == reference.size());
+  }
+  for (const auto& [key, value] : reference) CHECK(map.find(key) == value);
+  for (std::uint64_t key = 0; key < 5000; ++key) {
+    if (!reference.contains(key)) CHECK(map.find(key) == 0);
+  }
+  map.erase(999999);  // absent: nothing changes
+  CHECK(map.size() == reference.size());
 }

@@ -1,6 +1,6 @@
-// A generated trace streamed into the simulator, or read from the binary format, (facts derived per user when first needed) gives
-// the same requests.csv, byte for byte, as the same trace written to JSONL and read back; and
-// `trace: {generate: ...}` writes no trace file unless asked to.
+// A generated trace streamed into the simulator, or read from the binary format, (facts derived per
+// user when first needed) gives the same requests.csv, byte for byte, as the same trace written to
+// JSONL and read back; and `trace: {generate: ...}` writes no trace file unless asked to.
 #include <filesystem>
 #include <map>
 #include <set>
@@ -191,8 +191,8 @@ TEST_CASE("trace: {generate: ...} writes no trace unless write_trace is set") {
     return "experiment: e\nseed: 3\nmodel: llama-3.1-8b\ngpu: h200\n" + b;
   };
   const auto streamed = dir / "streamed", written = dir / "written";
-  REQUIRE(run_cli("run " + write_text(dir / "a.yaml", config("write_trace: false")) +
-                      " --out " + streamed.string() + " --no-progress",
+  REQUIRE(run_cli("run " + write_text(dir / "a.yaml", config("write_trace: false")) + " --out " +
+                      streamed.string() + " --no-progress",
                   dir / "a.log") == 0);
   REQUIRE(run_cli("run " + write_text(dir / "b.yaml", config("write_trace: true")) + " --out " +
                       written.string() + " --no-progress",
@@ -250,6 +250,19 @@ TEST_CASE("replica-local fact and user records decide as the tables by id") {
       REQUIRE(summary[0].requests == o.requests);
       CHECK(csv[0] == csv[1]);
       check_same_summary(summary[0], summary[1]);
+      // Tables by id keep every fact seen; compact records with slot-id policies (LRU) free the
+      // facts in no tier, so that what is left matches what the tiers hold.
+      CHECK(summary[0].local_facts_freed == 0);
+      const bool frees =
+          store.find("s3fifo") == std::string::npos && store.find("w_tinylfu") == std::string::npos;
+      if (frees) {
+        CHECK(summary[1].local_facts_freed > 0);
+        CHECK(summary[1].local_facts <= summary[1].resident_facts);
+        CHECK(summary[1].local_facts * 2 >= summary[1].resident_facts);
+      } else {
+        CHECK(summary[1].local_facts_freed == 0);
+        CHECK(summary[1].local_facts > summary[1].resident_facts);
+      }
     }
   }
 }
