@@ -31,13 +31,13 @@ struct RecomputeSetting {
 };
 
 struct FidelityConfig {
-  std::string model;              // GGUF or safetensors checkpoint
-  std::string data;               // LoCoMo: a directory or file that holds it; "": searched for
-  std::string data_where;         // position of `data:` (or of the file), for errors
-  std::string device = "cpu";     // cpu | cuda
-  std::string dtype;              // f32 | bf16 | f16 (default: f32 cpu, bf16 cuda)
-  std::string rope = "pre_rope";  // pre_rope | delta
-  std::string kv_dtype;           // stored fact KV: "" (as computed) | bf16 | fp8 | int8
+  std::string model;                  // GGUF or safetensors checkpoint
+  std::string data;                   // LoCoMo: a directory or file that holds it; "": searched for
+  std::string data_where;             // position of `data:` (or of the file), for errors
+  std::string device = "cpu";         // cpu | cuda
+  std::string dtype;                  // f32 | bf16 | f16 (default: f32 cpu, bf16 cuda)
+  std::string rope = "pre_rope";      // pre_rope | delta
+  std::string kv_dtype;               // stored fact KV: "" (as computed) | bf16 | fp8 | int8
   std::uint32_t agreement_words = 3;  // the "first n words agree" column's n
   std::vector<std::uint32_t> ks = {5, 10, 20, 50};
   std::vector<std::uint32_t> windows = {0, 5, 20, 50};
@@ -65,15 +65,15 @@ struct FidelitySummaryRow {
   double top1_agreement = 0;  // first token equal to text's
   double kl_mean = 0;         // KL(text || mode) of the first next-token distribution, nats
   double kl_p90 = 0;
-  double greedy_agreement = 0;   // whole greedy answer equal to text's
-  double answer_agreement = 0;   // normalized answers equal (answers_agree)
+  double greedy_agreement = 0;      // whole greedy answer equal to text's
+  double answer_agreement = 0;      // normalized answers equal (answers_agree)
   double first_word_agreement = 0;  // first content word equal
   double words_agreement = 0;       // first agreement_words words equal
-  double f1 = 0;                 // token F1 vs gold (mean)
-  double f1_text = 0;            // text mode's on the same questions
-  double ttft_ms = 0;            // mean prefill step time per batch
-  double computed_tokens = 0;    // mean prefilled tokens per question
-  double recomputed_tokens = 0;  // mean recomputed fact tokens per question
+  double f1 = 0;                    // token F1 vs gold (mean)
+  double f1_text = 0;               // text mode's on the same questions
+  double ttft_ms = 0;               // mean prefill step time per batch
+  double computed_tokens = 0;       // mean prefilled tokens per question
+  double recomputed_tokens = 0;     // mean recomputed fact tokens per question
 };
 
 /// One question under one (k, w, setting).
@@ -131,8 +131,8 @@ std::vector<std::string> answer_words(const std::string& answer);
 /// Whether two answers' content words agree on their first `n` words (0: all of them). An answer
 /// cut at the token limit (`a_cut`, `b_cut`) is compared only over the words both have, so that
 /// a list marker spending one token of the limit does not count as a difference.
-bool answers_agree(const std::vector<std::string>& a, bool a_cut,
-                   const std::vector<std::string>& b, bool b_cut, std::size_t n = 0);
+bool answers_agree(const std::vector<std::string>& a, bool a_cut, const std::vector<std::string>& b,
+                   bool b_cut, std::size_t n = 0);
 
 /// SQuAD-style token F1 (lowercase, punctuation and articles dropped) of two answers.
 double answer_f1(const std::string& prediction, const std::string& gold);

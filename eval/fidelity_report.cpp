@@ -85,8 +85,8 @@ std::vector<std::string> answer_words(const std::string& answer) {
   return out;
 }
 
-bool answers_agree(const std::vector<std::string>& a, bool a_cut,
-                   const std::vector<std::string>& b, bool b_cut, std::size_t n) {
+bool answers_agree(const std::vector<std::string>& a, bool a_cut, const std::vector<std::string>& b,
+                   bool b_cut, std::size_t n) {
   const std::size_t limit = n > 0 ? n : a.size() + b.size();
   // The words each answer certainly has in full: a cut answer's last word may be cut mid-word.
   const auto certain = [&](const std::vector<std::string>& w, bool cut) {
@@ -131,9 +131,9 @@ std::string fidelity_table(const FidelityResult& r) {
       << " | " << fmt("%.3f", s.top1_agreement) << " | " << fmt("%.4f", s.kl_mean) << " | "
       << fmt("%.4f", s.kl_p90) << " | " << fmt("%.3f", s.greedy_agreement) << " | "
       << fmt("%.3f", s.answer_agreement) << " | " << fmt("%.3f", s.first_word_agreement) << " | "
-      << fmt("%.3f", s.words_agreement) << " | " << fmt("%.3f", s.f1) << " | " << fmt("%.3f", s.f1_text) << " | " << fmt("%.2f", s.ttft_ms)
-      << " | " << fmt("%.0f", s.computed_tokens) << " | " << fmt("%.1f", s.recomputed_tokens)
-      << " |\n";
+      << fmt("%.3f", s.words_agreement) << " | " << fmt("%.3f", s.f1) << " | "
+      << fmt("%.3f", s.f1_text) << " | " << fmt("%.2f", s.ttft_ms) << " | "
+      << fmt("%.0f", s.computed_tokens) << " | " << fmt("%.1f", s.recomputed_tokens) << " |\n";
   }
   const ExactnessResult& e = r.exactness;
   if (e.questions > 0) {
@@ -192,9 +192,10 @@ void write_fidelity_outputs(const FidelityResult& r, const std::string& dir) {
                     {"max_rel_logit_diff", r.exactness.max_rel_logit_diff},
                     {"max_kl", r.exactness.max_kl}};
   write_file(d / "summary.json", j.dump(2) + "\n");
-  write_file(d / "summary.md", "# Fidelity: " + r.model_description + " on " + r.machine + " (" +
-                                   r.config.dtype + (r.config.kv_dtype.empty() ? "" : ", fact KV " + r.config.kv_dtype) +
-                                   ")\n\n" + fidelity_table(r));
+  write_file(d / "summary.md",
+             "# Fidelity: " + r.model_description + " on " + r.machine + " (" + r.config.dtype +
+                 (r.config.kv_dtype.empty() ? "" : ", fact KV " + r.config.kv_dtype) + ")\n\n" +
+                 fidelity_table(r));
 }
 
 }  // namespace inferscale

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "executor/model_config.h"
-#include "kernels/reference/kv_quant.h"
 #include "kernels/params.h"
+#include "kernels/reference/kv_quant.h"
 #include "traces/types.h"
 
 namespace inferscale {

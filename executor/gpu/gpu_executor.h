@@ -204,8 +204,8 @@ class GpuExecutor : public Executor {
   void evict_late_from_host(const std::vector<FactId>& facts);
   /// The asynchronous offloads, the evictions, the loads and the asynchronous loads; `fallback`
   /// receives the encodes of loads whose KV the host tier does not hold.
-  void issue_copies(const BatchPlan& plan, Injections& into,
-                    std::vector<PendingEncode>& fallback, HostTrace& trace);
+  void issue_copies(const BatchPlan& plan, Injections& into, std::vector<PendingEncode>& fallback,
+                    HostTrace& trace);
   /// A prefill that injects an asynchronously loaded fact waits for its copy.
   void wait_for_injected_loads(const BatchPlan& plan);
   /// Cached headers, then the plan's encodes after `encodes` (the loads' fallbacks).

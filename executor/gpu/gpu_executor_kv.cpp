@@ -205,7 +205,7 @@ void GpuExecutor::run_encodes(const std::vector<PendingEncode>& encodes, Injecti
   // the fact tokens' K and V are stored (rows of the context are scratch and dropped).
   ForwardBatch batch;
   std::vector<std::pair<std::int32_t, std::int32_t>> scratch;  // cache rows to free
-  std::vector<const FactPool::Entry*> stored;                   // kept in options_.fact_kv
+  std::vector<const FactPool::Entry*> stored;                  // kept in options_.fact_kv
   auto flush = [&] {
     if (batch.empty()) return;
     pad(batch);

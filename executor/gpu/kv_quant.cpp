@@ -13,8 +13,7 @@ void kv_quant_round_trip(at::Tensor x, KvFormat f) {
   }
   const bool fp8 = f == KvFormat::kFp8;
   const at::Tensor amax = std::get<0>(y.abs().max(-1, /*keepdim=*/true));
-  const at::Tensor scale =
-      at::where(amax > 0, amax / (fp8 ? 448.0f : 127.0f), at::ones_like(amax));
+  const at::Tensor scale = at::where(amax > 0, amax / (fp8 ? 448.0f : 127.0f), at::ones_like(amax));
   y = y / scale;
   at::Tensor q;
   if (fp8) {

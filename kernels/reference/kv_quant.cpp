@@ -25,10 +25,14 @@ KvFormat parse_kv_format(const std::string& name) {
 
 const char* kv_format_name(KvFormat f) {
   switch (f) {
-    case KvFormat::kNative: return "native";
-    case KvFormat::kBf16: return "bf16";
-    case KvFormat::kFp8: return "fp8";
-    case KvFormat::kInt8: return "int8";
+    case KvFormat::kNative:
+      return "native";
+    case KvFormat::kBf16:
+      return "bf16";
+    case KvFormat::kFp8:
+      return "fp8";
+    case KvFormat::kInt8:
+      return "int8";
   }
   return "?";
 }
@@ -36,10 +40,13 @@ const char* kv_format_name(KvFormat f) {
 std::uint64_t kv_format_vector_bytes(KvFormat f, std::uint32_t head_dim,
                                      std::uint32_t native_bytes) {
   switch (f) {
-    case KvFormat::kNative: return std::uint64_t(head_dim) * native_bytes;
-    case KvFormat::kBf16: return 2ull * head_dim;
+    case KvFormat::kNative:
+      return std::uint64_t(head_dim) * native_bytes;
+    case KvFormat::kBf16:
+      return 2ull * head_dim;
     case KvFormat::kFp8:
-    case KvFormat::kInt8: return std::uint64_t(head_dim) + 4;
+    case KvFormat::kInt8:
+      return std::uint64_t(head_dim) + 4;
   }
   return 0;
 }
