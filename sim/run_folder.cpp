@@ -32,7 +32,9 @@ bool remove_tree(const fs::path& p) {
 
 namespace {
 
-std::string errno_text(int e) { return std::strerror(e); }
+std::string errno_text(int e) {
+  return std::strerror(e);
+}
 
 /// The process id written in a lock file ("" if none can be read).
 std::string lock_owner(int fd) {
@@ -87,8 +89,8 @@ RunFolder::RunFolder(const fs::path& base, const std::string& run, const std::st
   }
   fs::create_directories(base, ec);
   if (ec) {
-    throw InputError(where, "cannot create the results folder '" + base.string() + "': " +
-                                ec.message());
+    throw InputError(where,
+                     "cannot create the results folder '" + base.string() + "': " + ec.message());
   }
   // The lock: flock on `<run>.lock`, which holds the owner's process id. A lock file removed
   // and made anew by its owner between our open and our flock is not the lock: check that the
@@ -96,8 +98,8 @@ RunFolder::RunFolder(const fs::path& base, const std::string& run, const std::st
   for (int attempt = 0;; ++attempt) {
     lock_fd_ = ::open(lock_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (lock_fd_ < 0) {
-      throw InputError(where, "cannot write in the results folder '" + base.string() + "': " +
-                                  errno_text(errno));
+      throw InputError(where, "cannot write in the results folder '" + base.string() +
+                                  "': " + errno_text(errno));
     }
     if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
       const std::string owner = lock_owner(lock_fd_);

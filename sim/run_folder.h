@@ -32,7 +32,7 @@ class RunFolder {
   std::filesystem::path dir_, tmp_, lock_;
   std::filesystem::path created_;  // the outermost folder this object created ("" if none)
   int lock_fd_ = -1;
-  int partial_ = -1;       // partial_files handles of tmp_ and lock_
+  int partial_ = -1;  // partial_files handles of tmp_ and lock_
   int partial_lock_ = -1;
   bool committed_ = false;
 };

@@ -12,8 +12,8 @@
 
 #include "executor/cost_model/cost_model.h"
 #include "policies/registry.h"
-#include "sim/batch_scheduler.h"
 #include "sim/access_oracle.h"
+#include "sim/batch_scheduler.h"
 #include "sim/executor_factory.h"
 #include "sim/run_folder.h"
 #include "sim/trace_source.h"
@@ -320,8 +320,8 @@ std::vector<RunOutcome> run_experiment(const ExperimentConfig& exp, const Runner
       out.progress = opts.progress;
       out.partial_dir = tmp.string();
       // Prices that depend only on the plan: a replica's quiet steps may run back to back.
-      out.fuse_quiet_steps =
-          run.fast_paths && (run.executor.kind == "cost_model" || run.executor.kind == "calibrated");
+      out.fuse_quiet_steps = run.fast_paths && (run.executor.kind == "cost_model" ||
+                                                run.executor.kind == "calibrated");
       Simulator sim(
           run, open, [&run](int i) { return make_executor(run, i); }, encode_pricing(run), out,
           future_of(run, trace));

@@ -72,7 +72,9 @@ class Progress {
  public:
   /// `partial_dir`: where the run writes until it ends, said once when the bar first shows.
   explicit Progress(bool enabled, std::string partial_dir = {})
-      : enabled_(enabled), partial_dir_(std::move(partial_dir)), start_(Clock::now()),
+      : enabled_(enabled),
+        partial_dir_(std::move(partial_dir)),
+        start_(Clock::now()),
         last_(start_) {}
   void update(double fraction, std::uint64_t done, SimTime now) {
     if (!enabled_) return;

@@ -104,8 +104,9 @@ struct Simulator::Impl {
       for (auto& r : replicas) r->set_compact_ids();
     }
     if (c.store.host.async_loads) {
-      auto model = std::make_shared<CostModel>(c.model, CostRates::from_gpu(c.gpu, c.model.weight_dtype_bytes() == 1),
-                                               TensorParallel::from_gpu(c.gpu, c.tp));
+      auto model = std::make_shared<CostModel>(
+          c.model, CostRates::from_gpu(c.gpu, c.model.weight_dtype_bytes() == 1),
+          TensorParallel::from_gpu(c.gpu, c.tp));
       for (auto& r : replicas) {
         r->set_load_cost([model](std::uint64_t bytes) { return model->load_cost_ns(bytes); });
       }

@@ -29,12 +29,36 @@ void read_arrival(const YamlView& v, ArrivalOptions& a) {
 }
 
 SyntheticOptions synthetic_options(const YamlView& v, std::uint64_t seed) {
-  v.reject_unknown({"users", "requests", "facts_per_user", "facts_per_user_spread", "fact_words",
-                    "fact_words_sd", "sessions_min", "sessions_max", "live_sessions",
-                    "query_words", "query_words_sd", "output_tokens", "k", "tokens_per_word",
-                    "user_zipf", "fact_zipf", "context_turns", "turns_per_session", "turn_words",
-                    "turn_words_sd", "arrival", "rate", "concurrency", "think_time_s", "start_s",
-                    "seed", "write_trace", "cv", "replay", "replay_speedup"});
+  v.reject_unknown({"users",
+                    "requests",
+                    "facts_per_user",
+                    "facts_per_user_spread",
+                    "fact_words",
+                    "fact_words_sd",
+                    "sessions_min",
+                    "sessions_max",
+                    "live_sessions",
+                    "query_words",
+                    "query_words_sd",
+                    "output_tokens",
+                    "k",
+                    "tokens_per_word",
+                    "user_zipf",
+                    "fact_zipf",
+                    "context_turns",
+                    "turns_per_session",
+                    "turn_words",
+                    "turn_words_sd",
+                    "arrival",
+                    "rate",
+                    "concurrency",
+                    "think_time_s",
+                    "start_s",
+                    "seed",
+                    "write_trace",
+                    "cv",
+                    "replay",
+                    "replay_speedup"});
   SyntheticOptions o;
   o.users = static_cast<std::uint64_t>(v.integer("users", std::int64_t(o.users), 1, INT64_MAX));
   o.requests =
@@ -43,8 +67,10 @@ SyntheticOptions synthetic_options(const YamlView& v, std::uint64_t seed) {
   o.facts_per_user_spread = v.number("facts_per_user_spread", o.facts_per_user_spread, 0, 1e9);
   o.fact_words = v.number("fact_words", o.fact_words, 1, 1e6);
   o.fact_words_sd = v.number("fact_words_sd", o.fact_words_sd, 0, 1e6);
-  o.sessions_min = static_cast<std::uint32_t>(v.integer("sessions_min", o.sessions_min, 1, 1 << 20));
-  o.sessions_max = static_cast<std::uint32_t>(v.integer("sessions_max", o.sessions_max, 1, 1 << 20));
+  o.sessions_min =
+      static_cast<std::uint32_t>(v.integer("sessions_min", o.sessions_min, 1, 1 << 20));
+  o.sessions_max =
+      static_cast<std::uint32_t>(v.integer("sessions_max", o.sessions_max, 1, 1 << 20));
   o.live_sessions =
       static_cast<std::uint32_t>(v.integer("live_sessions", o.live_sessions, 0, 1 << 20));
   o.query_words = v.number("query_words", o.query_words, 1, 1e6);
@@ -82,15 +108,14 @@ SyntheticOptions synthetic_options(const YamlView& v, std::uint64_t seed) {
 }
 
 LocomoImportOptions locomo_options(const YamlView& v, std::uint64_t seed, std::string& data) {
-  v.reject_unknown({"data", "users", "questions_per_user", "k", "tokens_per_word",
-                    "output_tokens", "max_context_turns", "categories", "history_span_s",
-                    "start_s", "arrival", "rate", "concurrency", "think_time_s", "seed", "text",
-                    "initial_memory", "cv"});
+  v.reject_unknown({"data", "users", "questions_per_user", "k", "tokens_per_word", "output_tokens",
+                    "max_context_turns", "categories", "history_span_s", "start_s", "arrival",
+                    "rate", "concurrency", "think_time_s", "seed", "text", "initial_memory", "cv"});
   LocomoImportOptions o;
   data = v.text("data", "");
   o.users = static_cast<std::uint64_t>(v.integer("users", std::int64_t(o.users), 1, 1 << 30));
-  o.questions_per_user = static_cast<std::uint32_t>(
-      v.integer("questions_per_user", o.questions_per_user, 0, 1 << 30));
+  o.questions_per_user =
+      static_cast<std::uint32_t>(v.integer("questions_per_user", o.questions_per_user, 0, 1 << 30));
   o.k = static_cast<std::uint32_t>(v.integer("k", o.k, 0, 1 << 16));
   o.tokens_per_word = v.number("tokens_per_word", o.tokens_per_word, 1e-3, 100);
   o.output_tokens =

@@ -71,8 +71,8 @@ ModelConfig parse_model(const YamlView& v) {
 GpuConfig parse_gpu(const YamlView& v) {
   v.reject_unknown({"name", "memory", "bf16_tflops", "hbm_gbps", "pcie_gbps", "step_overhead_us",
                     "per_seq_overhead_us", "mfu", "mbu", "pcie_efficiency", "pcie_gen",
-                    "fp8_tflops", "nvlink_gen", "nvlink_gbps", "link_latency_us",
-                    "link_efficiency", "price_per_hour", "price_source"});
+                    "fp8_tflops", "nvlink_gen", "nvlink_gbps", "link_latency_us", "link_efficiency",
+                    "price_per_hour", "price_source"});
   for (const char* k : {"memory", "bf16_tflops", "hbm_gbps", "pcie_gbps"}) {
     if (!v.has(k)) v.fail("", std::string("gpu: missing key '") + k + "'");
   }

@@ -24,9 +24,10 @@ std::string write_config(const std::string& name, const std::string& text) {
 }  // namespace
 
 TEST_CASE("fidelity config: values, defaults and errors with their position", "[eval]") {
-  const FidelityConfig c = load_fidelity_config(write_config(
-      "ok.yaml", "model: m.gguf\nk: [10, 5]\nw: [0, 3]\nrecompute:\n  - {first_tokens: 2}\n"
-                 "  - {ratio: 0.25}\nrecompute_w: [3]\ndevice: cuda\n"));
+  const FidelityConfig c = load_fidelity_config(
+      write_config("ok.yaml",
+                   "model: m.gguf\nk: [10, 5]\nw: [0, 3]\nrecompute:\n  - {first_tokens: 2}\n"
+                   "  - {ratio: 0.25}\nrecompute_w: [3]\ndevice: cuda\n"));
   CHECK(c.model == "m.gguf");
   CHECK(c.ks == std::vector<std::uint32_t>{5, 10});
   CHECK(c.dtype == "bf16");
