@@ -33,6 +33,12 @@ struct ModelConfig {
   std::uint32_t weight_dtype_bytes() const {
     return weight_bytes_per_param > 0 ? weight_bytes_per_param : dtype_bytes;
   }
+  /// Bytes per element of the KV cache when it is stored narrower than the model computes (1:
+  /// an fp8 KV cache, the experiment's `kv_cache: fp8`, per-tensor scaled); 0: dtype_bytes.
+  std::uint32_t kv_bytes_per_elem = 0;
+  std::uint32_t kv_dtype_bytes() const {
+    return kv_bytes_per_elem > 0 ? kv_bytes_per_elem : dtype_bytes;
+  }
   bool tie_embeddings = false;
   double rope_theta = 500000.0;
   RopeLayout rope_layout = RopeLayout::kNeox;
@@ -58,9 +64,9 @@ struct ModelConfig {
     return kv_heads >= tp ? kv_heads / tp : 1;
   }
   /// K and V of one token over all layers on one GPU of a `tp`-way replica:
-  /// 2 * layers * kv_heads_per_gpu(tp) * head_dim * dtype_bytes.
+  /// 2 * layers * kv_heads_per_gpu(tp) * head_dim * kv_dtype_bytes().
   std::uint64_t kv_bytes_per_token(std::uint32_t tp = 1) const {
-    return 2ull * layers * kv_heads_per_gpu(tp) * head_dim * dtype_bytes;
+    return 2ull * layers * kv_heads_per_gpu(tp) * head_dim * kv_dtype_bytes();
   }
   /// Parameters on one GPU of a `tp`-way replica (embeddings, attention, MLP or experts, norms,
   /// LM head). Q, O, the MLP (each expert's width) and the vocabulary are split `tp` ways (rounded

@@ -29,6 +29,13 @@ const OptionalKind* find_optional(const std::string& name) {
   return nullptr;
 }
 
+/// The run's roofline: its model (per GPU of `tp`), the GPU's rates (matrix products at the fp8
+/// peak with `weights: fp8`) and the all-reduce link.
+CostModel roofline(const RunConfig& run) {
+  return CostModel(run.model, CostRates::from_gpu(run.gpu, run.model.weight_dtype_bytes() == 1),
+                   TensorParallel::from_gpu(run.gpu, run.tp));
+}
+
 }  // namespace
 
 bool register_executor_kind(const std::string& name, ExecutorMaker make, ExecutorCheck check) {
@@ -73,14 +80,12 @@ std::function<SimTime(std::uint32_t, std::uint32_t)> encode_pricing(const RunCon
     auto model = std::make_shared<CalibratedCostModel>(run.model, calibrated_profile(run));
     return [model](std::uint32_t t, std::uint32_t c) { return model->encode_cost_ns(t, c); };
   }
-  auto model = std::make_shared<CostModel>(run.model, CostRates::from_gpu(run.gpu),
-                                           TensorParallel::from_gpu(run.gpu, run.tp));
+  auto model = std::make_shared<CostModel>(roofline(run));
   return [model](std::uint32_t t, std::uint32_t c) { return model->encode_cost_ns(t, c); };
 }
 
 std::function<SimTime(std::uint64_t)> load_pricing(const RunConfig& run) {
-  auto model = std::make_shared<CostModel>(run.model, CostRates::from_gpu(run.gpu),
-                                           TensorParallel::from_gpu(run.gpu, run.tp));
+  auto model = std::make_shared<CostModel>(roofline(run));
   return [model](std::uint64_t bytes) { return model->load_cost_ns(bytes); };
 }
 
@@ -99,8 +104,7 @@ std::unique_ptr<Executor> make_executor(const RunConfig& run, int replica) {
         CalibratedCostModel(run.model, std::move(profile), padding),
         run.executor.copies_beside_pass);
   }
-  return std::make_unique<CostModelExecutor>(CostModel(run.model, CostRates::from_gpu(run.gpu),
-                                                       TensorParallel::from_gpu(run.gpu, run.tp)));
+  return std::make_unique<CostModelExecutor>(roofline(run));
 }
 
 }  // namespace inferscale

@@ -60,6 +60,7 @@ json model_json(const ModelConfig& m) {
               {"dtype_bytes", m.dtype_bytes},
               {"kv_bytes_per_token", m.kv_bytes_per_token()},
               {"weight_dtype_bytes", m.weight_dtype_bytes()},
+              {"kv_dtype_bytes", m.kv_dtype_bytes()},
               {"weight_bytes", m.weight_bytes()},
               {"experts", m.experts},
               {"experts_active", m.experts_active},

@@ -373,10 +373,10 @@ void check_memory_fits(const YamlView& v, const RunConfig& r) {
 }
 
 RunConfig parse_run(const YamlView& v, const std::string& experiment, const std::string& name) {
-  v.reject_unknown({"experiment", "description", "seed",       "trace",     "model",
-                    "gpu",        "replicas",    "router",     "scheduler", "serving",
-                    "store",      "memory",      "executor",   "slo",       "output",
-                    "runs",       "name",        "fast_paths", "tp",        "weights"});
+  v.reject_unknown({"experiment", "description", "seed",      "trace",   "model", "gpu",
+                    "replicas",   "router",      "scheduler", "serving", "store", "memory",
+                    "executor",   "slo",         "output",    "runs",    "name",  "fast_paths",
+                    "tp",         "weights",     "kv_cache"});
   RunConfig r;
   r.experiment = experiment;
   r.name = name;
@@ -387,8 +387,12 @@ RunConfig parse_run(const YamlView& v, const std::string& experiment, const std:
   r.replicas = static_cast<std::uint32_t>(v.integer("replicas", 1, 1, 4096));
   r.tp = parse_tp(v, r.model);
   // Weights stored in fp8 (per-tensor scaled, as fp8 checkpoints are): half the bytes of bf16,
-  // matrix products at the GPU's fp8 peak; activations, attention and KV stay in the model's dtype.
+  // matrix products at the GPU's fp8 peak; activations and attention stay in the model's dtype.
   if (v.choice("weights", "bf16", {"bf16", "fp8"}) == "fp8") r.model.weight_bytes_per_param = 1;
+  // A KV cache stored in fp8 (per-tensor scaled, as serving engines store one): half the bytes
+  // per token of every KV block, request KV and stored facts alike, read and written at that
+  // width; attention still computes at the model's dtype rate.
+  if (v.choice("kv_cache", "bf16", {"bf16", "fp8"}) == "fp8") r.model.kv_bytes_per_elem = 1;
   r.fast_paths = v.boolean("fast_paths", true);
   r.router = parse_router(v);
   r.scheduler = parse_scheduler(v);
@@ -405,6 +409,10 @@ RunConfig parse_run(const YamlView& v, const std::string& experiment, const std:
   if (r.model.weight_bytes_per_param == 1 && r.executor.kind != "cost_model") {
     v.fail("weights", "fp8 weights need executor kind 'cost_model' (the '" + r.executor.kind +
                           "' executor computes in the model's dtype)");
+  }
+  if (r.model.kv_bytes_per_elem == 1 && r.executor.kind != "cost_model") {
+    v.fail("kv_cache", "an fp8 KV cache needs executor kind 'cost_model' (the '" + r.executor.kind +
+                           "' executor keeps KV in the model's dtype)");
   }
   if (r.model.moe() && r.executor.kind != "cost_model") {
     v.fail("model", "model '" + r.model.name +

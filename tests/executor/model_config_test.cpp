@@ -52,6 +52,7 @@ TEST_CASE("each model preset has the shape of its published config.json") {
       {"qwen2.5-7b", 28, 3584, 28, 4, 128, 18944, 152064, 1000000, 0, 1e-6, 32768, false},
       {"smollm2-135m", 30, 576, 9, 3, 64, 1536, 49152, 100000, 0, 1e-5, 8192, true},
       {"llama-3.1-70b", 80, 8192, 64, 8, 128, 28672, 128256, 500000, 8, 1e-5, 131072, false},
+      {"llama-3.1-405b", 126, 16384, 128, 8, 128, 53248, 128256, 500000, 8, 1e-5, 131072, false},
       {"qwen2.5-72b", 80, 8192, 64, 8, 128, 29568, 152064, 1000000, 0, 1e-5, 32768, false},
       {"qwen3-30b-a3b", 48, 2048, 32, 4, 128, 6144, 151936, 1000000, 0, 1e-6, 40960, false},
   };
@@ -90,11 +91,14 @@ TEST_CASE("the mixture-of-experts preset and the dense ones' expert keys") {
   CHECK(moe.experts == 128);
   CHECK(moe.experts_active == 8);
   CHECK(moe.expert_ffn == 768);
-  // Published totals: 30.5 B parameters, 3.3 B active; 70.6 B and 72.7 B for the dense 70Bs.
+  // Published totals: 30.5 B parameters, 3.3 B active; 70.6 B and 72.7 B for the dense 70Bs;
+  // 405.9 B for Llama-3.1-405B (its model card rounds to 405 B).
   CHECK(std::abs(double(moe.parameters()) / 1e9 - 30.5) < 0.1);
   CHECK(std::abs(double(moe.active_parameters()) / 1e9 - 3.3) < 0.1);
   CHECK(std::abs(double(load_model_config("llama-3.1-70b", "t").parameters()) / 1e9 - 70.6) < 0.1);
   CHECK(std::abs(double(load_model_config("qwen2.5-72b", "t").parameters()) / 1e9 - 72.7) < 0.1);
+  CHECK(std::abs(double(load_model_config("llama-3.1-405b", "t").parameters()) / 1e9 - 405.9) <
+        0.1);
   for (const auto& name : {"llama-3.1-70b", "qwen2.5-72b", "llama-3.1-8b"}) {
     const ModelConfig m = load_model_config(name, "test");
     CHECK_FALSE(m.moe());
@@ -117,8 +121,8 @@ TEST_CASE("model descriptions: errors name the file, the line and the key") {
   CHECK(error_of("layers: 2\n").find("missing key 'hidden'") != std::string::npos);
   const std::string moe = base + "experts: 8\nexperts_active: 2\nexpert_ffn: 16\n";
   CHECK(error_of(moe).empty());
-  CHECK(error_of(base + "experts: 8\nexpert_ffn: 16\n")
-            .find("missing key 'experts_active'") != std::string::npos);
+  CHECK(error_of(base + "experts: 8\nexpert_ffn: 16\n").find("missing key 'experts_active'") !=
+        std::string::npos);
   CHECK(error_of(base + "experts: 2\nexperts_active: 3\nexpert_ffn: 16\n")
             .find("m.yaml:7:17: experts_active: experts_active (3) must not exceed experts (2)") !=
         std::string::npos);
@@ -129,7 +133,7 @@ TEST_CASE("model descriptions: errors name the file, the line and the key") {
     FAIL("an unknown preset was accepted");
   } catch (const InputError& e) {
     CHECK(e.where() == "--model");
-    CHECK(std::string(e.what()).find("presets: llama-3.1-70b, llama-3.1-8b, mistral-7b") !=
+    CHECK(std::string(e.what()).find("presets: llama-3.1-405b, llama-3.1-70b, llama-3.1-8b") !=
           std::string::npos);
   }
 }

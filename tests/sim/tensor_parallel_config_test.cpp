@@ -1,6 +1,8 @@
 // Tensor-parallel replicas in the experiment config: `tp`, memory checks per GPU, the KV-head
 // split in the store and request KV, and the GPU presets' link figures.
+#include "executor/cost_model/cost_model.h"
 #include "sim/config/experiment.h"
+#include "sim/executor_factory.h"
 #include "sim/runner.h"
 #include "tests/catch.h"
 #include "tests/sim/sim_test_util.h"
@@ -71,6 +73,13 @@ TEST_CASE("tp: bad degrees and executors are errors at the key") {
       {"moe_remote",
        base() + "model: qwen3-30b-a3b\nexecutor: {kind: remote, endpoints: [127.0.0.1:7070]}\n",
        ":3:8: model", "is a mixture of experts: only executor kind 'cost_model'"},
+      {"fp8_weights_remote",
+       base() + "weights: fp8\nexecutor: {kind: remote, endpoints: [127.0.0.1:7070]}\n",
+       ":3:10: weights", "fp8 weights need executor kind 'cost_model'"},
+      {"fp8_kv_remote",
+       base() + "kv_cache: fp8\nexecutor: {kind: remote, endpoints: [127.0.0.1:7070]}\n",
+       ":3:11: kv_cache", "an fp8 KV cache needs executor kind 'cost_model'"},
+      {"kv_cache_int4", base() + "kv_cache: int4\n", ":3:11: kv_cache", "bf16"},
       {"nvlink_no_bw",
        base() + "gpu: {memory: 80GB, bf16_tflops: 989, hbm_gbps: 3350, pcie_gbps: 64, "
                 "nvlink_gen: 4}\n",
@@ -84,6 +93,40 @@ TEST_CASE("tp: bad degrees and executors are errors at the key") {
       CHECK(err.find(c.message) != std::string::npos);
     }
   }
+}
+
+TEST_CASE("fp8 weights and an fp8 KV cache halve their bytes, and only theirs") {
+  const RunConfig bf16 = run_of("bf16", base() + "model: llama-3.1-70b\ntp: 2\n");
+  const RunConfig w8 = run_of("w8", base() + "model: llama-3.1-70b\ntp: 2\nweights: fp8\n");
+  const RunConfig kv8 = run_of("kv8", base() + "model: llama-3.1-70b\ntp: 2\nkv_cache: fp8\n");
+  CHECK(w8.weight_bytes_per_gpu() * 2 == bf16.weight_bytes_per_gpu());
+  CHECK(w8.kv_bytes_per_token_per_gpu() == bf16.kv_bytes_per_token_per_gpu());
+  CHECK(kv8.kv_bytes_per_token_per_gpu() * 2 == bf16.kv_bytes_per_token_per_gpu());
+  CHECK(kv8.weight_bytes_per_gpu() == bf16.weight_bytes_per_gpu());
+  // The same request-KV bytes hold twice the tokens.
+  CHECK(kv8.request_kv_bytes() == bf16.request_kv_bytes());
+  CHECK(kv8.model.dtype_bytes == 2);  // attention and activations stay bf16
+}
+
+TEST_CASE("fp8 weights: the run's executor multiplies at the GPU's fp8 peak") {
+  // A compute-bound step (8192 prompt tokens) on the run's own executor against the roofline
+  // priced by hand at each peak: the executor once ignored `weights: fp8` for its rates.
+  const RunConfig bf16 = run_of("exec_bf16", base() + "model: llama-3.1-8b\n");
+  const RunConfig w8 = run_of("exec_w8", base() + "model: llama-3.1-8b\nweights: fp8\n");
+  BatchPlan plan;
+  PrefillItem p;
+  p.query_tokens = p.prompt_tokens = p.computed_total = p.computed_now = 8192;
+  p.first_chunk = p.last_chunk = true;
+  plan.prefills.push_back(p);
+  const auto priced = [&plan](const RunConfig& run, bool fp8_rates) {
+    const CostModel m(run.model, CostRates::from_gpu(run.gpu, fp8_rates));
+    return m.price(m.work(plan)).duration_ns;
+  };
+  const SimTime bf16_ns = make_executor(bf16, 0)->execute(plan).duration_ns;
+  const SimTime w8_ns = make_executor(w8, 0)->execute(plan).duration_ns;
+  CHECK(bf16_ns == priced(bf16, false));
+  CHECK(w8_ns == priced(w8, true));
+  CHECK(w8_ns < 0.6 * double(bf16_ns));  // h200: 1979 against 989 dense TFLOP/s
 }
 
 TEST_CASE("tp: KV heads replicate past the model's KV heads") {
