@@ -61,6 +61,12 @@ BUDGET_S=${BUDGET_S:-540}
 USERS=${USERS:-50 100 150 200}
 BUILD=${BUILD:-build-device}
 LOCOMO=${LOCOMO:-.cache/locomo10}
+# The GPU preset the calibration and the hardware-in-the-loop runs name (memory, PCIe): the
+# card's own (h100 on an H100), unless GPU_PRESET says otherwise. Archive names stay h200_*.
+case "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)" in
+  *H100*) GPU_PRESET=${GPU_PRESET:-h100} ;;
+  *) GPU_PRESET=${GPU_PRESET:-h200} ;;
+esac
 START=$(date +%s)
 SUMMARY=$WORK/summary.txt
 
@@ -117,7 +123,7 @@ symbolize() {
     tr -s ' ' | paste -sd ';' -
   nvidia-smi topo -m 2>/dev/null | head -4
 } >"$WORK/env.log" 2>&1
-note "phases: $PHASES (budget ${BUDGET_S}s)"
+note "phases: $PHASES (budget ${BUDGET_S}s, gpu preset $GPU_PRESET)"
 
 if want build; then
   TORCH_PREFIX=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
@@ -159,7 +165,7 @@ if want calibrate; then
   # About 150 s with --copy-lanes at 19 lane points (8bd4abe); the 25-point lanes grid adds a
   # wave-sized point and prefills beside copies.
   step calibrate 260 "$WORK/calibrate.log" "$BIN" calibrate --executor gpu --model llama-3.1-8b \
-    --gpu h200 --grid "${CAL_GRID:-full}" --out "$WORK/h200-llama-3.1-8b.yaml" \
+    --gpu "$GPU_PRESET" --grid "${CAL_GRID:-full}" --out "$WORK/h200-llama-3.1-8b.yaml" \
     --points "$WORK/calibration_h200.csv" ${COPY_LANES:+--copy-lanes} \
     ${CAL_WARMUP:+--warmup "$CAL_WARMUP"}
   tail -34 "$WORK/calibrate.log" | sed 's/^/    /' >>"$SUMMARY"
@@ -170,8 +176,9 @@ if want hil; then
     suffix=$([ -n "${HIL_RUNS:-}" ] || [ "${HIL_REPEATS:-1}" -gt 1 ] && echo "_r$r")
     for u in $USERS; do
       step "hil_users_$u$suffix" 240 "$WORK/hil.log" "$BIN" run configs/headline.yaml \
-        --no-progress --set executor.kind=gpu --set trace.locomo.data="$LOCOMO" \
-        --set trace.locomo.users="$u" --set experiment="headline_hil_$u$suffix" \
+        --no-progress --set executor.kind=gpu --set gpu="$GPU_PRESET" \
+        --set trace.locomo.data="$LOCOMO" --set trace.locomo.users="$u" \
+        --set experiment="headline_hil_$u$suffix" \
         --out "$WORK/results" ${HIL_SET:-}
       tail -6 "$WORK/hil.log" | sed 's/^/    /' >>"$SUMMARY"
       symbolize "$WORK/hil.log"
