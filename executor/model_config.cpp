@@ -15,6 +15,18 @@ namespace inferscale {
 
 namespace fs = std::filesystem;
 
+double GpuConfig::mfu_factor(double tokens) const {
+  if (mfu_curve.empty()) return 1.0;
+  if (tokens <= mfu_curve.front().first) return mfu_curve.front().second;
+  if (tokens >= mfu_curve.back().first) return mfu_curve.back().second;
+  std::size_t i = 1;
+  while (mfu_curve[i].first < tokens) ++i;
+  const auto& [t0, f0] = mfu_curve[i - 1];
+  const auto& [t1, f1] = mfu_curve[i];
+  const double x = (std::log2(tokens) - std::log2(t0)) / (std::log2(t1) - std::log2(t0));
+  return f0 + x * (f1 - f0);
+}
+
 std::string config_dir() {
   if (fs::exists("configs/models")) return "configs";
   return INFERSCALE_SOURCE_CONFIGS;

@@ -49,6 +49,7 @@ CostRates CostRates::from_gpu(const GpuConfig& gpu, bool fp8_weights) {
   r.step_overhead_ns = gpu.step_overhead_us * 1e3;
   r.per_seq_overhead_ns = gpu.per_seq_overhead_us * 1e3;
   r.per_encode_overhead_ns = 0;
+  r.gemm_curve = gpu.mfu_curve;
   return r;
 }
 
@@ -78,7 +79,17 @@ CostModel::CostModel(ModelConfig model, CostRates rates, TensorParallel parallel
       weight_bytes_(double(model_.weight_bytes(parallel_.tp))),
       decode_attention_flops_(model_.attention_flops(1, 0, parallel_.tp)),
       hbm_rate_positive_(rates_.hbm_bytes_per_s > 0),
-      pcie_rate_positive_(rates_.pcie_bytes_per_s > 0) {}
+      pcie_rate_positive_(rates_.pcie_bytes_per_s > 0) {
+  if (!rates_.gemm_curve.empty()) {
+    GpuConfig curve;
+    curve.mfu_curve = rates_.gemm_curve;
+    const auto last = std::size_t(std::ceil(rates_.gemm_curve.back().first));
+    gemm_rate_by_tokens_.resize(last + 1);
+    for (std::size_t t = 0; t <= last; ++t) {
+      gemm_rate_by_tokens_[t] = rates_.gemm_flops_per_s * curve.mfu_factor(double(t));
+    }
+  }
+}
 
 StepWork CostModel::work(const BatchPlan& plan) const {
   // Accumulated in locals and stored once: zeroing the struct up front cost more than a
@@ -213,7 +224,8 @@ bool CostModel::decode_work(std::uint32_t decodes, std::uint64_t context_plus1, 
 
 BatchResult CostModel::price(const StepWork& w) const {
   BatchResult r;
-  const double gemm_ns = w.gemm_flops / rates_.gemm_flops_per_s * 1e9;
+  const double tokens = w.prefill_tokens + w.decode_tokens + w.encode_tokens;
+  const double gemm_ns = w.gemm_flops / gemm_rate(tokens) * 1e9;
   const double attn_ns = w.attention_flops / rates_.attention_flops_per_s * 1e9;
   const double mem_ns = w.hbm_bytes / rates_.hbm_bytes_per_s * 1e9;
   // The all-reduces sit between the layers' matmuls: not overlapped with compute or HBM.
@@ -234,7 +246,6 @@ BatchResult CostModel::price(const StepWork& w) const {
                                         w.encodes * rates_.per_encode_overhead_ns;
   // Split the forward pass over its phases by token count (a phase of no tokens gets +0 when
   // the forward time is finite, without the division).
-  const double tokens = w.prefill_tokens + w.decode_tokens + w.encode_tokens;
   const bool finite = std::isfinite(forward_ns);
   auto share = [&](double t) {
     if (t == 0 && finite) return 0.0;
@@ -255,7 +266,7 @@ bool CostModel::decode_durations(std::uint32_t decodes, std::uint64_t context_to
   // price(w) of decode_work's w: what depends on the decodes' count alone, once.
   StepWork w;
   if (!decode_work(decodes, context_tokens + decodes, w)) return false;
-  const double gemm_ns = w.gemm_flops / rates_.gemm_flops_per_s * 1e9;
+  const double gemm_ns = w.gemm_flops / gemm_rate(w.decode_tokens) * 1e9;
   const double comm_ns =
       w.allreduces == 0 ? 0.0 : w.allreduces * parallel_.allreduce_ns(w.allreduce_bytes);
   const double decode_weights = decodes > 0 ? weight_read_bytes(double(decodes)) : 0.0;

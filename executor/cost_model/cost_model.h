@@ -17,6 +17,8 @@ struct CostRates {
   double step_overhead_ns = 0;        // fixed per step
   double per_seq_overhead_ns = 0;     // per sequence in the step (sampling, bookkeeping)
   double per_encode_overhead_ns = 0;  // per fact encode (a separate pass per fact)
+  /// gemm_flops_per_s's factor by the step's tokens (GpuConfig::mfu_curve); empty: 1.
+  std::vector<std::pair<double, double>> gemm_curve;
 
   /// `fp8_weights`: matrix products at the GPU's fp8 peak where it has one (fp8_tflops > 0).
   static CostRates from_gpu(const GpuConfig& gpu, bool fp8_weights = false);
@@ -88,6 +90,14 @@ class CostModel {
   double layer_flops_ = 0, head_flops_ = 0, weight_bytes_ = 0;
   double decode_attention_flops_ = 0;  // attention_flops(1, 0): a decode's per context token + 1
   bool hbm_rate_positive_ = false, pcie_rate_positive_ = false;  // 0 / rate is +0 exactly
+  /// gemm_flops_per_s x the curve's factor at each whole number of tokens up to the curve's
+  /// last point (past it: the last entry); empty without a curve (gemm_flops_per_s throughout).
+  std::vector<double> gemm_rate_by_tokens_;
+  double gemm_rate(double tokens) const {
+    if (gemm_rate_by_tokens_.empty()) return rates_.gemm_flops_per_s;
+    const double last = double(gemm_rate_by_tokens_.size() - 1);
+    return gemm_rate_by_tokens_[std::size_t(tokens < last ? tokens : last)];
+  }
 };
 
 /// @brief The cost-model executor: prices each plan; performs nothing.

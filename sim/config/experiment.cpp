@@ -68,11 +68,60 @@ ModelConfig parse_model(const YamlView& v) {
   });
 }
 
+/// `mfu_curve: [[tokens, factor], ...]`: tokens increasing from 1, mfu x factor in (0, 1].
+std::vector<std::pair<double, double>> parse_mfu_curve(const YamlView& v, double mfu) {
+  std::vector<std::pair<double, double>> curve;
+  if (!v.has("mfu_curve")) return curve;
+  const YAML::Node n = v.node("mfu_curve");
+  const std::string expected = "expected a list of [tokens, factor] points";
+  if (!n.IsSequence() || n.size() == 0) v.fail("mfu_curve", expected);
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const std::string point = "point " + std::to_string(i + 1) + ": ";
+    if (!n[i].IsSequence() || n[i].size() != 2 || !n[i][0].IsScalar() || !n[i][1].IsScalar()) {
+      v.fail("mfu_curve", point + expected);
+    }
+    double tokens = 0, factor = 0;
+    try {
+      tokens = n[i][0].as<double>();
+      factor = n[i][1].as<double>();
+    } catch (const YAML::Exception&) {
+      v.fail("mfu_curve", point + "expected two numbers, [tokens, factor]");
+    }
+    if (!(tokens >= 1 && tokens <= 1e6)) {
+      v.fail("mfu_curve", point + "tokens must be in [1, 1e6]");
+    }
+    if (!curve.empty() && tokens <= curve.back().first) {
+      v.fail("mfu_curve", point + "tokens must increase from one point to the next");
+    }
+    if (!(factor > 0 && factor * mfu <= 1)) {
+      v.fail("mfu_curve", point + "the factor must be positive and mfu x factor at most 1");
+    }
+    curve.emplace_back(tokens, factor);
+  }
+  return curve;
+}
+
 GpuConfig parse_gpu(const YamlView& v) {
-  v.reject_unknown({"name", "memory", "bf16_tflops", "hbm_gbps", "pcie_gbps", "step_overhead_us",
-                    "per_seq_overhead_us", "mfu", "mbu", "pcie_efficiency", "pcie_gen",
-                    "fp8_tflops", "nvlink_gen", "nvlink_gbps", "link_latency_us", "link_efficiency",
-                    "price_per_hour", "price_source"});
+  v.reject_unknown({"name",
+                    "memory",
+                    "bf16_tflops",
+                    "hbm_gbps",
+                    "pcie_gbps",
+                    "step_overhead_us",
+                    "per_seq_overhead_us",
+                    "mfu",
+                    "mbu",
+                    "pcie_efficiency",
+                    "pcie_gen",
+                    "fp8_tflops",
+                    "nvlink_gen",
+                    "nvlink_gbps",
+                    "link_latency_us",
+                    "link_efficiency",
+                    "price_per_hour",
+                    "price_source",
+                    "mfu_curve",
+                    "mfu_curve_source"});
   for (const char* k : {"memory", "bf16_tflops", "hbm_gbps", "pcie_gbps"}) {
     if (!v.has(k)) v.fail("", std::string("gpu: missing key '") + k + "'");
   }
@@ -88,6 +137,7 @@ GpuConfig parse_gpu(const YamlView& v) {
   g.per_seq_overhead_us = v.number("per_seq_overhead_us", 5, 0, 1e7);
   g.mfu = v.number("mfu", 0.6, 1e-3, 1);
   g.mbu = v.number("mbu", 0.8, 1e-3, 1);
+  g.mfu_curve = parse_mfu_curve(v, g.mfu);
   g.pcie_efficiency = v.number("pcie_efficiency", 0.8, 1e-3, 1);
   g.pcie_gen = static_cast<std::uint32_t>(v.integer("pcie_gen", 0, 0, 16));
   g.nvlink_gen = static_cast<std::uint32_t>(v.integer("nvlink_gen", 0, 0, 16));

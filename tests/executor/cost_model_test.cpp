@@ -279,13 +279,16 @@ TEST_CASE("cost model: price_decodes gives what execute gives each decode-only p
   zero.hbm_bytes_per_s = 0;
   CostRates inf = h200_rates();
   inf.gemm_flops_per_s = 1e-300;
+  CostRates curved = h200_rates();  // decode steps of 1 to 256 rows, all on the curve
+  curved.gemm_curve = {{16, 0.2}, {128, 0.55}, {2048, 1.0}};
   ModelConfig big = m;
   big.layers = 1u << 14;
   big.heads = 1u << 10;
   std::mt19937_64 rng(11);
   int priced = 0, refused = 0;
-  for (const auto& [model, rates] : {std::pair{m, h200_rates()}, std::pair{m, zero},
-                                     std::pair{m, inf}, std::pair{big, h200_rates()}}) {
+  for (const auto& [model, rates] :
+       {std::pair{m, h200_rates()}, std::pair{m, zero}, std::pair{m, inf},
+        std::pair{big, h200_rates()}, std::pair{m, curved}}) {
     CostModelExecutor ex{CostModel(model, rates)};
     for (int i = 0; i < 300; ++i) {
       const auto decodes = std::uint32_t(1 + rng() % (i % 3 == 0 ? 256 : 4));
@@ -311,8 +314,43 @@ TEST_CASE("cost model: price_decodes gives what execute gives each decode-only p
       ++priced;
     }
   }
-  CHECK(priced > 900);
+  CHECK(priced > 1200);
   CHECK(refused > 0);
+}
+
+TEST_CASE("cost model: the mfu curve slows small matrix products and only those") {
+  GpuConfig g;
+  g.mfu_curve = {{128, 0.5}, {2048, 1.0}};
+  CHECK(g.mfu_factor(1) == 0.5);  // before the first point: its factor
+  CHECK(g.mfu_factor(128) == 0.5);
+  CHECK(g.mfu_factor(512) == Approx(0.75));  // log2: halfway from 2^7 to 2^11
+  CHECK(g.mfu_factor(2048) == 1.0);
+  CHECK(g.mfu_factor(1e6) == 1.0);
+  CHECK(GpuConfig{}.mfu_factor(64) == 1.0);  // no curve
+
+  const ModelConfig m = llama_8b();
+  const CostRates flat = h200_rates();
+  CostRates curved = flat;
+  curved.gemm_curve = g.mfu_curve;
+  const auto prefill = [](std::uint32_t tokens) {
+    BatchPlan plan;
+    PrefillItem p;
+    p.query_tokens = p.prompt_tokens = p.computed_total = p.computed_now = tokens;
+    p.first_chunk = p.last_chunk = true;
+    plan.prefills.push_back(p);
+    return plan;
+  };
+  const CostModel a(m, flat), b(m, curved);
+  for (const std::uint32_t tokens : {2048u, 4096u, 8192u}) {  // at and past the plateau
+    CHECK(a.price(a.work(prefill(tokens))).duration_ns ==
+          b.price(b.work(prefill(tokens))).duration_ns);
+  }
+  // 512 tokens: compute-bound on an H200 (gemm ~7 TFLOP against 16 GB of weights); the curve's
+  // 0.75 makes the matrix products 4/3 as long.
+  const StepWork w = a.work(prefill(512));
+  const double gemm_flat = w.gemm_flops / flat.gemm_flops_per_s * 1e9;
+  const SimTime t_flat = a.price(w).duration_ns, t_curved = b.price(w).duration_ns;
+  CHECK(double(t_curved - t_flat) == Approx(gemm_flat / 3).epsilon(1e-6));
 }
 
 TEST_CASE("cost model: a step too long to price saturates at 2^60 ns instead of wrapping") {

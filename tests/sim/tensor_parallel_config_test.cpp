@@ -80,6 +80,18 @@ TEST_CASE("tp: bad degrees and executors are errors at the key") {
        base() + "kv_cache: fp8\nexecutor: {kind: remote, endpoints: [127.0.0.1:7070]}\n",
        ":3:11: kv_cache", "an fp8 KV cache needs executor kind 'cost_model'"},
       {"kv_cache_int4", base() + "kv_cache: int4\n", ":3:11: kv_cache", "bf16"},
+      {"curve_order",
+       base() + "gpu: {memory: 80GB, bf16_tflops: 989, hbm_gbps: 3350, pcie_gbps: 64, "
+                "mfu_curve: [[256, 0.8], [128, 0.5]]}\n",
+       ":3:81: gpu.mfu_curve", "point 2: tokens must increase"},
+      {"curve_factor",
+       base() + "gpu: {memory: 80GB, bf16_tflops: 989, hbm_gbps: 3350, pcie_gbps: 64, "
+                "mfu: 0.8, mfu_curve: [[256, 1.5]]}\n",
+       ":3:91: gpu.mfu_curve", "point 1: the factor must be positive and mfu x factor at most 1"},
+      {"curve_shape",
+       base() + "gpu: {memory: 80GB, bf16_tflops: 989, hbm_gbps: 3350, pcie_gbps: 64, "
+                "mfu_curve: [[256]]}\n",
+       ":3:81: gpu.mfu_curve", "point 1: expected a list of [tokens, factor] points"},
       {"nvlink_no_bw",
        base() + "gpu: {memory: 80GB, bf16_tflops: 989, hbm_gbps: 3350, pcie_gbps: 64, "
                 "nvlink_gen: 4}\n",
