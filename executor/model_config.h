@@ -154,6 +154,7 @@ struct GpuConfig {
   double link_latency_us = 1;    // per step of a ring all-reduce (an estimate: calibrate)
   double link_efficiency = 0.8;  // achieved fraction of the link bandwidth
   double price_per_hour = 0;     // USD per GPU-hour, on demand (0: not stated); the planner's
+  std::string price_source;      // where price_per_hour comes from, with its date
 };
 
 /// Where the presets live: ./configs when it has models/, else the source tree's configs.
