@@ -228,9 +228,9 @@ bool NodeStore::write(FactId global, TierLevel t, SimTime now) {
   for (const FactId v : evicted) {
     const FactId vg = remote ? remote_->global_of(v) : globals_[v];
     if (t == TierLevel::kHost) host_evicted_.push_back(vg);
-    // Demoted unless the tier writes through (its copy is below already) or not at all.
-    if (policy == WritePolicy::kBack && next != TierLevel::kGpu && !resident(vg, next)) {
-      if (!write(vg, next, now)) ++f.drops;
+    // Demoted unless the tier writes through (its copy went below when it came) or not at all.
+    if (policy == WritePolicy::kBack && next != TierLevel::kGpu) {
+      if (demote(vg, t, now) == Demotion::kDropped) ++f.drops;
     } else if (policy == WritePolicy::kNone || next == TierLevel::kGpu) {
       ++f.drops;
     }
@@ -244,6 +244,14 @@ bool NodeStore::write(FactId global, TierLevel t, SimTime now) {
   }
   if (policy == WritePolicy::kThrough && next != TierLevel::kGpu) write(global, next, now);
   return true;
+}
+
+NodeStore::Demotion NodeStore::demote(FactId global, TierLevel t, SimTime now) {
+  for (TierLevel b = below(t); b != TierLevel::kGpu; b = below(b)) {
+    if (resident(global, b)) return Demotion::kHeld;
+    if (write(global, b, now)) return Demotion::kWritten;
+  }
+  return Demotion::kDropped;
 }
 
 void NodeStore::count_load(TierLevel t, std::uint64_t bytes, SimTime issued, SimTime ready) {

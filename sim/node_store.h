@@ -134,6 +134,11 @@ class NodeStore {
   /// write link; what it evicts goes down by that tier's write policy. False when the tier did
   /// not keep it (held already counts as kept).
   bool write(FactId global, TierLevel t, SimTime now);
+  enum class Demotion { kWritten, kHeld, kDropped };
+  /// `global` leaves tier `t` (an eviction that writes back): written into the first tier below
+  /// it that keeps it (one full of pinned facts, or whose admission refuses, passes it further
+  /// down). kHeld: a tier below holds it already; kDropped: none keeps it.
+  Demotion demote(FactId global, TierLevel t, SimTime now);
   /// The first enabled tier below `t`, kGpu when none.
   TierLevel below(TierLevel t) const;
   /// Facts that left the host tier since the last call (a real executor drops their copies).

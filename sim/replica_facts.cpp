@@ -151,11 +151,13 @@ void Replica::warm_insert(FactId global) {
     // What the GPU tier does not keep goes down as it would have over time (free of cost).
     node_->set_acting(this);
     node_->set_warming(true);
-    const TierLevel below = node_->below(TierLevel::kGpu);
     for (const FactId v : evicted_) {
-      if (cfg_.store.gpu.write == WritePolicy::kBack) node_->write(global_of(v), below, 0);
+      if (cfg_.store.gpu.write == WritePolicy::kBack)
+        node_->demote(global_of(v), TierLevel::kGpu, 0);
     }
-    if (!placed || cfg_.store.gpu.write == WritePolicy::kThrough) node_->write(global, below, 0);
+    if (!placed || cfg_.store.gpu.write == WritePolicy::kThrough) {
+      node_->demote(global, TierLevel::kGpu, 0);
+    }
     node_->set_warming(false);
     node_->host_evicted().clear();  // before the clock starts: nothing for an executor to drop
   }
@@ -267,17 +269,20 @@ bool Replica::insert_gpu_tiers(FactId global, SimTime now, bool use_admission, R
   for (const FactId v : evicted_) {
     const FactId vg = global_of(v);  // not the victim's record with global ids
     plan_.evictions.push_back(vg);
-    if (!node_ || cfg_.store.gpu.write != WritePolicy::kBack) continue;
-    const TierLevel below = node_->below(TierLevel::kGpu);
-    if (node_->resident(vg, below)) continue;
+    if (!node_) continue;
+    if (cfg_.store.gpu.write != WritePolicy::kBack) {
+      if (cfg_.store.gpu.write == WritePolicy::kNone) ++node_->flow(TierLevel::kGpu).drops;
+      continue;
+    }
     node_->set_acting(this);
-    const std::uint32_t tokens = facts_.tokens(vg).tokens;
-    if (node_->write(vg, below, now)) {
+    const NodeStore::Demotion d = node_->demote(vg, TierLevel::kGpu, now);
+    if (d == NodeStore::Demotion::kWritten) {
       // The executor offloads before it drops host copies: a fact dropped from the host tier
       // earlier in this step (the plan lists it) and offloaded again now must stay.
       auto& hev = plan_.host_evictions;
       if (!hev.empty()) hev.erase(std::remove(hev.begin(), hev.end(), vg), hev.end());
       // Into host memory first, whichever tier keeps it.
+      const std::uint32_t tokens = facts_.tokens(vg).tokens;
       const FactLoad offload{vg, tokens, move_bytes(tokens), kNoRequest, 0};
       if (async_copy_) {
         // On the device-to-host copy engine; a load into the blocks it frees waits for it.
@@ -288,7 +293,7 @@ bool Replica::insert_gpu_tiers(FactId global, SimTime now, bool use_admission, R
       }
       node_->flow(TierLevel::kGpu).bytes_out += offload.bytes;
       ++stats_.offloads;
-    } else {
+    } else if (d == NodeStore::Demotion::kDropped) {
       ++node_->flow(TierLevel::kGpu).drops;
     }
     take_host_evictions();
@@ -312,11 +317,9 @@ void Replica::take_host_evictions() {
 
 void Replica::write_through(FactId global, SimTime now) {
   if (!node_ || cfg_.store.gpu.write != WritePolicy::kThrough) return;
-  const TierLevel below = node_->below(TierLevel::kGpu);
-  if (node_->resident(global, below)) return;
   node_->set_acting(this);
   const std::uint64_t bytes = move_bytes(facts_.tokens(global).tokens);
-  if (node_->write(global, below, now)) {
+  if (node_->demote(global, TierLevel::kGpu, now) == NodeStore::Demotion::kWritten) {
     // Copied out once the encode is done: beside the compute, on the device-to-host engine
     // (no plan entry: the offload of a fact the same step encodes would come before it).
     if (load_cost_) d2h_free_at_ = std::max(d2h_free_at_, now) + load_cost_(bytes);
@@ -436,6 +439,17 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
   // may evict to make room and must not take a fact this request is about to inject.
   for (RequestFact& f : r.layout) {
     if (f.source == FactSource::kGpuHit) pin(r, f);
+  }
+  // And its disk and remote hits until the step ends: the loads before one must not evict it
+  // from the tier it is read from (the node's tiers skip what its replicas pin). A host hit
+  // needs none: the executor drops host copies after the step's loads.
+  if (node_ != nullptr) {
+    for (RequestFact& f : r.layout) {
+      if (f.source == FactSource::kDiskHit || f.source == FactSource::kRemoteHit) {
+        add_pin(f.local);
+        step_pins_.push_back(f.local);
+      }
+    }
   }
   // Then loads and encode jobs.
   for (std::uint32_t i = 0; i < r.layout.size(); ++i) {

@@ -144,9 +144,7 @@ void resolve_fleet(const YamlView& top, RunConfig& r) {
     }
     if (t.write != WritePolicy::kNone && !below) {
       throw InputError(t.write_where, std::string("write: ") + to_string(t.write) + " on the " +
-                                          names[i] +
-                                          " tier needs an enabled tier below it (host, disk "
-                                          "or remote)");
+                                          names[i] + " tier needs an enabled tier below it");
     }
   }
   // Capacities within the node's hardware; bandwidths where a tier moves data.
