@@ -471,3 +471,35 @@ TEST_CASE("config errors of the fleet's keys carry their position and exit with 
   CHECK(read_text(dir / "out.txt").find("bad.yaml:4:36: store.disk.read_gbps") !=
         std::string::npos);
 }
+
+TEST_CASE("summary.json prices the fleet: GPUs by the hour, tiers by their capacity") {
+  const auto dir = temp_dir("tiers_cost");
+  const std::string base =
+      "experiment: e\nmodel: llama-3.1-8b\nnode: hgx-h200-8\nnodes: 1\n"
+      "trace: " +
+      source_path("tests/sim/data/golden.jsonl") +
+      "\nstore:\n  host: {capacity: 1000GB}\n"
+      "  remote: {capacity: 10000GB}\n";
+  const auto runs = run_yaml(dir, base +
+                                      "runs:\n  - name: presets\n"
+                                      "  - {name: set, prices: {gpu_per_hour: 2.5, source: "
+                                      "quote}, store: {host: {price_per_gb_month: 0.5}}}\n");
+  REQUIRE(runs.size() == 2);
+  const auto presets = summary_of(runs[0])["cost_usd"];
+  const auto set = summary_of(runs[1])["cost_usd"];
+  // configs/gpus/h200.yaml: $4.00 a GPU-hour; configs/nodes/hgx-h200-8.yaml: DRAM $0.125 and
+  // the remote store $0.25 a GB-month; a month is 730 hours.
+  CHECK(presets["gpus"] == 8);
+  CHECK(presets["per_hour"].get<double>() ==
+        Approx(8 * 4.00 + 1000 * 0.125 / 730 + 10000 * 0.25 / 730).epsilon(1e-12));
+  CHECK(presets["gpu_source"].get<std::string>().find("Mercatus") != std::string::npos);
+  CHECK(presets["tiers"]["host"]["source"].get<std::string>().find("assumed") != std::string::npos);
+  CHECK(set["per_hour"].get<double>() ==
+        Approx(8 * 2.5 + 1000 * 0.5 / 730 + 10000 * 0.25 / 730).epsilon(1e-12));
+  CHECK(set["gpu_source"] == "quote");
+  const RunSummary& s = runs[1].summary;
+  REQUIRE(s.requests > 0);
+  CHECK(set["per_million_requests"].get<double>() ==
+        Approx(set["per_hour"].get<double>() * s.makespan_s / 3600 / double(s.requests) * 1e6)
+            .epsilon(1e-9));
+}
