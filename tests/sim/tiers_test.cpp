@@ -503,3 +503,33 @@ TEST_CASE("summary.json prices the fleet: GPUs by the hour, tiers by their capac
         Approx(set["per_hour"].get<double>() * s.makespan_s / 3600 / double(s.requests) * 1e6)
             .epsilon(1e-9));
 }
+
+TEST_CASE("a run with every tier is deterministic and the same on the general path") {
+  const auto dir = temp_dir("tiers_same");
+  SmallTrace t;
+  t.users = 30;
+  t.requests = 400;
+  t.rate = 150;
+  const auto trace = small_trace(dir, "trace", t);
+  const std::string yaml = tiny_config(
+      trace, std::string(kStressBody) +
+                 "node: {name: two, gpus: 2, dram: 1MiB, nvme_drives: 1,"
+                 " nvme_drive_capacity: 1MiB}\nnodes: 2\n"
+                 "store:\n  kv_dtype: fp8\n  gpu: {capacity: 12KiB, write: through}\n"
+                 "  host: {capacity: 16KiB, eviction: fifo}\n"
+                 "  disk: {capacity: 24KiB, read_gbps: 0.001, write_gbps: 0.001, latency_us: 50}\n"
+                 "  remote: {capacity: 1MiB, gbps: 0.002, latency_us: 100}\n"
+                 "runs:\n  - {name: a}\n  - {name: b}\n  - {name: general, fast_paths: false}\n");
+  const auto runs = run_yaml(dir, yaml);
+  REQUIRE(runs.size() == 3);
+  const auto csv = [&](int i) {
+    return read_text(std::filesystem::path(runs[i].dir) / "requests.csv");
+  };
+  CHECK(csv(0) == csv(1));
+  CHECK(csv(0) == csv(2));
+  CHECK(runs[0].summary.tiers[2].bytes_in == runs[2].summary.tiers[2].bytes_in);
+  CHECK(runs[0].summary.tiers[3].load_wait_ns == runs[2].summary.tiers[3].load_wait_ns);
+  // Write-through: every encode placed on the GPU reached a tier below at once.
+  CHECK(runs[0].summary.tiers[1].writes > 0);
+  CHECK(runs[0].summary.tiers[0].drops == 0);
+}
