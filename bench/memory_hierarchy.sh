@@ -15,6 +15,8 @@
 #   WARM (true): every user's facts exist at t = 0 and are placed down the hierarchy, GPU first,
 #     as the store's policies would have left them (free of cost); false: a fact is encoded at
 #     its user's first request (a cold start);
+#   CSV (none): also write the table's rows there as CSV (notebooks/memory_hierarchy.ipynb
+#     reads it);
 #   RUNS (all nine, in the order below: text gpu_bf16 host_bf16 nvme_bf16 remote_bf16 gpu_fp8
 #     host_fp8 nvme_fp8 remote_fp8), SEED (1), OUT (a temporary folder: the runs' results),
 #     MEM_LIMIT_KB (20000000: a run past it fails rather than pushing the machine into swap).
@@ -78,6 +80,10 @@ echo "- CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; load avera
 echo
 echo "| run | TTFT p50 ms | TTFT p99 ms | hit GPU | hit host | hit disk | hit remote | miss | GB in host / disk / remote | GB out host / disk / remote | load wait ms (mean) host / disk / remote | USD/hour | USD per 1M req | user CPU s | peak RSS MiB |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|---:|---:|---:|"
+CSV=${CSV:-}
+if [[ -n $CSV ]]; then
+  echo "run,ttft_p50_ms,ttft_p99_ms,hit_gpu,hit_host,hit_disk,hit_remote,miss,gb_in_host,gb_in_disk,gb_in_remote,gb_out_host,gb_out_disk,gb_out_remote,load_wait_ms_host,load_wait_ms_disk,load_wait_ms_remote,usd_per_hour,usd_per_million_requests,user_cpu_s,peak_rss_mib" >"$CSV"
+fi
 read -r -a runs <<<"${RUNS:-text gpu_bf16 host_bf16 nvme_bf16 remote_bf16 gpu_fp8 host_fp8 nvme_fp8 remote_fp8}"
 for run in "${runs[@]}"; do
   status=ok
@@ -97,4 +103,18 @@ for run in "${runs[@]}"; do
     def t(n): .tiers[n] // {};
     def pct(x): (x * 1000 | round) / 10 | tostring + " %";
     "| \($run) | \(r(.ttft_ms.p50)) | \(r(.ttft_ms.p99)) | \(pct(.hit_ratio.gpu_object)) | \(pct(.hit_ratio.host_object)) | \(pct(.hit_ratio.disk_object)) | \(pct(.hit_ratio.remote_object)) | \(pct(.hit_ratio.miss_object)) | \(gb(t("host").bytes_in)) / \(gb(t("disk").bytes_in)) / \(gb(t("remote").bytes_in)) | \(gb(t("host").bytes_out)) / \(gb(t("disk").bytes_out)) / \(gb(t("remote").bytes_out)) | \(r(t("host").load_wait_ms_mean // 0)) / \(r(t("disk").load_wait_ms_mean // 0)) / \(r(t("remote").load_wait_ms_mean // 0)) | \(.cost_usd.per_hour | . * 100 | round / 100) | \(.cost_usd.per_million_requests | round) | \($cpu) | \($rss) |"' "$s"
+  if [[ -n $CSV ]]; then
+    jq -r --arg run "$run" --arg cpu "$user" --arg rss "$rss" '
+      def t(n): .tiers[n] // {};
+      def gb(x): ((x // 0) / 1e9 | . * 10 | round / 10);
+      def r(x): (x * 1000 | round) / 1000;
+      def h(x): (x * 10000 | round) / 10000;
+      [$run, r(.ttft_ms.p50), r(.ttft_ms.p99), h(.hit_ratio.gpu_object), h(.hit_ratio.host_object),
+       h(.hit_ratio.disk_object), h(.hit_ratio.remote_object), h(.hit_ratio.miss_object),
+       gb(t("host").bytes_in), gb(t("disk").bytes_in), gb(t("remote").bytes_in),
+       gb(t("host").bytes_out), gb(t("disk").bytes_out), gb(t("remote").bytes_out),
+       r(t("host").load_wait_ms_mean // 0), r(t("disk").load_wait_ms_mean // 0),
+       r(t("remote").load_wait_ms_mean // 0), (.cost_usd.per_hour | . * 100 | round / 100),
+       (.cost_usd.per_million_requests | round), $cpu, $rss] | @csv' "$s" | tr -d '"' >>"$CSV"
+  fi
 done
