@@ -438,6 +438,12 @@ RunConfig parse_run(const YamlView& v, const std::string& experiment, const std:
                      "(the '" +
                          r.executor.kind + "' executor keeps no such copies)");
   }
+  if (r.store.gpu.write == WritePolicy::kThrough && r.executor.kind != "cost_model" &&
+      r.executor.kind != "calibrated") {
+    throw InputError(r.store.gpu.write_where,
+                     "gpu write: through needs executor kind 'cost_model' or 'calibrated' (the '" +
+                         r.executor.kind + "' executor offloads only evicted facts)");
+  }
   if (r.tp > 1 && r.executor.kind != "cost_model") {
     v.fail("tp", "tp " + std::to_string(r.tp) + " needs executor kind 'cost_model' (the '" +
                      r.executor.kind + "' executor runs one GPU)");

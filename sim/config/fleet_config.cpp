@@ -131,6 +131,16 @@ void resolve_fleet(const YamlView& top, RunConfig& r) {
     if (top.has("nodes")) top.fail("nodes", "'nodes' needs a 'node' preset (configs/nodes/)");
     r.nodes = r.replicas;  // a node per replica
   }
+  // A real executor keeps host copies per replica: a host tier shared by a node's replicas is
+  // the cost models' only.
+  if (r.replicas_per_node() > 1 && r.store.host.enabled && r.executor.kind != "cost_model" &&
+      r.executor.kind != "calibrated") {
+    throw InputError(n.where, "node '" + n.name + "' runs " +
+                                  std::to_string(r.replicas_per_node()) +
+                                  " replicas sharing one host tier: that needs executor kind "
+                                  "'cost_model' or 'calibrated' (the '" +
+                                  r.executor.kind + "' executor keeps host copies per replica)");
+  }
   // Write policies: what lies below each tier.
   TierConfig* tiers[] = {&r.store.gpu, &r.store.host, &r.store.disk, &r.store.remote};
   const char* names[] = {"gpu", "host", "disk", "remote"};

@@ -453,6 +453,14 @@ TEST_CASE("config errors of the fleet's keys carry their position and exit with 
        "2 nodes of 8 replicas are 16 replicas, not 3"},
       {"unknown_dtype", base + "store: {kv_dtype: fp4}\n", ":3:19: store.kv_dtype",
        "expected one of bf16, fp8, int8"},
+      {"shared_host_real_executor",
+       base + "node: hgx-h200-8\nexecutor: {kind: remote, endpoints: [127.0.0.1:7070]}\n"
+              "store:\n  host: {capacity: 1TB}\n",
+       ":3:7: node", "keeps host copies per replica"},
+      {"through_real_executor",
+       base + "executor: {kind: remote, endpoints: [127.0.0.1:7070]}\nstore:\n"
+              "  gpu: {capacity: 1GB, write: through}\n  host: {capacity: 1GB}\n",
+       ":5:31: store.gpu.write", "offloads only evicted facts"},
   };
   for (const auto& c : cases) {
     SECTION(c.name) {
