@@ -151,7 +151,7 @@ struct GpuConfig {
   double step_overhead_us = 0;     // fixed cost of one scheduler step (launches, sampling, host)
   double per_seq_overhead_us = 5;  // per sequence in a step (sampling, bookkeeping)
   double mfu = 0.6;                // achieved fraction of peak FLOP/s for large GEMMs
-  double mbu = 0.8;  // achieved fraction of HBM bandwidth
+  double mbu = 0.8;                // achieved fraction of HBM bandwidth
   double pcie_efficiency = 0.8;
   // GPU-to-GPU link for tensor-parallel all-reduces. nvlink_gen 0: none (PCIe peer to peer,
   // at pcie_gbps, is used instead).
@@ -161,6 +161,7 @@ struct GpuConfig {
   double link_latency_us = 1;    // per step of a ring all-reduce (an estimate: calibrate)
   double link_efficiency = 0.8;  // achieved fraction of the link bandwidth
   double price_per_hour = 0;     // USD per GPU-hour, on demand (0: not stated); the planner's
+  std::string price_source;      // where price_per_hour comes from, with its date
   /// Matrix-product efficiency by the step's tokens (the product's rows): points (tokens,
   /// factor of mfu) with tokens increasing; between two points the factor is linear in
   /// log2(tokens), before the first and past the last it is that point's. Empty: mfu at every

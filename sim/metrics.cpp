@@ -129,6 +129,8 @@ void Metrics::record(const Request& r, std::uint32_t k, double ttft_slo_ms, doub
   output_tokens_ += r.output_tokens;
   gpu_hits_ += r.gpu_hits;
   host_hits_ += r.host_hits;
+  disk_hits_ += r.disk_hits;
+  remote_hits_ += r.remote_hits;
   misses_ += r.misses;
   preemptions_ += r.preemptions;
   prefill_tokens_ += r.prefill_tokens;

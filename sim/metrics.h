@@ -39,6 +39,8 @@ class Metrics {
   std::vector<double>& queue_ms() { return queue_ms_; }
   std::uint64_t gpu_hits() const { return gpu_hits_; }
   std::uint64_t host_hits() const { return host_hits_; }
+  std::uint64_t disk_hits() const { return disk_hits_; }
+  std::uint64_t remote_hits() const { return remote_hits_; }
   std::uint64_t misses() const { return misses_; }
   std::uint64_t preemptions() const { return preemptions_; }
   std::uint64_t prefill_tokens() const { return prefill_tokens_; }
@@ -50,7 +52,8 @@ class Metrics {
   std::string csv_path_;
   std::string buf_;
   std::uint64_t completed_ = 0, output_tokens_ = 0, good_ = 0;
-  std::uint64_t gpu_hits_ = 0, host_hits_ = 0, misses_ = 0, preemptions_ = 0, prefill_tokens_ = 0;
+  std::uint64_t gpu_hits_ = 0, host_hits_ = 0, disk_hits_ = 0, remote_hits_ = 0, misses_ = 0,
+                preemptions_ = 0, prefill_tokens_ = 0;
   SimTime first_arrival_ = -1, last_finish_ = 0;
   std::vector<double> ttft_ms_, tpot_ms_, e2e_ms_, queue_ms_;
 };

@@ -10,22 +10,8 @@
 
 namespace inferscale {
 
-namespace {
-
-std::unique_ptr<StoreTier> make_tier(const char* name, const TierConfig& t, std::uint64_t seed,
-                                     bool fast_paths) {
-  PolicyArgs ev{t.eviction_params, t.capacity_bytes, seed};
-  PolicyArgs ad{t.admission_params, t.capacity_bytes, seed ^ 0x9e3779b97f4a7c15ull};
-  auto eviction = PolicyRegistry::make_eviction(t.eviction, ev, t.eviction_where);
-  auto admission = PolicyRegistry::make_admission(t.admission, ad, t.admission_where);
-  return std::make_unique<StoreTier>(name, t.capacity_bytes, std::move(eviction),
-                                     std::move(admission), t.eviction, fast_paths);
-}
-
-}  // namespace
-
 Replica::Replica(int index, const RunConfig& cfg, FactTable& facts, RequestPool& pool,
-                 Executor& executor, NextAccessFn next_access)
+                 Executor& executor, NextAccessFn next_access, NodeStore* node)
     : index_(index),
       cfg_(cfg),
       facts_(facts),
@@ -33,19 +19,21 @@ Replica::Replica(int index, const RunConfig& cfg, FactTable& facts, RequestPool&
       executor_(executor),
       next_access_(std::move(next_access)),
       kv_inject_(cfg.serving.mode == ServingMode::kKvInject),
-      async_loads_(kv_inject_ && cfg.store.host.enabled && cfg.store.host.async_loads),
-      kv_bytes_per_token_(cfg.kv_bytes_per_token_per_gpu()) {
+      async_loads_(kv_inject_ && ((cfg.store.host.enabled && cfg.store.host.async_loads) ||
+                                  cfg.store.disk.enabled || cfg.store.remote.enabled)),
+      host_async_(cfg.store.host.async_loads),
+      kv_bytes_per_token_(cfg.kv_bytes_per_token_per_gpu()),
+      fact_kv_bytes_per_token_(cfg.fact_kv_bytes_per_token_per_gpu()) {
   if (kv_inject_) {
     const std::uint64_t seed = cfg.seed * 1000003ull + static_cast<std::uint64_t>(index);
-    gpu_ = make_tier("gpu", cfg.store.gpu, seed, cfg.fast_paths);
+    gpu_ = make_store_tier("gpu", cfg.store.gpu, seed, cfg.fast_paths);
     gpu_->set_view(this, true);
-    if (cfg.store.host.enabled) {
-      host_ = make_tier("host", cfg.store.host, seed + 17, cfg.fast_paths);
-      host_->set_view(this, true);
-    }
-    global_ids_ = gpu_->slot_ids() && (!host_ || host_->slot_ids());
-    lite_entries_ = !gpu_->reads_entry_details() && (!host_ || !host_->reads_entry_details());
-    direct_ = gpu_->direct() && !host_ && global_ids_;
+    node_ = cfg.lower_tiers() ? node : nullptr;
+    INFERSCALE_ASSERT(node_ != nullptr || !cfg.lower_tiers(), "tiers below the GPU without a node");
+    // The node's tiers number facts themselves: only the GPU tier's policy sees local ids.
+    global_ids_ = gpu_->slot_ids();
+    lite_entries_ = !gpu_->reads_entry_details();
+    direct_ = gpu_->direct() && !node_ && global_ids_;
   }
   total_blocks_ = cfg.request_kv_bytes() / (kv_bytes_per_token_ * kBlockTokens);
   if (cfg.serving.header_cache) {

@@ -15,6 +15,7 @@
 #include "sim/config/experiment.h"
 #include "sim/fact_id_map.h"
 #include "sim/fact_table.h"
+#include "sim/node_store.h"
 #include "sim/request.h"
 #include "sim/store_tier.h"
 #include "sim/user_map.h"
@@ -52,8 +53,9 @@ struct ReplicaStats {
 
 class Replica final : public RunView {
  public:
+  /// `node`: the tiers below the GPU of this replica's node (null: none configured).
   Replica(int index, const RunConfig& cfg, FactTable& facts, RequestPool& pool, Executor& executor,
-          NextAccessFn next_access = {});
+          NextAccessFn next_access = {}, NodeStore* node = nullptr);
 
   /// A routed request joins the waiting queue.
   void enqueue(std::uint32_t request, SimTime now);
@@ -111,7 +113,9 @@ class Replica final : public RunView {
   const StepRecord& last_step() const { return last_step_; }
   const ReplicaStats& stats() const { return stats_; }
   const StoreTier* gpu_tier() const { return gpu_.get(); }
-  const StoreTier* host_tier() const { return host_.get(); }
+  const NodeStore* node() const { return node_; }
+  /// Whether a running request (or this step's placement) holds global fact `global`.
+  bool pinned_global(FactId global) const;
   std::uint64_t total_kv_blocks() const { return total_blocks_; }
   std::uint64_t free_kv_blocks() const { return free_blocks_; }
   int index() const { return index_; }
@@ -239,8 +243,18 @@ class Replica final : public RunView {
   /// insert_gpu through the tiers' general calls (a host tier, another policy, admission).
   bool insert_gpu_tiers(FactId global, SimTime now, bool use_admission, Request* owner,
                         RequestFact* f);
-  /// `async`: on the copy engine (store.host.async_loads), the request's prefill waits for it.
-  void promote_from_host(Request& r, RequestFact& f, SimTime now, bool async = false);
+  /// A hit in a tier below the GPU (f.source): loaded into the GPU tier. Asynchronous (on the
+  /// copy engine, the request's prefill waits for it) with store.host.async_loads, and always
+  /// from the disk and remote tiers, whose reads into host memory come first.
+  /// `host_sync`: a host hit loads inside the step whatever store.host.async_loads says.
+  void promote_from_lower(Request& r, RequestFact& f, SimTime now, bool host_sync = false);
+  /// Looks a GPU miss up below the GPU; on a hit sets f.source to the tier that holds it.
+  bool lower_hit(FactId global, RequestFact& f, SimTime now);
+  /// The plan's host evictions gain what left the node's host tier.
+  void take_host_evictions();
+  /// A fact placed on the GPU by an encode: written at once to the tier below when the GPU
+  /// tier writes through.
+  void write_through(FactId global, SimTime now);
   bool loads_pending(const Request& r, SimTime now) const { return r.loads_ready > now; }
   /// Plans one encode job; false when it does not fit in the budget (try next step).
   bool plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& budget);
@@ -298,22 +312,20 @@ class Replica final : public RunView {
   }
   /// Bytes a fact occupies in a store: the pool keeps KV in 16-token blocks, whole blocks.
   std::uint64_t fact_store_bytes(std::uint64_t tokens) const {
-    return blocks_for(tokens) * kBlockTokens * kv_bytes_per_token_;
+    return blocks_for(tokens) * kBlockTokens * fact_kv_bytes_per_token_;
   }
   /// Bytes a load or offload of a fact moves over PCIe: its tokens' rows (the store counts
   /// whole blocks, the copy does not move the unused rows of the last one).
-  std::uint64_t move_bytes(std::uint64_t tokens) const { return tokens * kv_bytes_per_token_; }
+  std::uint64_t move_bytes(std::uint64_t tokens) const { return tokens * fact_kv_bytes_per_token_; }
   void release_request(std::uint32_t ri);
   void unpin(FactId local) {
     if (--pin_count(local) != 0) return;
     ++unpins_;
     gpu_->on_unpinned(local);
-    if (host_) host_->on_unpinned(local);
   }
   void add_pin(FactId local) {
     if (pin_count(local)++ != 0) return;
     gpu_->on_pinned(local);
-    if (host_) host_->on_pinned(local);
   }
 
   int index_;
@@ -324,8 +336,10 @@ class Replica final : public RunView {
   NextAccessFn next_access_;
   std::unique_ptr<BatchScheduler> scheduler_;
   bool kv_inject_;
-  bool async_loads_;
-  std::uint64_t kv_bytes_per_token_;
+  bool async_loads_;  // a request may wait for asynchronous loads (host, disk or remote)
+  bool host_async_;   // host hits load asynchronously (store.host.async_loads)
+  std::uint64_t kv_bytes_per_token_;       // request KV, in the model's dtype
+  std::uint64_t fact_kv_bytes_per_token_;  // stored fact KV, in store.kv_dtype
   std::function<SimTime(std::uint64_t)> load_cost_;
   SimTime copy_free_at_ = 0;  // the host-to-device copy engine's queue ends here
   SimTime d2h_free_at_ = 0;   // the device-to-host one's (offloads of asynchronous loads' victims)
@@ -334,7 +348,8 @@ class Replica final : public RunView {
   /// finds it resident before then waits for it too).
   std::vector<SimTime> async_ready_;
 
-  std::unique_ptr<StoreTier> gpu_, host_;
+  std::unique_ptr<StoreTier> gpu_;
+  NodeStore* node_ = nullptr;  // the tiers below the GPU, shared with the node's replicas
   /// Local ids are the global ids when no policy sees them (every tier gives its policy slot
   /// ids, so no decision depends on their values): a user's facts, declared together, then have
   /// neighbouring records, and a request's lookups, pins and its facts' later evictions share
@@ -374,7 +389,6 @@ class Replica final : public RunView {
     return global_ids_ ? pins_[local] : local_[local].pins;
   }
   FactId global_of(FactId local) const { return global_ids_ ? local : local_[local].global; }
-  std::vector<FactId> host_evicted_;  // scratch of insert_gpu
   /// Layouts and pin lists of released requests, most recent last: an admitted request takes
   /// one whose lines are still in the cache (its own, in the pool since its arrival, are not).
   std::vector<std::vector<RequestFact>> spare_layouts_;

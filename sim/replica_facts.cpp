@@ -1,7 +1,7 @@
 // Replica: its facts. Local and global ids, warm stores, pins, placement in the GPU tier (with
-// its evictions and offloads to the host tier), host loads, and the encode jobs of misses and
-// memory writes. The scheduling side (admission, chunked prefill, preemption, steps) is in
-// replica.cpp.
+// its evictions written down to the node's tiers), and the encode jobs of misses and memory
+// writes. Hits below the GPU are in replica_tiers.cpp; the scheduling side (admission, chunked
+// prefill, preemption, steps) is in replica.cpp.
 #include <algorithm>
 
 #include "sim/replica.h"
@@ -64,8 +64,8 @@ void Replica::set_compact_ids() {
   direct_ = false;
   users_.set_sparse_only();
   // Renumbering is invisible only to policies that see slots, never fact ids.
-  free_locals_ =
-      kv_inject_ && gpu_ && gpu_->forgets_removed() && (!host_ || host_->forgets_removed());
+  // (The node's tiers keep their own ids: a local record may go while they hold the fact.)
+  free_locals_ = kv_inject_ && gpu_ && gpu_->forgets_removed();
 }
 
 void Replica::sweep_local_facts() {
@@ -74,10 +74,7 @@ void Replica::sweep_local_facts() {
   // Descending, so that the lowest freed id is taken first.
   for (std::size_t l = local_.size(); l-- > 0;) {
     LocalFact& f = local_[l];
-    if (f.global == kFreeLocal || f.pins != 0 || gpu_->resident(l) ||
-        (host_ && host_->resident(l))) {
-      continue;
-    }
+    if (f.global == kFreeLocal || f.pins != 0 || gpu_->resident(l)) continue;
     local_map_.erase(f.global);
     f.global = kFreeLocal;
     if (async_loads_) async_ready_[l] = 0;
@@ -118,6 +115,16 @@ void Replica::add_global(FactId global) {
   if (async_loads_) async_ready_.resize(n, 0);
 }
 
+bool Replica::pinned_global(FactId global) const {
+  if (global_ids_) return global < pins_.size() && pins_[global] > 0;
+  if (compact_ids_) {
+    const std::uint32_t l = local_map_.find(global);
+    return l != 0 && local_[l - 1].pins > 0;
+  }
+  return global < local_plus1_.size() && local_plus1_[global] != 0 &&
+         local_[local_plus1_[global] - 1].pins > 0;
+}
+
 std::int64_t Replica::next_access(FactId local) const {
   return next_access_ ? next_access_(global_of(local), position_) : kNever;
 }
@@ -140,13 +147,19 @@ void Replica::warm_insert(FactId global) {
     return;
   }
   const bool placed = gpu_->insert(entry(global, local, 0), 0, &evicted_);
-  if (host_) {
-    // What the GPU tier does not keep goes to the host tier, as it would have over time.
-    std::vector<FactId> dropped;
+  if (node_) {
+    // What the GPU tier does not keep goes down as it would have over time (free of cost).
+    node_->set_acting(this);
+    node_->set_warming(true);
     for (const FactId v : evicted_) {
-      if (!host_->resident(v)) host_->insert(entry(global_of(v), v, 0), 0, &dropped);
+      if (cfg_.store.gpu.write == WritePolicy::kBack)
+        node_->demote(global_of(v), TierLevel::kGpu, 0);
     }
-    if (!placed && !host_->resident(local)) host_->insert(entry(global, local, 0), 0, &dropped);
+    if (!placed || cfg_.store.gpu.write == WritePolicy::kThrough) {
+      node_->demote(global, TierLevel::kGpu, 0);
+    }
+    node_->set_warming(false);
+    node_->host_evicted().clear();  // before the clock starts: nothing for an executor to drop
   }
   // Nothing is pinned before the first request: the records of the warm facts that did not
   // stay are freed as they go, so that a warm start holds what the tiers hold.
@@ -170,7 +183,8 @@ void Replica::preload() {
     plan_.clear();
   };
   // Host-tier facts pass through the empty GPU pool: a forward's facts must also fit its blocks.
-  const std::uint64_t pool_blocks = gpu_->capacity_bytes() / (kBlockTokens * kv_bytes_per_token_);
+  const std::uint64_t pool_blocks =
+      gpu_->capacity_bytes() / (kBlockTokens * fact_kv_bytes_per_token_);
   auto send = [&](bool host_only) {
     std::uint32_t tokens = 0;
     std::uint64_t blocks = 0;
@@ -182,7 +196,7 @@ void Replica::preload() {
       if (!global_ids_ && local_[l].global == kFreeLocal) continue;
       const FactId g = global_of(l);
       const bool on_gpu = gpu_->resident(l);
-      const bool on_host = host_ && host_->resident(l);
+      const bool on_host = node_ && node_->resident(g, TierLevel::kHost);
       if (host_only ? (on_gpu || !on_host) : !on_gpu) continue;
       const FactInfo f = facts_[g];
       if (tokens + f.tokens > cfg_.scheduler.max_batch_tokens ||
@@ -255,26 +269,34 @@ bool Replica::insert_gpu_tiers(FactId global, SimTime now, bool use_admission, R
   for (const FactId v : evicted_) {
     const FactId vg = global_of(v);  // not the victim's record with global ids
     plan_.evictions.push_back(vg);
-    if (host_ && !host_->resident(v)) {
-      const CacheEntry ve = entry(vg, v, now);
-      host_evicted_.clear();
-      if (host_->insert(ve, now, &host_evicted_)) {
-        // The executor offloads before it drops host copies: a fact dropped from the host tier
-        // earlier in this step (the plan lists it) and offloaded again now must stay.
-        auto& hev = plan_.host_evictions;
-        if (!hev.empty()) hev.erase(std::remove(hev.begin(), hev.end(), vg), hev.end());
-        const FactLoad offload{vg, ve.tokens, move_bytes(ve.tokens), kNoRequest, 0};
-        if (async_copy_) {
-          // On the device-to-host copy engine; a load into the blocks it frees waits for it.
-          d2h_free_at_ = std::max(d2h_free_at_, now) + load_cost_(offload.bytes);
-          plan_.async_offloads.push_back(offload);
-        } else {
-          plan_.offloads.push_back(offload);
-        }
-        ++stats_.offloads;
-      }
-      for (const FactId h : host_evicted_) plan_.host_evictions.push_back(global_of(h));
+    if (!node_) continue;
+    if (cfg_.store.gpu.write != WritePolicy::kBack) {
+      if (cfg_.store.gpu.write == WritePolicy::kNone) ++node_->flow(TierLevel::kGpu).drops;
+      continue;
     }
+    node_->set_acting(this);
+    const NodeStore::Demotion d = node_->demote(vg, TierLevel::kGpu, now);
+    if (d == NodeStore::Demotion::kWritten) {
+      // The executor offloads before it drops host copies: a fact dropped from the host tier
+      // earlier in this step (the plan lists it) and offloaded again now must stay.
+      auto& hev = plan_.host_evictions;
+      if (!hev.empty()) hev.erase(std::remove(hev.begin(), hev.end(), vg), hev.end());
+      // Into host memory first, whichever tier keeps it.
+      const std::uint32_t tokens = facts_.tokens(vg).tokens;
+      const FactLoad offload{vg, tokens, move_bytes(tokens), kNoRequest, 0};
+      if (async_copy_) {
+        // On the device-to-host copy engine; a load into the blocks it frees waits for it.
+        d2h_free_at_ = std::max(d2h_free_at_, now) + load_cost_(offload.bytes);
+        plan_.async_offloads.push_back(offload);
+      } else {
+        plan_.offloads.push_back(offload);
+      }
+      node_->flow(TierLevel::kGpu).bytes_out += offload.bytes;
+      ++stats_.offloads;
+    } else if (d == NodeStore::Demotion::kDropped) {
+      ++node_->flow(TierLevel::kGpu).drops;
+    }
+    take_host_evictions();
   }
   if (ok && owner != nullptr) {
     pin(*owner, *f);
@@ -287,36 +309,6 @@ bool Replica::insert_gpu_tiers(FactId global, SimTime now, bool use_admission, R
   return ok;
 }
 
-/// Host-tier hit: copy into the GPU pool (or straight into the request's cache when the pool has
-/// no unpinned room).
-void Replica::promote_from_host(Request& r, RequestFact& f, SimTime now, bool async) {
-  const FactTokens& info = facts_.tokens(f.global);
-  const std::uint64_t bytes = move_bytes(info.tokens);
-  async_copy_ = async;  // the victims' offloads go to the other copy engine
-  const bool placed = insert_gpu(f.global, now, false);
-  async_copy_ = false;
-  if (placed) {
-    const FactLoad load{f.global, info.tokens, bytes, kNoRequest, 0};
-    if (async) {
-      // The host-to-device copy engine runs the loads one after another, in the order they
-      // were issued, each after the offloads issued before it (its blocks may be theirs).
-      INFERSCALE_ASSERT(load_cost_, "asynchronous loads without a load price");
-      copy_free_at_ = std::max({copy_free_at_, now, d2h_free_at_}) + load_cost_(bytes);
-      r.loads_ready = std::max(r.loads_ready, copy_free_at_);
-      async_ready_[f.local] = copy_free_at_;
-      plan_.async_loads.push_back(load);
-    } else {
-      plan_.loads.push_back(load);
-    }
-    pin(r, f);
-  } else {
-    plan_.loads.push_back(
-        FactLoad{f.global, info.tokens, bytes, r.id, f.position, r.prompt_tokens});
-    f.private_kv = true;
-  }
-  ++stats_.loads;
-}
-
 void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget) {
   if (direct_) {
     resolve_facts_direct(ri, budget);
@@ -327,7 +319,7 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
   auto [first_admission, shared, pos, computed, present] =
       begin_resolve(s, r, spare_layouts_, spare_pins_);
   r.layout.reserve(r.facts.size());
-  std::uint32_t gpu_hits = 0, host_hits = 0, misses = 0;
+  std::uint32_t gpu_hits = 0, host_hits = 0, disk_hits = 0, remote_hits = 0, misses = 0;
   const FactSource miss_source =
       s.miss_path == MissPath::kEncode ? FactSource::kEncoded : FactSource::kText;
   for (const FactId g : r.facts) {
@@ -345,9 +337,10 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
         f.source = FactSource::kGpuHit;
         if (async_loads_) r.loads_ready = std::max(r.loads_ready, async_ready_[f.local]);
         ++gpu_hits;
-      } else if (host_ && host_->lookup(entry(g, f.local, now), now)) {
-        f.source = FactSource::kHostHit;
-        ++host_hits;
+      } else if (node_ != nullptr && lower_hit(g, f, now)) {
+        if (f.source == FactSource::kHostHit) ++host_hits;
+        if (f.source == FactSource::kDiskHit) ++disk_hits;
+        if (f.source == FactSource::kRemoteHit) ++remote_hits;
       } else {
         ++misses;
         f.source = miss_source;
@@ -363,6 +356,8 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
   if (first_admission) {
     r.gpu_hits += gpu_hits;
     r.host_hits += host_hits;
+    r.disk_hits += disk_hits;
+    r.remote_hits += remote_hits;
     r.misses += misses;
   }
   // Then pins (the layout vector no longer moves): every GPU hit before any load, since a load
@@ -370,11 +365,23 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
   for (RequestFact& f : r.layout) {
     if (f.source == FactSource::kGpuHit) pin(r, f);
   }
+  // And its disk and remote hits until the step ends: the loads before one must not evict it
+  // from the tier it is read from (the node's tiers skip what its replicas pin). A host hit
+  // needs none: the executor drops host copies after the step's loads.
+  if (node_ != nullptr) {
+    for (RequestFact& f : r.layout) {
+      if (f.source == FactSource::kDiskHit || f.source == FactSource::kRemoteHit) {
+        add_pin(f.local);
+        step_pins_.push_back(f.local);
+      }
+    }
+  }
   // Then loads and encode jobs.
   for (std::uint32_t i = 0; i < r.layout.size(); ++i) {
     RequestFact& f = r.layout[i];
-    if (f.source == FactSource::kHostHit) {
-      promote_from_host(r, f, now, async_loads_);
+    if (f.source == FactSource::kHostHit || f.source == FactSource::kDiskHit ||
+        f.source == FactSource::kRemoteHit) {
+      promote_from_lower(r, f, now);
     } else if (f.source == FactSource::kEncoded) {
       ++r.pending_encodes;
       request_jobs_.push_back(EncodeJob{f.global, ri, r.id, i});
@@ -487,15 +494,24 @@ bool Replica::plan_encode(FactId global, Request* r, RequestFact* f, SimTime now
       r->loads_ready = std::max(r->loads_ready, async_ready_[local]);
     return done();
   }
-  if (host_ && f != nullptr && host_->resident(local)) {
-    promote_from_host(*r, *f, now);
-    return done();
+  if (node_ && f != nullptr) {
+    // Written below meanwhile (by a memory write or an eviction): loaded, not encoded again.
+    const TierLevel t = node_->highest(global);
+    if (t != TierLevel::kGpu) {
+      f->source = t == TierLevel::kHost   ? FactSource::kHostHit
+                  : t == TierLevel::kDisk ? FactSource::kDiskHit
+                                          : FactSource::kRemoteHit;
+      promote_from_lower(*r, *f, now, true);
+      f->source = FactSource::kEncoded;  // counted as the miss it was at admission
+      return done();
+    }
   }
   const std::uint32_t tokens = encode_tokens(global);
   if (tokens > cfg_.scheduler.max_batch_tokens) encode_too_large(global, tokens);
   if (tokens > budget) return false;
   // Pinned for the request if stored: it holds the fact past the step's end.
   const bool stored = insert_gpu(global, now, true, r, f);
+  if (stored) write_through(global, now);
   const FactTokens& info = facts_.tokens(global);
   if (r == nullptr && !stored) return true;  // a memory write the store did not admit
   budget -= tokens;

@@ -8,7 +8,7 @@
 
 namespace inferscale {
 
-enum class FactSource : std::uint8_t { kGpuHit, kHostHit, kEncoded, kText };
+enum class FactSource : std::uint8_t { kGpuHit, kHostHit, kEncoded, kText, kDiskHit, kRemoteHit };
 
 /// 20 bytes: a request's layout is written at each admission, and on a busy replica its lines
 /// have left the cache since the pool slot's previous request. Dense ids fit 32 bits (a run's
@@ -56,7 +56,7 @@ struct Request {
   SimTime first_token = -1;
   SimTime finish = -1;
   std::uint32_t preemptions = 0;
-  std::uint32_t gpu_hits = 0, host_hits = 0, misses = 0;
+  std::uint32_t gpu_hits = 0, host_hits = 0, disk_hits = 0, remote_hits = 0, misses = 0;
   std::uint32_t prefill_tokens = 0;  // computed tokens of the prompt (first admission)
 
   bool prefill_done() const { return admitted && injected && computed_done == computed_total; }

@@ -1,6 +1,7 @@
 #include "sim/router.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "sim/replica.h"
 
@@ -24,32 +25,67 @@ int HashRing::owner(UserId user) const {
 
 namespace {
 
+/// The replicas a user may be routed to: its home node's, [first, first + count).
+struct NodeSpan {
+  int first, count;
+};
+
+class NodeRouting {
+ public:
+  NodeRouting(int replicas, int per_node) : replicas_(replicas), per_node_(per_node) {
+    if (per_node_ < replicas_) ring_.emplace(replicas_);
+  }
+  NodeSpan span(UserId user) const {
+    if (!ring_) return {0, replicas_};
+    const int first = ring_->owner(user) / per_node_ * per_node_;
+    return {first, std::min(per_node_, replicas_ - first)};
+  }
+  bool single() const { return !ring_; }
+
+ private:
+  int replicas_, per_node_;
+  std::optional<HashRing> ring_;
+};
+
 class RoundRobin final : public Router {
  public:
-  explicit RoundRobin(int replicas) : replicas_(replicas) {}
-  int route(UserId, const std::vector<std::unique_ptr<Replica>>& replicas) override {
-    const int r = next_;
-    next_ = (next_ + 1) % static_cast<int>(replicas.size());
+  RoundRobin(int replicas, int per_node)
+      : replicas_(replicas),
+        per_node_(per_node),
+        nodes_(replicas, per_node),
+        next_((replicas + per_node - 1) / per_node, 0) {}
+  int route(UserId user, const std::vector<std::unique_ptr<Replica>>&) override {
+    const NodeSpan s = nodes_.span(user);
+    int& next = next_[s.first / per_node_];
+    const int r = s.first + next;
+    next = (next + 1) % s.count;
     return r;
   }
   int route_ahead(UserId, std::uint64_t nth) const override {
+    if (!nodes_.single()) return -1;  // depends on the other nodes' users before it
     return static_cast<int>(nth % static_cast<std::uint64_t>(replicas_));
   }
 
  private:
-  int replicas_;
-  int next_ = 0;
+  int replicas_, per_node_;
+  NodeRouting nodes_;
+  std::vector<int> next_;  // by node
 };
 
 class LeastLoaded final : public Router {
  public:
-  int route(UserId, const std::vector<std::unique_ptr<Replica>>& replicas) override {
-    int best = 0;
-    for (int r = 1; r < static_cast<int>(replicas.size()); ++r) {
+  LeastLoaded(int replicas, int per_node) : nodes_(replicas, per_node) {}
+  int route(UserId user, const std::vector<std::unique_ptr<Replica>>& replicas) override {
+    const NodeSpan s = nodes_.span(user);
+    int best = s.first;
+    for (int r = s.first + 1; r < s.first + s.count; ++r) {
       if (replicas[r]->load() < replicas[best]->load()) best = r;
     }
     return best;
   }
+
+ private:
+  NodeRouting nodes_;
 };
 
 class UserAffinity final : public Router {
@@ -66,12 +102,12 @@ class UserAffinity final : public Router {
 
 }  // namespace
 
-std::unique_ptr<Router> make_router(RouterKind kind, int replicas) {
+std::unique_ptr<Router> make_router(RouterKind kind, int replicas, int per_node) {
   switch (kind) {
     case RouterKind::kRoundRobin:
-      return std::make_unique<RoundRobin>(replicas);
+      return std::make_unique<RoundRobin>(replicas, per_node);
     case RouterKind::kLeastLoaded:
-      return std::make_unique<LeastLoaded>();
+      return std::make_unique<LeastLoaded>(replicas, per_node);
     case RouterKind::kUserAffinity:
       return std::make_unique<UserAffinity>(replicas);
   }

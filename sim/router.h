@@ -36,7 +36,9 @@ class HashRing {
   std::vector<std::pair<std::uint64_t, int>> ring_;
 };
 
-std::unique_ptr<Router> make_router(RouterKind kind, int replicas);
+/// `per_node`: replicas of a node; a user stays on the node of its consistent-hash home
+/// replica (replicas fill nodes in order), where its host and disk tiers are.
+std::unique_ptr<Router> make_router(RouterKind kind, int replicas, int per_node);
 
 /// 64-bit mix (splitmix64 finaliser): deterministic hashing everywhere in sim/.
 inline std::uint64_t mix64(std::uint64_t x) {

@@ -86,6 +86,10 @@ json gpu_json(const GpuConfig& g) {
               {"link_efficiency", g.link_efficiency}};
 }
 
+double ratio(std::uint64_t a, std::uint64_t b) {
+  return b == 0 ? 0.0 : double(a) / double(b);
+}
+
 json tier_json(const TierConfig& t) {
   json params = json::object();
   for (const auto& [k, v] : t.eviction_params.values()) params[k] = v.text;
@@ -99,6 +103,110 @@ json tier_json(const TierConfig& t) {
 json host_tier_json(const TierConfig& t) {
   json j = tier_json(t);
   j["async_loads"] = t.async_loads;
+  return j;
+}
+
+/// A tier's write policy and price, and for disk and remote their links; beside tier_json, so
+/// that a run without them echoes what it did before.
+json lower_tier_json(const TierConfig& t, const char* key) {
+  json j = std::string(key) == "host" ? host_tier_json(t) : tier_json(t);
+  j["write"] = to_string(t.write);
+  j["price_per_gb_month"] = t.price_per_gb_month;
+  j["price_source"] = t.price_source;
+  if (std::string(key) == "disk") {
+    j["read_gbps"] = t.read_gbps;
+    j["write_gbps"] = t.write_gbps;
+    j["latency_us"] = t.latency_us;
+    j["queue_depth"] = t.queue_depth;
+  } else if (std::string(key) == "remote") {
+    j["gbps"] = t.read_gbps;
+    j["latency_us"] = t.latency_us;
+  }
+  return j;
+}
+
+json node_json(const RunConfig& c) {
+  const NodeConfig& n = c.node;
+  if (n.gpus == 0) return json{{"preset", false}, {"replicas_per_node", 1}};
+  return json{{"preset", true},
+              {"name", n.name},
+              {"gpus", n.gpus},
+              {"replicas_per_node", c.replicas_per_node()},
+              {"dram_bytes", n.dram_bytes},
+              {"nvme_bytes", n.nvme_bytes()},
+              {"nvme_read_gbps", n.nvme_drives * n.nvme_drive_read_gbps},
+              {"nvme_write_gbps", n.nvme_drives * n.nvme_drive_write_gbps},
+              {"nic_gbps", n.nic_gbps}};
+}
+
+/// USD per hour of the fleet: the GPUs it rents, and each tier below the GPU by the capacity it
+/// provisions (a GPU tier's memory is in the GPU's price).
+json cost_json(const RunConfig& c, const RunSummary& s) {
+  constexpr double kHoursPerMonth = 730;
+  const double gpus = double(c.gpus_billed()) * c.prices.gpu_per_hour;
+  json tiers = json::object();
+  double total = gpus;
+  const std::pair<const char*, const TierConfig*> lower[] = {
+      {"host", &c.store.host}, {"disk", &c.store.disk}, {"remote", &c.store.remote}};
+  for (int i = 0; i < 3; ++i) {
+    const auto& [name, t] = lower[i];
+    if (!t->enabled || c.serving.mode != ServingMode::kKvInject) continue;
+    const double gb = double(s.tiers[i + 1].capacity_bytes) / 1e9;
+    const double per_hour = gb * t->price_per_gb_month / kHoursPerMonth;
+    tiers[name] = json{{"capacity_gb", gb},
+                       {"per_gb_month", t->price_per_gb_month},
+                       {"per_hour", per_hour},
+                       {"source", t->price_source}};
+    total += per_hour;
+  }
+  const double hours = s.makespan_s / 3600;
+  return json{
+      {"per_hour", total},
+      {"gpus", c.gpus_billed()},
+      {"gpu_per_hour", c.prices.gpu_per_hour},
+      {"gpu_source", c.prices.gpu_source},
+      {"gpus_per_hour", gpus},
+      {"tiers", tiers},
+      {"per_million_requests", s.requests > 0 ? total * hours / double(s.requests) * 1e6 : 0.0}};
+}
+
+json tiers_json(const RunSummary& s) {
+  const char* names[] = {"gpu", "host", "disk", "remote"};
+  json j = json::object();
+  for (int i = 0; i < 4; ++i) {
+    const TierSummary& t = s.tiers[i];
+    if (!t.enabled) continue;
+    j[names[i]] =
+        json{{"hits", t.hits},
+             {"hit_ratio", ratio(t.hits, s.lookups)},
+             {"lookups", t.lookups},
+             {"hit_bytes", t.hit_bytes},
+             {"bytes_in", t.bytes_in},
+             {"writes", t.writes},
+             {"bytes_out", t.bytes_out},
+             {"loads", t.loads},
+             {"evictions", t.evictions},
+             {"drops", t.drops},
+             {"capacity_bytes", t.capacity_bytes},
+             {"peak_bytes", t.peak_bytes},
+             {"final_bytes", t.final_bytes},
+             {"occupancy_final", ratio(t.final_bytes, t.capacity_bytes)},
+             {"load_wait_ms_total", double(t.load_wait_ns) / 1e6},
+             {"load_wait_ms_mean", t.loads ? double(t.load_wait_ns) / 1e6 / double(t.loads) : 0.0}};
+  }
+  return j;
+}
+
+json links_json(const RunSummary& s) {
+  const char* names[] = {"disk_read", "disk_write", "network_in", "network_out"};
+  json j = json::object();
+  for (int i = 0; i < 4; ++i) {
+    const LinkSummary& l = s.links[i];
+    if (l.transfers == 0) continue;
+    j[names[i]] = json{{"bytes", l.bytes},
+                       {"transfers", l.transfers},
+                       {"busiest_node_busy_fraction", l.busiest_fraction}};
+  }
   return j;
 }
 
@@ -133,6 +241,23 @@ json scheduler_json(const SchedulerConfig& s) {
   return j;
 }
 
+json store_json(const RunConfig& c) {
+  json j{{"warm", c.store.warm},
+         {"kv_dtype", to_string(c.store.kv_dtype)},
+         {"gpu", tier_json(c.store.gpu)},
+         {"host", host_tier_json(c.store.host)}};
+  // The fleet's keys appear once a run uses them, so that other runs echo what they did before.
+  const bool fleet = c.node.gpus > 0 || c.store.disk.enabled || c.store.remote.enabled ||
+                     c.store.gpu.write == WritePolicy::kThrough;
+  if (fleet) {
+    j["gpu"]["write"] = to_string(c.store.gpu.write);
+    j["host"] = lower_tier_json(c.store.host, "host");
+    j["disk"] = lower_tier_json(c.store.disk, "disk");
+    j["remote"] = lower_tier_json(c.store.remote, "remote");
+  }
+  return j;
+}
+
 json config_json(const RunConfig& c) {
   json trace{{"kind", c.trace.kind}};
   if (c.trace.kind == "file") trace["path"] = c.trace.path;
@@ -144,9 +269,12 @@ json config_json(const RunConfig& c) {
       {"model", model_json(c.model)},
       {"gpu", gpu_json(c.gpu)},
       {"replicas", c.replicas},
+      {"nodes", c.nodes},
+      {"node", node_json(c)},
       {"tp", c.tp},
       {"weight_bytes_per_gpu", c.weight_bytes_per_gpu()},
       {"kv_bytes_per_token_per_gpu", c.kv_bytes_per_token_per_gpu()},
+      {"fact_kv_bytes_per_token_per_gpu", c.fact_kv_bytes_per_token_per_gpu()},
       {"router", to_string(c.router)},
       {"scheduler", scheduler_json(c.scheduler)},
       {"serving",
@@ -159,10 +287,7 @@ json config_json(const RunConfig& c) {
         {"cwe_window", c.serving.cwe_window},
         {"turn_tokens", c.serving.turn_tokens},
         {"miss_path", to_string(c.serving.miss_path)}}},
-      {"store",
-       {{"warm", c.store.warm},
-        {"gpu", tier_json(c.store.gpu)},
-        {"host", host_tier_json(c.store.host)}}},
+      {"store", store_json(c)},
       {"memory",
        {{"gpu_utilization", c.memory.gpu_utilization},
         {"activation_reserve_bytes", c.memory.activation_reserve_bytes},
@@ -174,10 +299,6 @@ json config_json(const RunConfig& c) {
 
 json pct_json(const Percentiles& p) {
   return json{{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"mean", p.mean}, {"max", p.max}};
-}
-
-double ratio(std::uint64_t a, std::uint64_t b) {
-  return b == 0 ? 0.0 : double(a) / double(b);
 }
 
 void write_file(const fs::path& path, const std::string& body) {
@@ -209,6 +330,8 @@ json summary_object(const RunConfig& c, const RunSummary& s) {
        {{"lookups", s.lookups},
         {"gpu_object", ratio(s.gpu_hits, s.lookups)},
         {"host_object", ratio(s.host_hits, s.lookups)},
+        {"disk_object", ratio(s.disk_hits, s.lookups)},
+        {"remote_object", ratio(s.remote_hits, s.lookups)},
         {"miss_object", ratio(s.misses, s.lookups)},
         {"gpu_byte", ratio(s.gpu_hit_bytes, s.lookup_bytes)},
         {"host_byte", ratio(s.host_hit_bytes, s.lookup_bytes)}}},
@@ -228,6 +351,9 @@ json summary_object(const RunConfig& c, const RunSummary& s) {
         {"host_loads", s.loads},
         {"preemptions", s.preemptions}}},
       {"executor_busy_fraction", s.busy_fraction},
+      {"tiers", tiers_json(s)},
+      {"links", links_json(s)},
+      {"cost_usd", cost_json(c, s)},
       {"invariants",
        {{"max_batch_tokens_seen", s.max_batch_tokens_seen},
         {"max_batch_tokens", c.scheduler.max_batch_tokens},

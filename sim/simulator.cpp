@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "executor/cost_model/cost_model.h"
+#include "sim/node_store.h"
 #include "sim/router.h"
 #include "sim/sim_events.h"
 #include "sim/trace_ahead.h"
@@ -58,6 +59,8 @@ struct Simulator::Impl {
   SimOutputs outputs;
   std::vector<std::unique_ptr<Executor>> executors;
   std::vector<std::unique_ptr<Replica>> replicas;
+  std::unique_ptr<RemoteStore> remote;            // the fleet's remote tier, when enabled
+  std::vector<std::unique_ptr<NodeStore>> nodes;  // tiers below the GPU, when any is enabled
   std::unique_ptr<Router> router;
   HashRing home;
   FactTable facts;
@@ -89,21 +92,32 @@ struct Simulator::Impl {
         open_trace_fn(std::move(open)),
         encode_cost(std::move(cost)),
         outputs(std::move(out)),
-        router(make_router(c.router, static_cast<int>(c.replicas))),
+        router(make_router(c.router, static_cast<int>(c.replicas),
+                           static_cast<int>(c.node.gpus > 0 ? c.replicas_per_node() : c.replicas))),
         home(static_cast<int>(c.replicas)),
         metrics(outputs.requests_csv),
         progress(outputs.progress, outputs.partial_dir) {
+    const bool kv_inject = c.serving.mode == ServingMode::kKvInject;
+    if (kv_inject && c.store.remote.enabled) remote = std::make_unique<RemoteStore>(c, facts);
+    if (kv_inject && c.lower_tiers()) {
+      for (std::uint32_t n = 0; n < c.nodes; ++n) {
+        nodes.push_back(
+            std::make_unique<NodeStore>(static_cast<int>(n), c, facts, remote.get(), next_access));
+      }
+    }
     for (std::uint32_t i = 0; i < c.replicas; ++i) {
       executors.push_back(make(static_cast<int>(i)));
+      NodeStore* node = nodes.empty() ? nullptr : nodes[i / c.replicas_per_node()].get();
       replicas.push_back(std::make_unique<Replica>(static_cast<int>(i), c, facts, pool,
-                                                   *executors.back(), next_access));
+                                                   *executors.back(), next_access, node));
+      if (node != nullptr) node->add_replica(replicas.back().get());
     }
     const bool compact =
         outputs.compact_ids < 0 ? c.replicas > kCompactReplicas : outputs.compact_ids > 0;
     if (compact) {
       for (auto& r : replicas) r->set_compact_ids();
     }
-    if (c.store.host.async_loads) {
+    if (c.lower_tiers()) {
       auto model = std::make_shared<CostModel>(
           c.model, CostRates::from_gpu(c.gpu, c.model.weight_dtype_bytes() == 1),
           TensorParallel::from_gpu(c.gpu, c.tp));
@@ -511,6 +525,51 @@ struct Simulator::Impl {
     return summarize();
   }
 
+  /// Per tier: its instances' statistics added up (peaks: the largest instance's), and per
+  /// node link the busiest node's.
+  void summarize_tiers(RunSummary& s, SimTime span) {
+    s.tiers[0].enabled = cfg.serving.mode == ServingMode::kKvInject;
+    s.tiers[0].hits = s.gpu_hits;
+    s.tiers[1].hits = s.host_hits;
+    s.tiers[2].hits = s.disk_hits;
+    s.tiers[3].hits = s.remote_hits;
+    for (const auto& n : nodes) {
+      for (int l = 0; l < kTierLevels; ++l) {
+        const auto level = static_cast<TierLevel>(l);
+        TierSummary& t = s.tiers[l];
+        const TierFlow& f = n->flow(level);
+        if (level != TierLevel::kRemote || n->index() == 0) {
+          t.bytes_in += f.bytes_in;
+          t.bytes_out += f.bytes_out;
+          t.loads += f.loads;
+          t.writes += f.writes;
+          t.drops += f.drops;
+          t.load_wait_ns += f.load_wait_ns;
+        }
+        const StoreTier* st = n->tier(level);
+        if (st == nullptr || (level == TierLevel::kRemote && n->index() != 0)) continue;
+        t.enabled = true;
+        t.lookups += st->stats().lookups;
+        t.hit_bytes += st->stats().hit_bytes;
+        t.evictions += st->stats().evictions;
+        t.capacity_bytes += st->capacity_bytes();
+        t.peak_bytes = std::max(t.peak_bytes, st->stats().peak_bytes);
+        t.final_bytes += st->used_bytes();
+      }
+      const Link* links[] = {&n->disk_read(), &n->disk_write(), &n->net_in(), &n->net_out()};
+      for (int i = 0; i < 4; ++i) {
+        LinkSummary& ls = s.links[i];
+        ls.bytes += links[i]->bytes();
+        ls.transfers += links[i]->transfers();
+        if (span > 0) {
+          ls.busiest_fraction =
+              std::max(ls.busiest_fraction, double(links[i]->busy_ns()) / double(span));
+        }
+      }
+    }
+    s.host_hit_bytes = s.tiers[1].hit_bytes;
+  }
+
   RunSummary summarize() {
     RunSummary s;
     s.requests = metrics.completed();
@@ -530,8 +589,10 @@ struct Simulator::Impl {
     s.queue_ms = percentiles(metrics.queue_ms());
     s.gpu_hits = metrics.gpu_hits();
     s.host_hits = metrics.host_hits();
+    s.disk_hits = metrics.disk_hits();
+    s.remote_hits = metrics.remote_hits();
     s.misses = metrics.misses();
-    s.lookups = s.gpu_hits + s.host_hits + s.misses;
+    s.lookups = s.gpu_hits + s.host_hits + s.disk_hits + s.remote_hits + s.misses;
     s.preemptions = metrics.preemptions();
     s.prefill_tokens = metrics.prefill_tokens();
     SimTime busy = 0;
@@ -554,14 +615,22 @@ struct Simulator::Impl {
         s.store_final_bytes += g->used_bytes();
         if (span > 0) s.store_mean_bytes += st.store_bytes_time_integral / double(span);
       }
-      if (const StoreTier* h = r->host_tier()) s.host_hit_bytes += h->stats().hit_bytes;
-      if (const StoreTier* g = r->gpu_tier()) s.resident_facts += g->resident_count();
-      if (const StoreTier* h = r->host_tier()) s.resident_facts += h->resident_count();
+      if (const StoreTier* g = r->gpu_tier()) {
+        s.resident_facts += g->resident_count();
+        TierSummary& t = s.tiers[0];
+        t.lookups += g->stats().lookups;
+        t.hit_bytes += g->stats().hit_bytes;
+        t.evictions += g->stats().evictions;
+        t.capacity_bytes += g->capacity_bytes();
+        t.peak_bytes = std::max(t.peak_bytes, g->stats().peak_bytes);
+        t.final_bytes += g->used_bytes();
+      }
       r->sweep_local_facts();
       s.local_facts += r->local_facts();
       s.local_facts_freed += r->local_facts_freed();
     }
     if (span > 0) s.busy_fraction = double(busy) / (double(span) * double(replicas.size()));
+    summarize_tiers(s, span);
     s.facts = std::max<std::uint64_t>(population_facts, facts.size());
     s.users = users_seen.size();
     s.wall_s = progress.wall_s();

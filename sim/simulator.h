@@ -4,6 +4,7 @@
 // each by insertion order; for step completions that order is computed from each replica's
 // chain of steps, so fused steps keep it), so a run is deterministic given its config and trace.
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -49,13 +50,36 @@ struct SimOutputs {
 /// Fleets larger than this keep replica-local records (SimOutputs::compact_ids).
 inline constexpr std::uint32_t kCompactReplicas = 16;
 
+/// One tier of the store over the run (GPU, host, disk, remote): its instances added up.
+struct TierSummary {
+  bool enabled = false;
+  std::uint64_t capacity_bytes = 0;  // all instances (the GPU tier: every replica's)
+  std::uint64_t peak_bytes = 0;      // of the fullest instance
+  std::uint64_t final_bytes = 0;     // all instances, at the end
+  std::uint64_t hits = 0;            // request facts found first here (first admissions)
+  std::uint64_t lookups = 0, hit_bytes = 0, evictions = 0;
+  std::uint64_t bytes_in = 0, writes = 0;  // written into it (demotions, promotions, write-through)
+  std::uint64_t bytes_out = 0, loads = 0;  // read out of it towards a GPU
+  std::uint64_t drops = 0;                 // evicted and written to no tier below
+  SimTime load_wait_ns = 0;                // its loads, from issue until on the GPU
+};
+
+/// One kind of node link (NVMe reads, NVMe writes, network in, network out) over all nodes.
+struct LinkSummary {
+  std::uint64_t bytes = 0, transfers = 0;
+  double busiest_fraction = 0;  // of the run, the busiest node's link was carrying data
+};
+
 /// The figures summary.json reports (besides the config).
 struct RunSummary {
   std::uint64_t requests = 0, output_tokens = 0, good = 0;
   double makespan_s = 0;
   double throughput_rps = 0, tokens_per_s = 0, goodput_rps = 0;
   Percentiles ttft_ms, tpot_ms, e2e_ms, queue_ms;
-  std::uint64_t lookups = 0, gpu_hits = 0, host_hits = 0, misses = 0;
+  std::uint64_t lookups = 0, gpu_hits = 0, host_hits = 0, disk_hits = 0, remote_hits = 0,
+                misses = 0;
+  std::array<TierSummary, 4> tiers;  // gpu, host, disk, remote
+  std::array<LinkSummary, 4> links;  // disk read, disk write, network in, network out
   std::uint64_t lookup_bytes = 0, gpu_hit_bytes = 0, host_hit_bytes = 0;
   std::uint64_t preemptions = 0, prefill_tokens = 0;
   std::uint64_t encodes = 0, encode_tokens = 0, memory_write_encodes = 0, loads = 0;
@@ -75,7 +99,8 @@ struct RunSummary {
   // Replicas' local fact records at the end, after a last sweep (Replica::sweep_local_facts),
   // and those freed during the run (not written).
   std::uint64_t local_facts = 0, local_facts_freed = 0;
-  std::uint64_t resident_facts = 0;  // at the end, per replica and tier (not written)
+  std::uint64_t resident_facts = 0;  // at the end, in the replicas' GPU tiers (not written; the
+                                     // tiers below number facts themselves)
 };
 
 class Simulator {

@@ -1,5 +1,7 @@
 #include "sim/config/experiment.h"
 
+#include "sim/config/fleet_config.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -28,6 +30,18 @@ const char* to_string(RouterKind r) {
       return "least_loaded";
     case RouterKind::kUserAffinity:
       return "user_affinity";
+  }
+  return "?";
+}
+
+const char* to_string(KvDtype d) {
+  switch (d) {
+    case KvDtype::kBf16:
+      return "bf16";
+    case KvDtype::kFp8:
+      return "fp8";
+    case KvDtype::kInt8:
+      return "int8";
   }
   return "?";
 }
@@ -152,6 +166,7 @@ GpuConfig parse_gpu(const YamlView& v) {
   g.link_latency_us = v.number("link_latency_us", 1, 0, 1e6);
   g.link_efficiency = v.number("link_efficiency", 0.8, 1e-3, 1);
   g.price_per_hour = v.number("price_per_hour", 0, 0, 1e6);
+  g.price_source = v.text("price_source", "");
   return g;
 }
 
@@ -185,7 +200,8 @@ void parse_policy(const YamlView& tier, const char* key, const std::string& fall
 }
 
 TierConfig parse_tier(const YamlView& store, const char* key, std::uint64_t gpu_bytes,
-                      bool default_enabled, const std::string& default_capacity) {
+                      bool default_enabled, const std::string& default_capacity,
+                      const NodeConfig& node) {
   TierConfig t;
   t.where = store.where(key);
   t.eviction_where = t.where + ".eviction";
@@ -199,13 +215,16 @@ TierConfig parse_tier(const YamlView& store, const char* key, std::uint64_t gpu_
     return t;
   }
   const auto v = store.child(key);
-  const bool host = std::string(key) == "host";
-  if (host) {
-    v.reject_unknown({"capacity", "eviction", "admission", "async_loads"});
-    t.async_loads = v.boolean("async_loads", false);
-  } else {
-    v.reject_unknown({"capacity", "eviction", "admission"});
-  }
+  const std::string k = key;
+  std::vector<std::string> allowed{"capacity", "eviction",           "admission",
+                                   "write",    "price_per_gb_month", "price_source"};
+  if (k == "host") allowed.push_back("async_loads");
+  if (k == "disk")
+    allowed.insert(allowed.end(), {"read_gbps", "write_gbps", "latency_us", "queue_depth"});
+  if (k == "remote") allowed.insert(allowed.end(), {"gbps", "latency_us"});
+  v.reject_unknown(allowed);
+  if (k == "host") t.async_loads = v.boolean("async_loads", false);
+  parse_tier_fleet_keys(v, key, node, t);
   t.capacity_bytes = v.bytes("capacity", 0, gpu_bytes);
   t.enabled = t.capacity_bytes > 0;
   parse_policy(v, "eviction", "lru", t.eviction, t.eviction_params);
@@ -315,13 +334,18 @@ MemoryConfig parse_memory(const YamlView& v, const ModelConfig& model,
   return c;
 }
 
-StoreConfig parse_store(const YamlView& v, std::uint64_t gpu_bytes) {
+StoreConfig parse_store(const YamlView& v, std::uint64_t gpu_bytes, const NodeConfig& node) {
   const YamlView store = v.has("store") ? v.child("store") : YamlView({}, "store");
-  store.reject_unknown({"warm", "gpu", "host"});
+  store.reject_unknown({"warm", "kv_dtype", "gpu", "host", "disk", "remote"});
   StoreConfig c;
   c.warm = store.boolean("warm", true);
-  c.gpu = parse_tier(store, "gpu", gpu_bytes, true, "30");
-  c.host = parse_tier(store, "host", gpu_bytes, false, "0");
+  const auto dtype = store.choice("kv_dtype", "bf16", {"bf16", "fp8", "int8"});
+  c.kv_dtype_where = store.where("kv_dtype");
+  c.kv_dtype = dtype == "fp8" ? KvDtype::kFp8 : dtype == "int8" ? KvDtype::kInt8 : KvDtype::kBf16;
+  c.gpu = parse_tier(store, "gpu", gpu_bytes, true, "30", node);
+  c.host = parse_tier(store, "host", gpu_bytes, false, "0", node);
+  c.disk = parse_tier(store, "disk", gpu_bytes, false, "0", node);
+  c.remote = parse_tier(store, "remote", gpu_bytes, false, "0", node);
   return c;
 }
 
@@ -426,14 +450,22 @@ RunConfig parse_run(const YamlView& v, const std::string& experiment, const std:
   v.reject_unknown({"experiment", "description", "seed",      "trace",   "model", "gpu",
                     "replicas",   "router",      "scheduler", "serving", "store", "memory",
                     "executor",   "slo",         "output",    "runs",    "name",  "fast_paths",
-                    "tp",         "weights",     "kv_cache"});
+                    "tp",         "weights",     "kv_cache",  "node",    "nodes", "prices"});
   RunConfig r;
   r.experiment = experiment;
   r.name = name;
   r.seed = static_cast<std::uint64_t>(v.integer("seed", 1, 0, INT64_MAX));
   r.trace = parse_trace_source(v);
   r.model = model_of(v);
-  r.gpu = gpu_of(v);
+  r.node = node_of(v);
+  if (!r.node.gpu.empty() && !v.has("gpu")) {
+    r.gpu = load_gpu(r.node.gpu, r.node.where);
+  } else {
+    r.gpu = gpu_of(v);
+    if (!r.node.gpu.empty() && r.gpu.name != r.node.gpu) {
+      v.fail("gpu", "node '" + r.node.name + "' has " + r.node.gpu + " GPUs, not " + r.gpu.name);
+    }
+  }
   r.replicas = static_cast<std::uint32_t>(v.integer("replicas", 1, 1, 4096));
   r.tp = parse_tp(v, r.model);
   // Weights stored in fp8 (per-tensor scaled, as fp8 checkpoints are): half the bytes of bf16,
@@ -448,10 +480,24 @@ RunConfig parse_run(const YamlView& v, const std::string& experiment, const std:
   r.scheduler = parse_scheduler(v);
   r.serving = parse_serving(v);
   r.memory = parse_memory(v, r.model, r.scheduler);
-  r.store = parse_store(v, r.gpu.memory_bytes);
+  r.store = parse_store(v, r.gpu.memory_bytes, r.node);
   r.executor = parse_executor(v);
   r.slo = parse_slo(v);
   r.output = parse_output(v);
+  resolve_fleet(v, r);
+  if ((r.store.disk.enabled || r.store.remote.enabled) && r.executor.kind != "cost_model" &&
+      r.executor.kind != "calibrated") {
+    throw InputError(r.store.disk.enabled ? r.store.disk.where : r.store.remote.where,
+                     "the disk and remote tiers need executor kind 'cost_model' or 'calibrated' "
+                     "(the '" +
+                         r.executor.kind + "' executor keeps no such copies)");
+  }
+  if (r.store.gpu.write == WritePolicy::kThrough && r.executor.kind != "cost_model" &&
+      r.executor.kind != "calibrated") {
+    throw InputError(r.store.gpu.write_where,
+                     "gpu write: through needs executor kind 'cost_model' or 'calibrated' (the '" +
+                         r.executor.kind + "' executor offloads only evicted facts)");
+  }
   if (r.tp > 1 && r.executor.kind != "cost_model") {
     v.fail("tp", "tp " + std::to_string(r.tp) + " needs executor kind 'cost_model' (the '" +
                      r.executor.kind + "' executor runs one GPU)");
@@ -463,6 +509,13 @@ RunConfig parse_run(const YamlView& v, const std::string& experiment, const std:
   if (r.model.kv_bytes_per_elem == 1 && r.executor.kind != "cost_model") {
     v.fail("kv_cache", "an fp8 KV cache needs executor kind 'cost_model' (the '" + r.executor.kind +
                            "' executor keeps KV in the model's dtype)");
+  }
+  if (r.store.kv_dtype != KvDtype::kBf16 && r.executor.kind != "cost_model" &&
+      r.executor.kind != "calibrated") {
+    throw InputError(r.store.kv_dtype_where,
+                     std::string("store.kv_dtype ") + to_string(r.store.kv_dtype) +
+                         " needs executor kind 'cost_model' or 'calibrated' (the '" +
+                         r.executor.kind + "' executor stores fact KV in the model's dtype)");
   }
   if (r.model.moe() && r.executor.kind != "cost_model") {
     v.fail("model", "model '" + r.model.name +
@@ -516,6 +569,13 @@ std::uint64_t RunConfig::request_kv_bytes() const {
   const double left = usable - double(weight_bytes_per_gpu()) -
                       double(memory.activation_reserve_bytes) - store_bytes;
   return left > 0 ? static_cast<std::uint64_t>(left) : 0;
+}
+
+std::uint64_t RunConfig::fact_kv_bytes_per_token_per_gpu() const {
+  if (store.kv_dtype == KvDtype::kBf16) return kv_bytes_per_token_per_gpu();
+  // A K and a V head vector per layer and KV head: one byte per value and its fp32 scale
+  // (kv_format_vector_bytes of kernels/reference/kv_quant.h).
+  return 2ull * model.layers * model.kv_heads_per_gpu(tp) * (std::uint64_t(model.head_dim) + 4);
 }
 
 ModelConfig load_model(const std::string& name_or_path, const std::string& where) {

@@ -19,11 +19,16 @@ enum class ServingMode { kText, kKvInject };
 enum class RopeMode { kPreRope, kDelta };
 enum class MissPath { kEncode, kText };
 enum class RouterKind { kRoundRobin, kLeastLoaded, kUserAffinity };
+/// How stored fact KV is kept in every tier and moved between them (kernels/reference/kv_quant.h
+/// defines the formats): kBf16 the model's own dtype; kFp8 and kInt8 one byte per value plus
+/// one fp32 scale per head vector. Request KV always stays in the model's dtype.
+enum class KvDtype { kBf16, kFp8, kInt8 };
 
 const char* to_string(ServingMode m);
 const char* to_string(RopeMode m);
 const char* to_string(MissPath m);
 const char* to_string(RouterKind r);
+const char* to_string(KvDtype d);
 
 struct TraceSource {
   std::string path;           // a JSONL trace file (kind "file")
@@ -53,6 +58,13 @@ struct ServingConfig {
   MissPath miss_path = MissPath::kEncode;
 };
 
+/// What a tier does with a fact towards the next enabled tier below it: kBack writes it there
+/// when it leaves this tier (an eviction demotes it), kThrough when it enters this tier (a
+/// memory write or an encode reaches the tier below at once; an eviction then drops it, its copy
+/// already below), kNone never (an eviction drops it).
+enum class WritePolicy { kNone, kThrough, kBack };
+const char* to_string(WritePolicy w);
+
 struct TierConfig {
   bool enabled = false;
   std::uint64_t capacity_bytes = 0;
@@ -66,12 +78,51 @@ struct TierConfig {
   /// Host tier only: loads run on a copy engine beside the compute (BatchPlan::async_loads); a
   /// request whose facts come from the host tier is prefilled once its loads are done.
   bool async_loads = false;
+  WritePolicy write = WritePolicy::kNone;
+  std::string write_where;
+  // disk and remote: the path that reaches the tier (disk: the node's NVMe drives; remote: the
+  // node's network link), per node, in GB/s (1e9 bytes), and its latency per transfer.
+  double read_gbps = 0, write_gbps = 0;
+  double latency_us = 0;
+  std::uint32_t queue_depth = 0;  // disk: transfers in flight at most per node (0: no limit)
+  double price_per_gb_month = 0;  // USD per GB (1e9 bytes) of capacity per month
+  std::string price_source;
+};
+
+/// One machine of the fleet: G GPUs sharing host DRAM, local NVMe drives and a network link
+/// (configs/nodes/). Without a `node` key every replica is a node of its own with no limits.
+struct NodeConfig {
+  std::string name;        // empty: no preset (a node per replica)
+  std::string gpu;         // the GPU preset its GPUs are
+  std::uint32_t gpus = 0;  // 0: no preset
+  std::uint64_t dram_bytes = 0;
+  std::uint32_t nvme_drives = 0;
+  std::uint64_t nvme_drive_bytes = 0;
+  double nvme_drive_read_gbps = 0, nvme_drive_write_gbps = 0;
+  double nvme_latency_us = 0;
+  std::uint32_t nvme_queue_depth = 0;
+  double nic_gbps = 0;  // the node's network bandwidth (all its NICs), GB/s each way
+  double network_latency_us = 0;
+  double dram_price_per_gb_month = 0, nvme_price_per_gb_month = 0, remote_price_per_gb_month = 0;
+  std::string price_source;
+  std::string where;
+  std::uint64_t nvme_bytes() const { return std::uint64_t(nvme_drives) * nvme_drive_bytes; }
+};
+
+/// What the fleet costs: GPUs by the hour, tiers by provisioned capacity.
+struct PriceConfig {
+  double gpu_per_hour = 0;  // USD per GPU-hour (default: the GPU preset's price_per_hour)
+  std::string gpu_source;
 };
 
 struct StoreConfig {
   TierConfig gpu;
   TierConfig host;
+  TierConfig disk;
+  TierConfig remote;
   bool warm = true;  // `fact` records (memory at trace start) are resident at t=0, free of cost
+  KvDtype kv_dtype = KvDtype::kBf16;
+  std::string kv_dtype_where;  // position of store.kv_dtype, for errors
 };
 
 struct MemoryConfig {
@@ -113,6 +164,9 @@ struct RunConfig {
   ModelConfig model;
   GpuConfig gpu;
   std::uint32_t replicas = 1;
+  NodeConfig node;
+  std::uint32_t nodes = 1;  // replicas fill nodes in order, replicas_per_node() each
+  PriceConfig prices;
   std::uint32_t tp = 1;  // GPUs per replica, tensor parallel; memory figures below are per GPU
   // Off: every behaviour takes the general path (no fused decode steps, the built-in LRU through
   // the policy interface like a user's policy, the general trace parser); results are identical.
@@ -134,6 +188,19 @@ struct RunConfig {
   /// KV of one token on one GPU of a replica (its KV-head share): what a GPU block or a stored
   /// fact costs in the store tiers, which are per GPU.
   std::uint64_t kv_bytes_per_token_per_gpu() const { return model.kv_bytes_per_token(tp); }
+  /// Fact KV of one token on one GPU of a replica in store.kv_dtype: what a stored fact costs in
+  /// every tier and what its loads, offloads and demotions move.
+  std::uint64_t fact_kv_bytes_per_token_per_gpu() const;
+  /// Replicas on one node: its GPUs over tp, or 1 without a node preset.
+  std::uint32_t replicas_per_node() const { return node.gpus > 0 ? node.gpus / tp : 1; }
+  /// GPUs the fleet rents: whole nodes with a preset, else replicas x tp.
+  std::uint64_t gpus_billed() const {
+    return node.gpus > 0 ? std::uint64_t(nodes) * node.gpus : std::uint64_t(replicas) * tp;
+  }
+  /// Whether a tier below the GPU's keeps facts (host, disk or remote).
+  bool lower_tiers() const {
+    return store.host.enabled || store.disk.enabled || store.remote.enabled;
+  }
 };
 
 struct ExperimentConfig {

@@ -1,0 +1,304 @@
+#include "sim/node_store.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "policies/registry.h"
+#include "sim/replica.h"
+#include "traces/error.h"
+
+namespace inferscale {
+
+const char* to_string(TierLevel t) {
+  switch (t) {
+    case TierLevel::kGpu:
+      return "gpu";
+    case TierLevel::kHost:
+      return "host";
+    case TierLevel::kDisk:
+      return "disk";
+    case TierLevel::kRemote:
+      return "remote";
+  }
+  return "?";
+}
+
+std::unique_ptr<StoreTier> make_store_tier(const char* name, const TierConfig& t,
+                                           std::uint64_t seed, bool fast_paths) {
+  PolicyArgs ev{t.eviction_params, t.capacity_bytes, seed};
+  PolicyArgs ad{t.admission_params, t.capacity_bytes, seed ^ 0x9e3779b97f4a7c15ull};
+  auto eviction = PolicyRegistry::make_eviction(t.eviction, ev, t.eviction_where);
+  auto admission = PolicyRegistry::make_admission(t.admission, ad, t.admission_where);
+  return std::make_unique<StoreTier>(name, t.capacity_bytes, std::move(eviction),
+                                     std::move(admission), t.eviction, fast_paths);
+}
+
+Link::Link(double gbps, double latency_us, std::uint32_t queue_depth)
+    : bytes_per_ns_(gbps),
+      latency_ns_(static_cast<SimTime>(std::llround(latency_us * 1e3))),
+      arrivals_(queue_depth, 0) {}
+
+SimTime Link::transfer(std::uint64_t bytes, SimTime now) {
+  INFERSCALE_ASSERT(bytes_per_ns_ > 0, "a transfer on a link without bandwidth");
+  SimTime start = std::max(now, free_at_);
+  if (!arrivals_.empty()) start = std::max(start, arrivals_[next_]);  // the oldest in flight
+  // Whole nanoseconds, rounded up: the link never carries more than its bandwidth.
+  const auto wire = static_cast<SimTime>(std::ceil(double(bytes) / bytes_per_ns_));
+  const SimTime end = start + wire;
+  free_at_ = end;
+  const SimTime arrival = end + latency_ns_;
+  if (!arrivals_.empty()) {
+    arrivals_[next_] = arrival;
+    next_ = (next_ + 1) % arrivals_.size();
+  }
+  bytes_ += bytes;
+  ++transfers_;
+  busy_ns_ += wire;
+  if (log_ != nullptr) log_->push_back(Busy{start, end, bytes});
+  return arrival;
+}
+
+RemoteStore::RemoteStore(const RunConfig& cfg, const FactTable&)
+    : tier_(make_store_tier("remote", cfg.store.remote, cfg.seed * 1000003ull + 0x7e3077e,
+                            cfg.fast_paths)) {
+  view_.store = this;
+  tier_->set_view(&view_);
+}
+
+FactId RemoteStore::id_of(FactId global) {
+  const std::uint32_t i = ids_.find(global);
+  if (i != 0) return i - 1;
+  globals_.push_back(global);
+  ids_.insert(global, static_cast<std::uint32_t>(globals_.size()));
+  return globals_.size() - 1;
+}
+
+NodeStore::NodeStore(int index, const RunConfig& cfg, const FactTable& facts, RemoteStore* remote,
+                     std::function<std::int64_t(FactId, std::int64_t)> next_access)
+    : index_(index),
+      cfg_(cfg),
+      facts_(facts),
+      remote_(remote),
+      next_access_(std::move(next_access)),
+      fact_bytes_per_token_(cfg.fact_kv_bytes_per_token_per_gpu()) {
+  const std::uint64_t seed =
+      cfg.seed * 1000003ull + 0x40de00ull + static_cast<std::uint64_t>(index);
+  view_.node = this;
+  if (cfg.store.host.enabled) {
+    host_ = make_store_tier("host", cfg.store.host, seed + 17, cfg.fast_paths);
+    host_->set_view(&view_);
+  }
+  if (cfg.store.disk.enabled) {
+    disk_ = make_store_tier("disk", cfg.store.disk, seed + 29, cfg.fast_paths);
+    disk_->set_view(&view_);
+    disk_read_ =
+        Link(cfg.store.disk.read_gbps, cfg.store.disk.latency_us, cfg.store.disk.queue_depth);
+    disk_write_ =
+        Link(cfg.store.disk.write_gbps, cfg.store.disk.latency_us, cfg.store.disk.queue_depth);
+  }
+  if (cfg.store.remote.enabled) {
+    INFERSCALE_ASSERT(remote_ != nullptr, "a remote tier without its store");
+    net_in_ = Link(cfg.store.remote.read_gbps, cfg.store.remote.latency_us, 0);
+    net_out_ = Link(cfg.store.remote.write_gbps, cfg.store.remote.latency_us, 0);
+  }
+}
+
+FactId NodeStore::id_of(FactId global) {
+  const std::uint32_t i = ids_.find(global);
+  if (i != 0) return i - 1;
+  globals_.push_back(global);
+  ids_.insert(global, static_cast<std::uint32_t>(globals_.size()));
+  return globals_.size() - 1;
+}
+
+std::uint64_t NodeStore::stored_bytes(std::uint32_t tokens) const {
+  return (std::uint64_t(tokens) + kBlockTokens - 1) / kBlockTokens * kBlockTokens *
+         fact_bytes_per_token_;
+}
+
+CacheEntry NodeStore::entry(FactId global, FactId id) const {
+  const FactInfo& f = facts_[global];
+  CacheEntry e;
+  e.id = id;
+  e.user = f.user;
+  e.tokens = f.tokens;
+  e.bytes = stored_bytes(f.tokens);
+  e.recompute_cost_ns = f.recompute_cost_ns;
+  e.created = f.created;
+  e.last_access = kNever;
+  return e;
+}
+
+const TierConfig& NodeStore::config(TierLevel t) const {
+  switch (t) {
+    case TierLevel::kHost:
+      return cfg_.store.host;
+    case TierLevel::kDisk:
+      return cfg_.store.disk;
+    case TierLevel::kRemote:
+      return cfg_.store.remote;
+    default:
+      return cfg_.store.gpu;
+  }
+}
+
+const StoreTier* NodeStore::tier(TierLevel t) const {
+  return const_cast<NodeStore*>(this)->tier(t);
+}
+
+StoreTier* NodeStore::tier(TierLevel t) {
+  switch (t) {
+    case TierLevel::kHost:
+      return host_.get();
+    case TierLevel::kDisk:
+      return disk_.get();
+    case TierLevel::kRemote:
+      return cfg_.store.remote.enabled ? &remote_->tier() : nullptr;
+    default:
+      return nullptr;
+  }
+}
+
+TierFlow& NodeStore::flow(TierLevel t) {
+  if (t == TierLevel::kRemote) return remote_ != nullptr ? remote_->flow : no_remote_;
+  return flows_[static_cast<int>(t)];
+}
+
+TierLevel NodeStore::below(TierLevel t) const {
+  for (int l = static_cast<int>(t) + 1; l < kTierLevels; ++l) {
+    if (tier(static_cast<TierLevel>(l)) != nullptr) return static_cast<TierLevel>(l);
+  }
+  return TierLevel::kGpu;
+}
+
+bool NodeStore::resident(FactId global, TierLevel t) const {
+  const StoreTier* s = tier(t);
+  if (s == nullptr) return false;
+  if (t == TierLevel::kRemote) {
+    const FactId id = remote_->find(global);
+    return id != RemoteStore::kAbsent && s->resident(id);
+  }
+  const FactId id = find(global);
+  return id != kAbsent && s->resident(id);
+}
+
+TierLevel NodeStore::highest(FactId global) const {
+  for (const TierLevel t : {TierLevel::kHost, TierLevel::kDisk, TierLevel::kRemote}) {
+    if (resident(global, t)) return t;
+  }
+  return TierLevel::kGpu;
+}
+
+TierLevel NodeStore::lookup(FactId global, SimTime now) {
+  for (const TierLevel t : {TierLevel::kHost, TierLevel::kDisk, TierLevel::kRemote}) {
+    StoreTier* s = tier(t);
+    if (s == nullptr) continue;
+    const FactId id = t == TierLevel::kRemote ? remote_->id_of(global) : id_of(global);
+    if (s->lookup(entry(global, id), now)) return t;
+  }
+  return TierLevel::kGpu;
+}
+
+SimTime NodeStore::fetch(FactId global, TierLevel from, std::uint64_t bytes, SimTime now) {
+  SimTime ready = now;
+  if (from == TierLevel::kDisk) ready = disk_read_.transfer(bytes, now);
+  if (from == TierLevel::kRemote) ready = net_in_.transfer(bytes, now);
+  // Promoted into every enabled tier above the one it was found in: through host memory on
+  // its way (no other link), and onto the NVMe drives over their write link.
+  for (int l = static_cast<int>(from) - 1; l >= static_cast<int>(TierLevel::kHost); --l) {
+    const auto t = static_cast<TierLevel>(l);
+    if (tier(t) != nullptr && !resident(global, t)) write(global, t, ready);
+  }
+  return ready;
+}
+
+bool NodeStore::write(FactId global, TierLevel t, SimTime now) {
+  StoreTier* s = tier(t);
+  if (s == nullptr) return false;
+  const bool remote = t == TierLevel::kRemote;
+  const FactId id = remote ? remote_->id_of(global) : id_of(global);
+  if (s->resident(id)) return true;
+  const std::uint64_t bytes = moved_bytes(facts_.tokens(global).tokens);
+  std::vector<FactId> evicted;
+  const bool kept = s->insert(entry(global, id), now, &evicted);
+  TierFlow& f = flow(t);
+  const WritePolicy policy = config(t).write;
+  const TierLevel next = below(t);
+  // Room made (even for a fact then refused): the victims go down by the tier's write policy.
+  for (const FactId v : evicted) {
+    const FactId vg = remote ? remote_->global_of(v) : globals_[v];
+    if (t == TierLevel::kHost) host_evicted_.push_back(vg);
+    // Demoted unless the tier writes through (its copy went below when it came) or not at all.
+    if (policy == WritePolicy::kBack && next != TierLevel::kGpu) {
+      if (demote(vg, t, now) == Demotion::kDropped) ++f.drops;
+    } else if (policy == WritePolicy::kNone || next == TierLevel::kGpu) {
+      ++f.drops;
+    }
+  }
+  if (!kept) return false;
+  if (!warming_) {
+    f.bytes_in += bytes;
+    ++f.writes;
+    if (t == TierLevel::kDisk) disk_write_.transfer(bytes, now);
+    if (remote) net_out_.transfer(bytes, now);
+  }
+  if (policy == WritePolicy::kThrough && next != TierLevel::kGpu) write(global, next, now);
+  return true;
+}
+
+NodeStore::Demotion NodeStore::demote(FactId global, TierLevel t, SimTime now) {
+  for (TierLevel b = below(t); b != TierLevel::kGpu; b = below(b)) {
+    if (resident(global, b)) return Demotion::kHeld;
+    if (write(global, b, now)) return Demotion::kWritten;
+  }
+  return Demotion::kDropped;
+}
+
+void NodeStore::count_load(TierLevel t, std::uint64_t bytes, SimTime issued, SimTime ready) {
+  TierFlow& f = flow(t);
+  ++f.loads;
+  f.bytes_out += bytes;
+  f.load_wait_ns += ready - issued;
+}
+
+bool NodeStore::View::pinned(FactId id) const {
+  const FactId g = node->globals_[id];
+  for (const Replica* r : replicas) {
+    if (r->pinned_global(g)) return true;
+  }
+  return false;
+}
+
+std::uint64_t NodeStore::View::unpin_count() const {
+  // Pins only grow while the sum stays: each replica's count rises whenever a pin drops.
+  std::uint64_t n = 0;
+  for (const Replica* r : replicas) n += r->unpin_count();
+  return n;
+}
+
+bool NodeStore::View::user_in_flight(UserId user) const {
+  for (const Replica* r : replicas) {
+    if (r->user_in_flight(user)) return true;
+  }
+  return false;
+}
+
+SimTime NodeStore::View::user_last_active(UserId user) const {
+  SimTime t = kNever;
+  for (const Replica* r : replicas) {
+    const SimTime a = r->user_last_active(user);
+    if (a != kNever) t = t == kNever ? a : std::max(t, a);
+  }
+  return t;
+}
+
+std::int64_t NodeStore::View::next_access(FactId id) const {
+  if (!node->next_access_) return kNever;
+  return node->next_access_(node->globals_[id], position());
+}
+
+std::int64_t NodeStore::View::position() const {
+  return acting != nullptr ? acting->position() : 0;
+}
+
+}  // namespace inferscale

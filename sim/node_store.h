@@ -1,0 +1,213 @@
+#pragma once
+// @brief The fact store below the GPU: per node a host DRAM tier and a local NVMe tier that the
+// node's replicas share, and the fleet's remote KV store; the links that reach them (the node's
+// NVMe drives, its network link) and what each tier and link did. Ids are global fact ids; each
+// store numbers the facts it sees by first sight.
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "sim/config/experiment.h"
+#include "sim/fact_id_map.h"
+#include "sim/fact_table.h"
+#include "sim/store_tier.h"
+
+namespace inferscale {
+
+enum class TierLevel : std::uint8_t { kGpu = 0, kHost = 1, kDisk = 2, kRemote = 3 };
+inline constexpr int kTierLevels = 4;
+const char* to_string(TierLevel t);
+
+/// A tier with the policies its config names (seeded by `seed`).
+std::unique_ptr<StoreTier> make_store_tier(const char* name, const TierConfig& t,
+                                           std::uint64_t seed, bool fast_paths);
+
+/// @brief A transfer path of fixed bandwidth: transfers pass one after another at its
+/// bandwidth, each arrives `latency` after its last byte was sent, and at most `queue_depth`
+/// are in flight (0: no limit), so a transfer waits for the oldest of those to arrive.
+class Link {
+ public:
+  Link() = default;
+  Link(double gbps, double latency_us, std::uint32_t queue_depth);
+  /// A transfer of `bytes` that may start at `now`: when its data has arrived.
+  SimTime transfer(std::uint64_t bytes, SimTime now);
+  /// One transfer on the wire, [start, end), for checking that the link is never oversubscribed.
+  struct Busy {
+    SimTime start, end;
+    std::uint64_t bytes;
+  };
+  void set_log(std::vector<Busy>* log) { log_ = log; }
+  double gbps() const { return bytes_per_ns_; }
+  std::uint64_t bytes() const { return bytes_; }
+  std::uint64_t transfers() const { return transfers_; }
+  SimTime busy_ns() const { return busy_ns_; }
+
+ private:
+  double bytes_per_ns_ = 0;  // GB/s = bytes per ns
+  SimTime latency_ns_ = 0;
+  SimTime free_at_ = 0;
+  std::vector<SimTime> arrivals_;  // ring: arrival times of the last queue_depth transfers
+  std::size_t next_ = 0;
+  std::uint64_t bytes_ = 0, transfers_ = 0;
+  SimTime busy_ns_ = 0;
+  std::vector<Busy>* log_ = nullptr;
+};
+
+/// What moved through one tier, besides its StoreTier statistics (lookups, hits, evictions).
+struct TierFlow {
+  std::uint64_t loads = 0;      // facts read out of the tier towards the GPU
+  std::uint64_t bytes_out = 0;  // of those
+  std::uint64_t bytes_in = 0,
+                writes = 0;  // facts written into the tier (demoted, promoted, written through)
+  std::uint64_t drops = 0;   // evicted and written to no tier below
+  SimTime load_wait_ns = 0;  // per load: from its issue until its data is on the GPU
+};
+
+class Replica;
+
+/// @brief The fleet's remote KV store: one tier over the network, shared by every node.
+class RemoteStore {
+ public:
+  RemoteStore(const RunConfig& cfg, const FactTable& facts);
+  StoreTier& tier() { return *tier_; }
+  const StoreTier& tier() const { return *tier_; }
+  /// This store's id of `global`, numbered on first sight.
+  FactId id_of(FactId global);
+  /// Its id, or kAbsent when never seen.
+  FactId find(FactId global) const {
+    const std::uint32_t i = ids_.find(global);
+    return i == 0 ? kAbsent : i - 1;
+  }
+  FactId global_of(FactId id) const { return globals_[id]; }
+  static constexpr FactId kAbsent = ~FactId{0};
+  TierFlow flow;
+
+ private:
+  /// Nothing pins a remote copy; its users are the fleet's, which it does not follow.
+  class View final : public RunView {
+   public:
+    const RemoteStore* store = nullptr;
+    bool pinned(FactId) const override { return false; }
+    std::uint64_t unpin_count() const override { return 0; }
+    bool user_in_flight(UserId) const override { return false; }
+    SimTime user_last_active(UserId) const override { return kNever; }
+    std::int64_t next_access(FactId) const override { return kNever; }
+    std::int64_t position() const override { return 0; }
+    FactId fact_id_bound() const override { return store->globals_.size(); }
+  };
+  std::unique_ptr<StoreTier> tier_;
+  FactIdMap ids_;
+  std::vector<FactId> globals_;
+  View view_;
+};
+
+/// @brief One node's tiers below its replicas' GPUs: host DRAM and local NVMe (each enabled or
+/// not), its links (NVMe reads and writes, the network link each way) and the remote store it
+/// reaches. A fact written into a tier that evicts others passes them down the chain by each
+/// tier's write policy (store.<tier>.write).
+class NodeStore {
+ public:
+  NodeStore(int index, const RunConfig& cfg, const FactTable& facts, RemoteStore* remote,
+            std::function<std::int64_t(FactId global, std::int64_t after)> next_access = {});
+  NodeStore(NodeStore&&) = delete;  // its view points to it
+
+  /// A replica of this node (its pins keep facts in the node's tiers as they do on its GPU).
+  void add_replica(const Replica* r) { view_.replicas.push_back(r); }
+  /// The replica acting now (an offline policy reads the future from its trace position).
+  void set_acting(const Replica* r) { view_.acting = r; }
+
+  /// Looks `global` up in each tier below the GPU, top down, as a request does (each tier
+  /// counts a lookup until one holds it): the tier it is found in, kGpu when none holds it.
+  TierLevel lookup(FactId global, SimTime now);
+  /// Whether tier `t` holds `global` (no lookup counted).
+  bool resident(FactId global, TierLevel t) const;
+  /// The highest tier below the GPU holding `global`, kGpu when none (no lookup counted).
+  TierLevel highest(FactId global) const;
+  /// Reads a fact found in the disk or remote tier into host memory over that tier's link and
+  /// promotes it into the enabled tiers above it: when its data is in host memory. Host hits
+  /// are in host memory at once (`now`).
+  SimTime fetch(FactId global, TierLevel from, std::uint64_t bytes, SimTime now);
+  /// Writes `global` into tier `t` (a demotion, a write-through or a promotion), over the tier's
+  /// write link; what it evicts goes down by that tier's write policy. False when the tier did
+  /// not keep it (held already counts as kept).
+  bool write(FactId global, TierLevel t, SimTime now);
+  enum class Demotion { kWritten, kHeld, kDropped };
+  /// `global` leaves tier `t` (an eviction that writes back): written into the first tier below
+  /// it that keeps it (one full of pinned facts, or whose admission refuses, passes it further
+  /// down). kHeld: a tier below holds it already; kDropped: none keeps it.
+  Demotion demote(FactId global, TierLevel t, SimTime now);
+  /// The first enabled tier below `t`, kGpu when none.
+  TierLevel below(TierLevel t) const;
+  /// Facts that left the host tier since the last call (a real executor drops their copies).
+  std::vector<FactId>& host_evicted() { return host_evicted_; }
+
+  /// Records a load from tier `t` of `bytes`, issued at `issued`, on the GPU at `ready`.
+  void count_load(TierLevel t, std::uint64_t bytes, SimTime issued, SimTime ready);
+  /// Before the clock starts (a warm store): writes take no link time and are not counted.
+  void set_warming(bool on) { warming_ = on; }
+
+  const StoreTier* tier(TierLevel t) const;
+  StoreTier* tier(TierLevel t);
+  TierFlow& flow(TierLevel t);
+  const TierFlow& flow(TierLevel t) const { return const_cast<NodeStore*>(this)->flow(t); }
+  Link& disk_read() { return disk_read_; }
+  Link& disk_write() { return disk_write_; }
+  Link& net_in() { return net_in_; }
+  Link& net_out() { return net_out_; }
+  const Link& disk_read() const { return disk_read_; }
+  const Link& disk_write() const { return disk_write_; }
+  const Link& net_in() const { return net_in_; }
+  const Link& net_out() const { return net_out_; }
+  int index() const { return index_; }
+  /// Bytes a fact of `tokens` occupies in a tier (whole 16-token blocks, store.kv_dtype).
+  std::uint64_t stored_bytes(std::uint32_t tokens) const;
+  /// Bytes a transfer of a fact of `tokens` moves (its rows, store.kv_dtype).
+  std::uint64_t moved_bytes(std::uint32_t tokens) const {
+    return std::uint64_t(tokens) * fact_bytes_per_token_;
+  }
+
+ private:
+  /// The node's pins, users and future as its tiers' policies see them (ids: this node's).
+  class View final : public RunView {
+   public:
+    const NodeStore* node = nullptr;
+    std::vector<const Replica*> replicas;
+    const Replica* acting = nullptr;
+    bool pinned(FactId id) const override;
+    std::uint64_t unpin_count() const override;
+    bool user_in_flight(UserId user) const override;
+    SimTime user_last_active(UserId user) const override;
+    std::int64_t next_access(FactId id) const override;
+    std::int64_t position() const override;
+    FactId fact_id_bound() const override { return node->globals_.size(); }
+  };
+  FactId id_of(FactId global);
+  FactId find(FactId global) const {
+    const std::uint32_t i = ids_.find(global);
+    return i == 0 ? kAbsent : i - 1;
+  }
+  static constexpr FactId kAbsent = ~FactId{0};
+  CacheEntry entry(FactId global, FactId id) const;
+  const TierConfig& config(TierLevel t) const;
+
+  int index_;
+  const RunConfig& cfg_;
+  const FactTable& facts_;
+  RemoteStore* remote_;
+  std::function<std::int64_t(FactId, std::int64_t)> next_access_;
+  std::uint64_t fact_bytes_per_token_;
+  std::unique_ptr<StoreTier> host_, disk_;
+  FactIdMap ids_;
+  std::vector<FactId> globals_;
+  Link disk_read_, disk_write_, net_in_, net_out_;
+  std::array<TierFlow, 3> flows_;  // gpu (loads into it), host, disk
+  TierFlow no_remote_;             // stays empty: the fleet has no remote tier
+  std::vector<FactId> host_evicted_;
+  bool warming_ = false;
+  View view_;
+};
+
+}  // namespace inferscale
