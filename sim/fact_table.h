@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "policies/policy.h"
 #include "traces/types.h"
 
 namespace inferscale {
@@ -22,6 +23,20 @@ struct FactInfo {
   std::uint32_t tokens = 0;
   std::uint32_t encode_context_tokens = 0;  // CWE context for the run's window w
 };
+
+/// The fact as a store tier's policies see it: local id `id`, `bytes` as that tier stores it,
+/// never accessed before.
+inline CacheEntry cache_entry(const FactInfo& f, FactId id, std::uint64_t bytes) {
+  CacheEntry e;
+  e.id = id;
+  e.user = f.user;
+  e.tokens = f.tokens;
+  e.bytes = bytes;
+  e.recompute_cost_ns = f.recompute_cost_ns;
+  e.created = f.created;
+  e.last_access = kNever;
+  return e;
+}
 
 /// What a request's admission reads of a fact.
 struct FactTokens {

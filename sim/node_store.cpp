@@ -118,15 +118,7 @@ std::uint64_t NodeStore::stored_bytes(std::uint32_t tokens) const {
 
 CacheEntry NodeStore::entry(FactId global, FactId id) const {
   const FactInfo& f = facts_[global];
-  CacheEntry e;
-  e.id = id;
-  e.user = f.user;
-  e.tokens = f.tokens;
-  e.bytes = stored_bytes(f.tokens);
-  e.recompute_cost_ns = f.recompute_cost_ns;
-  e.created = f.created;
-  e.last_access = kNever;
-  return e;
+  return cache_entry(f, id, stored_bytes(f.tokens));
 }
 
 const TierConfig& NodeStore::config(TierLevel t) const {

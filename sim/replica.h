@@ -193,15 +193,7 @@ class Replica final : public RunView {
       return e;
     }
     const FactInfo& f = facts_[global];
-    CacheEntry e;
-    e.id = local;
-    e.user = f.user;
-    e.tokens = f.tokens;
-    e.bytes = fact_store_bytes(f.tokens);
-    e.recompute_cost_ns = f.recompute_cost_ns;
-    e.created = f.created;
-    e.last_access = kNever;
-    return e;
+    return cache_entry(f, local, fact_store_bytes(f.tokens));
   }
   bool admit(std::uint32_t ri, SimTime now, std::uint32_t& budget);
   /// Looks up a request's facts, pins its GPU hits, promotes its host hits and queues encodes
