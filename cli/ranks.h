@@ -4,6 +4,8 @@
 // ranks_local.cpp implements it (CMake picks one).
 
 #include <functional>
+#include <optional>
+#include <vector>
 
 #include "plan/plan_config.h"
 #include "plan/probe.h"
@@ -17,8 +19,9 @@ namespace inferscale::cli {
 int plan_on_ranks(const plan::PlanConfig& plan, unsigned jobs,
                   const std::function<int(plan::ProbeRunner&)>& body);
 
-/// Runs the experiment (the run command): in one process, or with its fleet partitioned over
-/// the ranks; rank 0 returns the outcomes, other ranks none.
-std::vector<RunOutcome> run_on_ranks(const ExperimentConfig& exp, const RunnerOptions& opts);
+/// Runs the experiment (the run command): in one process, or with each run's fleet partitioned
+/// over the ranks (mpi/fleet_ranks.h); rank 0 returns the outcomes, other ranks nothing.
+std::optional<std::vector<RunOutcome>> run_on_ranks(const ExperimentConfig& exp,
+                                                    const RunnerOptions& opts);
 
 }  // namespace inferscale::cli

@@ -9,7 +9,8 @@ int plan_on_ranks(const plan::PlanConfig&, unsigned jobs,
   return body(*runner);
 }
 
-std::vector<RunOutcome> run_on_ranks(const ExperimentConfig& exp, const RunnerOptions& opts) {
+std::optional<std::vector<RunOutcome>> run_on_ranks(const ExperimentConfig& exp,
+                                                    const RunnerOptions& opts) {
   return run_experiment(exp, opts);
 }
 

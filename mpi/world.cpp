@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "traces/partial_files.h"
+
 namespace inferscale::mpi {
 
 namespace {
@@ -17,6 +19,7 @@ World g_world;
 bool g_initialized = false;
 char g_doing[512] = "starting";
 char g_others[2048] = "";
+struct sigaction g_before[2];  // SIGABRT's and SIGTERM's actions before ours
 
 void say(const char* text) {
   [[maybe_unused]] auto w = write(STDERR_FILENO, text, std::strlen(text));
@@ -28,6 +31,12 @@ extern "C" void on_rank_signal(int sig) {
                 g_world.rank, sig, sig == SIGTERM ? "the job is ending" : strsignal(sig), g_doing,
                 g_others[0] != '\0' ? "; " : "", g_others);
   say(line);
+  // Then what was there: the removal of partial results (traces/partial_files.h), or the default.
+  const struct sigaction& before = g_before[sig == SIGTERM ? 1 : 0];
+  if ((before.sa_flags & SA_SIGINFO) == 0 && before.sa_handler != SIG_DFL &&
+      before.sa_handler != SIG_IGN) {
+    before.sa_handler(sig);
+  }
   signal(sig, SIG_DFL);
   raise(sig);
 }
@@ -85,7 +94,17 @@ void set_others_doing(const std::string& what) {
 }
 
 void install_rank_signal_notes() {
-  for (int sig : {SIGABRT, SIGTERM}) signal(sig, on_rank_signal);
+  // The partial results' handlers first (they install only over the default action), so that
+  // ours can end by calling them.
+  partial_files_release(partial_files_add("/nonexistent/inferscale-install-handlers"));
+  const int signals[2] = {SIGABRT, SIGTERM};
+  for (int i = 0; i < 2; ++i) {
+    sigaction(signals[i], nullptr, &g_before[i]);
+    struct sigaction sa {};
+    sa.sa_handler = on_rank_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(signals[i], &sa, nullptr);
+  }
 }
 
 }  // namespace inferscale::mpi

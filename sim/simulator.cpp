@@ -7,9 +7,11 @@
 #include <filesystem>
 #include <limits>
 #include <queue>
+#include <tuple>
 #include <unordered_map>
 
 #include "executor/cost_model/cost_model.h"
+#include "sim/partition.h"
 #include "sim/router.h"
 #include "sim/sim_events.h"
 #include "sim/trace_ahead.h"
@@ -75,6 +77,14 @@ struct Simulator::Impl {
   bool timeline_first = true;
   std::uint64_t events = 0;
 
+  // partitioned (SimOutputs::part of parts)
+  bool partitioned = false;
+  std::uint64_t record_index = 0;  // trace records handled (all parts')
+  OrderLog requests_order, timeline_order;
+  bool owned(int rep) const {
+    return !partitioned || std::uint32_t(rep) % outputs.parts == outputs.part;
+  }
+
   // closed loop
   bool closed_loop = false;
   SimTime think_time = 0;
@@ -92,7 +102,10 @@ struct Simulator::Impl {
         router(make_router(c.router, static_cast<int>(c.replicas))),
         home(static_cast<int>(c.replicas)),
         metrics(outputs.requests_csv),
-        progress(outputs.progress, outputs.partial_dir) {
+        progress(outputs.progress, outputs.partial_dir),
+        partitioned(outputs.parts > 1),
+        requests_order(outputs.requests_order),
+        timeline_order(outputs.timeline_order) {
     for (std::uint32_t i = 0; i < c.replicas; ++i) {
       executors.push_back(make(static_cast<int>(i)));
       replicas.push_back(std::make_unique<Replica>(static_cast<int>(i), c, facts, pool,
@@ -136,7 +149,13 @@ struct Simulator::Impl {
   void kick(int rep, SimTime now) {
     if (replicas[rep]->busy() || kick_pending[rep]) return;
     kick_pending[rep] = 1;
-    push(now, kKick, static_cast<std::uint64_t>(rep));
+    // Partitioned: a kick's order among kicks is the trace position of the record that queued
+    // it, the same in every part (in one process, kicks are queued only by records then).
+    if (partitioned) {
+      heap.push(Event{now, kKick, record_index, static_cast<std::uint64_t>(rep)});
+    } else {
+      push(now, kKick, static_cast<std::uint64_t>(rep));
+    }
   }
 
   /// An idle replica (start_step returned -1) whose requests wait for asynchronous loads: a kick
@@ -160,11 +179,12 @@ struct Simulator::Impl {
     chain.starts.clear();
     chain.starts.push_back(now);
     push(now + d, kStepDone, static_cast<std::uint64_t>(rep));
-    if (timeline != nullptr) write_timeline(r);
+    if (timeline != nullptr) write_timeline(r, chain);
   }
 
-  void write_timeline(const Replica& r) {
+  void write_timeline(const Replica& r, const StepChain& chain) {
     const StepRecord& s = r.last_step();
+    if (timeline_order.on()) timeline_order.add(s.start, chain.starts, chain.kick_seq, 1);
     std::fprintf(
         timeline,
         "%s{\"name\":\"step\",\"ph\":\"X\",\"pid\":0,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
@@ -277,6 +297,10 @@ struct Simulator::Impl {
     while (true) {
       finished.clear();
       replica.finish_step(now, finished);
+      if (!finished.empty() && requests_order.on()) {
+        const StepChain& c = chains[rep];
+        requests_order.add(now, c.starts, c.kick_seq, std::uint32_t(finished.size()));
+      }
       for (const std::uint32_t ri : finished) {
         const Request& r = pool[ri];
         metrics.record(r, static_cast<std::uint32_t>(r.facts.size()), cfg.slo.ttft_ms,
@@ -292,7 +316,7 @@ struct Simulator::Impl {
         return;
       }
       chains[rep].starts.push_back(now);
-      if (timeline != nullptr) write_timeline(replica);
+      if (timeline != nullptr) write_timeline(replica, chains[rep]);
       // Fused: the next step's end is handled here rather than from the queue. Nothing else
       // reads or changes this replica before the next trace record that reaches it
       // (fuse_before; its only queued event is its step's end; the others' events touch their
@@ -398,22 +422,35 @@ struct Simulator::Impl {
       }
       if (trace_t <= event_t) {
         now = trace_t;
+        // Partitioned: records that reach other parts' replicas only declare their facts
+        // (fact ids stay the whole trace's) and count.
         switch (rec.kind) {
           case RecordKind::kHeader:
             break;
           case RecordKind::kFact:
-            on_fact(rec.fact, now);
+            if (!partitioned || owned(home_of(rec.fact.user))) {
+              on_fact(rec.fact, now);
+            } else {
+              add_fact(rec.fact, false);
+            }
             break;
-          case RecordKind::kMemoryWrite:
-            on_memory_write(add_fact(rec.fact, true), now);
+          case RecordKind::kMemoryWrite: {
+            const FactId id = add_fact(rec.fact, true);
+            if (!partitioned || owned(home_of(rec.fact.user))) on_memory_write(id, now);
             break;
+          }
           case RecordKind::kRequest: {
+            if (partitioned && !owned(router->route_ahead(rec.request.user, requests_seen))) {
+              ++requests_seen;
+              break;
+            }
             const auto& dense = ahead.front_facts();
             issue(rec.request.id, rec.request.user, now, rec.request.query_tokens,
                   rec.request.output_tokens, dense.data(), dense.size(), requests_seen++);
             break;
           }
         }
+        ++record_index;
         have = ahead.pop();
       } else {
         const Event e = heap.top();
@@ -482,6 +519,11 @@ struct Simulator::Impl {
     closed_loop =
         have && rec.kind == RecordKind::kHeader && rec.header.arrival == ArrivalMode::kClosedLoop;
     think_time = reader.header().think_time_ns;
+    if (closed_loop && partitioned) {
+      throw InputError(reader.name(),
+                       "a closed-loop trace cannot be partitioned over processes (a user's next "
+                       "request waits on the whole fleet's answers): run it in one process");
+    }
     if (closed_loop) {
       run_closed(reader, rec, have);
     } else {
@@ -498,6 +540,8 @@ struct Simulator::Impl {
 
   void close_outputs() {
     metrics.close();
+    requests_order.close();
+    timeline_order.close();
     if (timeline != nullptr) {
       std::fprintf(timeline, "\n]}\n");
       std::fclose(timeline);
@@ -516,8 +560,11 @@ struct Simulator::Impl {
     s.requests = metrics.completed();
     s.output_tokens = metrics.output_tokens();
     s.good = metrics.good();
-    const SimTime span =
-        metrics.first_arrival() < 0 ? 0 : metrics.last_finish() - metrics.first_arrival();
+    SimTime first_arrival = metrics.first_arrival(), last_finish = metrics.last_finish();
+    if (outputs.fleet_span) {
+      std::tie(first_arrival, last_finish) = outputs.fleet_span(first_arrival, last_finish);
+    }
+    const SimTime span = first_arrival < 0 ? 0 : last_finish - first_arrival;
     s.makespan_s = double(span) / 1e9;
     if (s.makespan_s > 0) {
       s.throughput_rps = double(s.requests) / s.makespan_s;
@@ -535,7 +582,9 @@ struct Simulator::Impl {
     s.preemptions = metrics.preemptions();
     s.prefill_tokens = metrics.prefill_tokens();
     SimTime busy = 0;
+    s.store_mean_bytes_by_replica.assign(replicas.size(), 0.0);
     for (const auto& r : replicas) {
+      if (!owned(r->index())) continue;  // another part's
       const ReplicaStats& st = r->stats();
       busy += st.busy_ns;
       s.steps += st.steps;
@@ -552,7 +601,11 @@ struct Simulator::Impl {
         s.store_capacity_bytes += g->capacity_bytes();
         s.store_peak_bytes = std::max(s.store_peak_bytes, g->stats().peak_bytes);
         s.store_final_bytes += g->used_bytes();
-        if (span > 0) s.store_mean_bytes += st.store_bytes_time_integral / double(span);
+        if (span > 0) {
+          const double mean = st.store_bytes_time_integral / double(span);
+          s.store_mean_bytes += mean;
+          s.store_mean_bytes_by_replica[std::size_t(r->index())] = mean;
+        }
       }
       if (const StoreTier* h = r->host_tier()) s.host_hit_bytes += h->stats().hit_bytes;
       if (const StoreTier* g = r->gpu_tier()) s.resident_facts += g->resident_count();
@@ -562,6 +615,8 @@ struct Simulator::Impl {
       s.local_facts_freed += r->local_facts_freed();
     }
     if (span > 0) s.busy_fraction = double(busy) / (double(span) * double(replicas.size()));
+    s.busy_ns = busy;
+    s.events = events;
     s.facts = std::max<std::uint64_t>(population_facts, facts.size());
     s.users = users_seen.size();
     s.wall_s = progress.wall_s();
@@ -598,6 +653,12 @@ RunSummary Simulator::run() {
 
 RunSummary Simulator::partial_summary() {
   return impl_->partial_summary();
+}
+
+RequestValues Simulator::take_request_values() {
+  Metrics& m = impl_->metrics;
+  return RequestValues{std::move(m.ttft_ms()), std::move(m.tpot_ms()), std::move(m.e2e_ms()),
+                       std::move(m.queue_ms())};
 }
 
 }  // namespace inferscale

@@ -10,7 +10,7 @@ bin=$1 mpiexec=$2 work=$3
 rm -rf "$work"
 mkdir -p "$work"
 mpi=("$mpiexec" -n 2)
-"$mpiexec" --version 2>&1 | grep -q "Open MPI" && mpi+=(--oversubscribe)
+"$mpiexec" --version 2>&1 | grep -qiE "open ?(mpi|rte)" && mpi+=(--oversubscribe)
 
 fail() {
   echo "FAIL: $*" >&2
