@@ -13,6 +13,7 @@
 #include "mpi/world.h"
 #include "sim/executor_factory.h"
 #include "sim/partition.h"
+#include "sim/router.h"
 #include "sim/run_folder.h"
 #include "sim/simulator.h"
 #include "sim/trace_source.h"
@@ -199,7 +200,11 @@ std::vector<RunOutcome> run_partitioned(const ExperimentConfig& exp, const Runne
     }
     tmp = broadcast(tmp);  // each rank writes its part's files beside rank 0's
     const bool warm = run.store.warm && run.serving.mode == ServingMode::kKvInject;
-    TraceOpener open = streamed_trace(run, warm);
+    // A generated trace: other ranks' users' requests come without their facts (their draws
+    // are still made, so this rank's records are the same).
+    const HashRing home(static_cast<int>(run.replicas));
+    TraceOpener open = streamed_trace(
+        run, warm, [home, w](std::uint64_t user) { return home.owner(user) % w.size == w.rank; });
     if (!open) {
       // Written once (by rank 0), then read by all.
       std::string trace;
