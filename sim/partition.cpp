@@ -47,24 +47,32 @@ std::string partition_refusal(const RunConfig& run) {
   return "";
 }
 
-int compare_order(const OrderKey& a, const OrderKey& b) {
-  if (a.time != b.time) return a.time < b.time ? -1 : 1;
-  // As chain_after (sim_events.h): the latest starts first; a chain at its kick comes after a
-  // step end at the same time; two kicks by the records' trace order.
-  const std::uint32_t n = std::min(a.depth, b.depth);
-  for (std::uint32_t k = 0; k < n; ++k) {
-    if (k >= kOrderDepth) {
-      throw std::runtime_error(
-          "two replicas' steps tie at the same times for more than " + std::to_string(kOrderDepth) +
-          " steps: the order of their rows is not known to the partitioned run; run it in one "
-          "process");
-    }
-    if (a.starts[k] != b.starts[k]) return a.starts[k] < b.starts[k] ? -1 : 1;
-    const bool a_kick = k + 1 == a.depth, b_kick = k + 1 == b.depth;
-    if (a_kick != b_kick) return a_kick ? 1 : -1;
+int compare_order(SimTime ta, const std::vector<SimTime>& a, std::uint64_t kick_a, SimTime tb,
+                  const std::vector<SimTime>& b, std::uint64_t kick_b) {
+  if (ta != tb) return ta < tb ? -1 : 1;
+  std::size_t i = a.size(), j = b.size();
+  while (i > 0 && j > 0) {
+    --i;
+    --j;
+    if (a[i] != b[j]) return a[i] < b[j] ? -1 : 1;
+    if ((i == 0) != (j == 0)) return i == 0 ? 1 : -1;
   }
-  return a.kick < b.kick ? -1 : 1;
+  return kick_a < kick_b ? -1 : 1;
 }
+
+namespace {
+
+/// A group's fixed part in an order file; `added` chain starts follow it.
+struct GroupHead {
+  SimTime time;
+  std::uint64_t kick;
+  std::uint32_t replica;
+  std::uint32_t rows;
+  std::uint32_t restart;  // 1: the chain is the `added` starts; 0: they extend the last one
+  std::uint32_t added;
+};
+
+}  // namespace
 
 OrderLog::OrderLog(const std::string& path) : path_(path) {
   if (path.empty()) return;
@@ -76,19 +84,25 @@ OrderLog::~OrderLog() {
   if (f_ != nullptr) std::fclose(f_);
 }
 
-void OrderLog::add(SimTime time, const std::vector<SimTime>& starts, std::uint64_t kick,
-                   std::uint32_t rows) {
-  OrderKey k;
-  k.time = time;
-  k.kick = kick;
-  k.depth = static_cast<std::uint32_t>(starts.size());
-  k.rows = rows;
-  for (std::uint32_t i = 0; i < kOrderDepth && i < k.depth; ++i) {
-    k.starts[i] = starts[starts.size() - 1 - i];
-  }
-  if (std::fwrite(&k, sizeof k, 1, f_) != 1) {
-    throw InputError(path_, std::string("write failed: ") + std::strerror(errno));
-  }
+void OrderLog::add(SimTime time, int replica, const std::vector<SimTime>& starts,
+                   std::uint64_t kick, std::uint32_t rows) {
+  if (std::size_t(replica) >= logged_.size()) logged_.resize(std::size_t(replica) + 1);
+  Logged& l = logged_[std::size_t(replica)];
+  // A chain grows until its replica is idle; the next one starts at another kick.
+  const bool restart = l.kick != kick || l.length > starts.size();
+  const std::size_t from = restart ? 0 : l.length;
+  const GroupHead h{time,
+                    kick,
+                    static_cast<std::uint32_t>(replica),
+                    rows,
+                    restart ? 1u : 0u,
+                    static_cast<std::uint32_t>(starts.size() - from)};
+  const bool ok =
+      std::fwrite(&h, sizeof h, 1, f_) == 1 &&
+      (h.added == 0 || std::fwrite(starts.data() + from, sizeof(SimTime), h.added, f_) == h.added);
+  if (!ok) throw InputError(path_, std::string("write failed: ") + std::strerror(errno));
+  l.kick = kick;
+  l.length = starts.size();
 }
 
 void OrderLog::close() {
@@ -100,24 +114,36 @@ void OrderLog::close() {
 
 namespace {
 
-/// One part's rows and keys, read in step.
+/// One part's rows and order file, read in step, with its replicas' chains rebuilt.
 struct Part {
   std::ifstream rows;
   std::FILE* keys = nullptr;
-  OrderKey key;
+  GroupHead head{};
+  std::vector<std::vector<SimTime>> chains;  // by replica
   bool have = false;
   std::string path;
   ~Part() {
     if (keys != nullptr) std::fclose(keys);
   }
+  const std::vector<SimTime>& chain() const { return chains[head.replica]; }
   bool next_key() {
-    have = std::fread(&key, sizeof key, 1, keys) == 1;
-    return have;
+    have = std::fread(&head, sizeof head, 1, keys) == 1;
+    if (!have) return false;
+    if (head.replica >= chains.size()) chains.resize(std::size_t(head.replica) + 1);
+    auto& c = chains[head.replica];
+    if (head.restart != 0) c.clear();
+    const std::size_t at = c.size();
+    c.resize(at + head.added);
+    if (head.added > 0 &&
+        std::fread(c.data() + at, sizeof(SimTime), head.added, keys) != head.added) {
+      throw InputError(path, "its order file is cut short");
+    }
+    return true;
   }
 };
 
 /// Merges the parts' rows after `header_lines` lines of each (the first part's are kept), in
-/// key order; `row_end` turns a stored row into what the merged file holds before the next.
+/// the fleet's order; `emit` writes a row (told whether it is the first).
 template <typename Emit>
 void merge_rows(const std::vector<std::string>& parts, const std::vector<std::string>& orders,
                 std::size_t header_lines, std::ofstream& out, const std::string& out_path,
@@ -138,7 +164,10 @@ void merge_rows(const std::vector<std::string>& parts, const std::vector<std::st
     ps.push_back(std::move(p));
   }
   auto after = [&](std::size_t a, std::size_t b) {
-    return compare_order(ps[a]->key, ps[b]->key) > 0;
+    const Part& x = *ps[a];
+    const Part& y = *ps[b];
+    return compare_order(x.head.time, x.chain(), x.head.kick, y.head.time, y.chain(), y.head.kick) >
+           0;
   };
   std::priority_queue<std::size_t, std::vector<std::size_t>, decltype(after)> heap(after);
   for (std::size_t i = 0; i < ps.size(); ++i) {
@@ -150,7 +179,7 @@ void merge_rows(const std::vector<std::string>& parts, const std::vector<std::st
     const std::size_t i = heap.top();
     heap.pop();
     Part& p = *ps[i];
-    for (std::uint32_t r = 0; r < p.key.rows; ++r) {
+    for (std::uint32_t r = 0; r < p.head.rows; ++r) {
       if (!std::getline(p.rows, line)) throw InputError(p.path, "fewer rows than order keys");
       emit(line, first);
       first = false;

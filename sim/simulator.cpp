@@ -184,7 +184,8 @@ struct Simulator::Impl {
 
   void write_timeline(const Replica& r, const StepChain& chain) {
     const StepRecord& s = r.last_step();
-    if (timeline_order.on()) timeline_order.add(s.start, chain.starts, chain.kick_seq, 1);
+    if (timeline_order.on())
+      timeline_order.add(s.start, r.index(), chain.starts, chain.kick_seq, 1);
     std::fprintf(
         timeline,
         "%s{\"name\":\"step\",\"ph\":\"X\",\"pid\":0,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
@@ -299,7 +300,7 @@ struct Simulator::Impl {
       replica.finish_step(now, finished);
       if (!finished.empty() && requests_order.on()) {
         const StepChain& c = chains[rep];
-        requests_order.add(now, c.starts, c.kick_seq, std::uint32_t(finished.size()));
+        requests_order.add(now, rep, c.starts, c.kick_seq, std::uint32_t(finished.size()));
       }
       for (const std::uint32_t ri : finished) {
         const Request& r = pool[ri];

@@ -53,7 +53,7 @@ struct SimOutputs {
   /// among the parts; every part calls it once, from run()); the summary's rates use them.
   std::function<std::pair<SimTime, SimTime>(SimTime first_arrival, SimTime last_finish)> fleet_span;
   /// Partitioned: where the order keys of requests.csv's rows and of timeline.json's steps go
-  /// (OrderKey records, sim/partition.h), so that the parts' files merge in the fleet's order.
+  /// (sim/partition.h), so that the parts' files merge in the fleet's order.
   std::string requests_order, timeline_order;
 };
 

@@ -36,12 +36,13 @@ store:
 output: {requests_csv: true, timeline: true}
 YAML
 
-# Arrivals in groups of 8 at the same instant, equal requests: rows of equal finish times.
+# Arrivals in groups of 8 at the same instant, equal requests: replicas in lockstep for tens of
+# steps, rows of equal finish times ordered by chains that tie far back.
 {
   echo "TIMESTAMP,ContextTokens,GeneratedTokens"
   for i in $(seq 0 399); do
     s=$((i / 8))
-    printf '2023-11-16 18:%02d:%02d.0000000,100,5\n' $((15 + s / 60)) $((s % 60))
+    printf '2023-11-16 18:%02d:%02d.0000000,100,30\n' $((15 + s / 60)) $((s % 60))
   done
 } >"$work/ties.csv"
 cat >"$work/ties.yaml" <<YAML
@@ -85,8 +86,10 @@ ties=$(awk -F, 'NR > 1 { n[$6] = n[$6] " " $3 } END { for (t in n) { split(n[t],
   for (i in r) if (r[i] != r[1]) { c++; break } } print c + 0 }' \
   "$work/ties1/ties/default/requests.csv")
 [ "$ties" -gt 10 ] || fail "only $ties finish times shared by two replicas"
-"${mpi[@]}" -n 2 "$bin" run "$work/ties.yaml" --out "$work/ties2" --no-progress >/dev/null
-same_run "$work/ties1/ties/default" "$work/ties2/ties/default"
+for n in 2 3; do
+  "${mpi[@]}" -n $n "$bin" run "$work/ties.yaml" --out "$work/ties$n" --no-progress >/dev/null
+  same_run "$work/ties1/ties/default" "$work/ties$n/ties/default"
+done
 
 for router in least_loaded round_robin; do
   status=0
