@@ -7,8 +7,8 @@
 # Usage: bench/mpi_bench.sh [INFERSCALE] [plan|fleet|both] [USERS:REQUESTS:REPLICAS]
 #        (default: build/inferscale, both, 1000000:10000000:256)
 # Environment: RANKS (2), RATE_PER_REPLICA (8 requests/s), MPIEXEC (mpirun), KEEP (a folder:
-#              the 1-process plan's probes.csv and progress log go there, for
-#              bench/mpi_projection.py).
+#              the 1-process plan's probes.csv and progress log, and the fleet run's requests
+#              per replica go there, for the projection).
 set -euo pipefail
 BIN=$(realpath "${1:-build/inferscale}")
 WHAT=${2:-both}
@@ -98,6 +98,11 @@ YAML
   echo "|---|---:|---:|---|"
   timed fleet-1 1 "$BIN" run "$TMP/fleet.yaml" --out "$TMP/f1" --no-progress
   timed fleet-$RANKS "$RANKS" "$BIN" run "$TMP/fleet.yaml" --out "$TMP/f2" --no-progress
+  if [ -n "${KEEP:-}" ]; then  # requests per replica, for the projection's load imbalance
+    mkdir -p "$KEEP"
+    awk -F, 'NR > 1 { n[$3]++ } END { for (r in n) print r, n[r] }' \
+      "$TMP/f1/fleet/default/requests.csv" | sort -n >"$KEEP/replica_requests.txt"
+  fi
   cmp -s "$TMP/f1/fleet/default/requests.csv" "$TMP/f2/fleet/default/requests.csv" &&
     echo "  requests.csv: identical" || echo "  requests.csv: DIFFERS"
   cmp -s <(grep -v -e '"wall_s"' -e events_per_s "$TMP/f1/fleet/default/summary.json") \
