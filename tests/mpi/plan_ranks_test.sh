@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A plan on 2 MPI ranks against the same plan in one process: plan.csv and frontier.csv
+# A plan on 2 MPI ranks (and a capacity curve on 3) against one process: plan.csv and frontier.csv
 # byte-identical, probes.csv identical but for its wall_s column (wall time differs between any
 # two runs). Then a worker rank that aborts (and one that throws) mid-plan: the job fails with
 # a message naming the rank and the probe, leaves no plan files, keeps the finished probes in
@@ -9,7 +9,7 @@ set -euo pipefail
 bin=$1 mpiexec=$2 work=$3
 rm -rf "$work"
 mkdir -p "$work"
-mpi=("$mpiexec" -n 2)
+mpi=("$mpiexec")
 "$mpiexec" --version 2>&1 | grep -qiE "open ?(mpi|rte)" && mpi+=(--oversubscribe)
 
 fail() {
@@ -52,16 +52,23 @@ same_plan() {  # DIR_A DIR_B [resumed]
 probes_run() { sed -n 's/.*probes: \([0-9]*\) run.*/\1/p' "$1"; }
 
 "$bin" plan "$work/twenty.yaml" --out "$work/one" --jobs 1 -q >"$work/one.log"
-"${mpi[@]}" "$bin" plan "$work/twenty.yaml" --out "$work/two" -q >"$work/two.log"
+"${mpi[@]}" -n 2 "$bin" plan "$work/twenty.yaml" --out "$work/two" -q >"$work/two.log"
 same_plan "$work/one/twenty" "$work/two/twenty"
 total=$(probes_run "$work/one.log")
 [ "$total" -gt 10 ] || fail "the plan ran $total probes"
 [ "$(probes_run "$work/two.log")" = "$total" ] || fail "2 ranks ran another number of probes"
 head -1 "$work/one/twenty/probes.csv" | grep -q ',wall_s,' || fail "probes.csv has no wall_s column"
 
+# A capacity curve (the planner run once per population) on 3 ranks: workers serve every run.
+"$bin" plan "$work/twenty.yaml" --out "$work/curve1" --jobs 1 -q --users 1000,4000 >/dev/null
+"${mpi[@]}" -n 3 "$bin" plan "$work/twenty.yaml" --out "$work/curve3" -q --users 1000,4000 \
+  >/dev/null
+cmp "$work/curve1/twenty/curve.csv" "$work/curve3/twenty/curve.csv" || fail "curve.csv differs"
+for u in 1000 4000; do same_plan "$work/curve1/twenty/users-$u" "$work/curve3/twenty/users-$u"; done
+
 # Rank 1 aborts when handed its third probe.
 status=0
-INFERSCALE_TEST_RANK_FAULT=1:2:abort "${mpi[@]}" "$bin" plan "$work/twenty.yaml" \
+INFERSCALE_TEST_RANK_FAULT=1:2:abort "${mpi[@]}" -n 2 "$bin" plan "$work/twenty.yaml" \
   --out "$work/killed" -q >"$work/killed.log" 2>&1 || status=$?
 [ "$status" -ne 0 ] || fail "a job whose rank aborted succeeded"
 grep -q "inferscale rank 1: stopped by signal 6" "$work/killed.log" ||
@@ -76,7 +83,7 @@ kept=$(find "$work/killed/twenty/cache" -name '*.json' | wc -l)
 [ "$kept" -ge 2 ] || fail "the cache kept $kept finished probes"
 [ "$kept" -lt "$total" ] || fail "the cache holds every probe: the fault came too late to test"
 # Resumed on 2 ranks: only the missing probes run, and the plan is the same.
-"${mpi[@]}" "$bin" plan "$work/twenty.yaml" --out "$work/killed" --resume -q >"$work/resumed.log"
+"${mpi[@]}" -n 2 "$bin" plan "$work/twenty.yaml" --out "$work/killed" --resume -q >"$work/resumed.log"
 same_plan "$work/one/twenty" "$work/killed/twenty" resumed
 [ "$(probes_run "$work/resumed.log")" = $((total - kept)) ] ||
   fail "resumed plan ran $(probes_run "$work/resumed.log"), not $((total - kept)) probes"
@@ -87,7 +94,7 @@ same_plan "$work/one/twenty" "$work/killed/twenty" resumed
 
 # Rank 1 throws on its third probe: rank 0 names it and the probe, status 1.
 status=0
-INFERSCALE_TEST_RANK_FAULT=1:2:throw "${mpi[@]}" "$bin" plan "$work/twenty.yaml" \
+INFERSCALE_TEST_RANK_FAULT=1:2:throw "${mpi[@]}" -n 2 "$bin" plan "$work/twenty.yaml" \
   --out "$work/threw" -q >"$work/threw.log" 2>&1 || status=$?
 [ "$status" = 1 ] || fail "a worker's exception gave status $status"
 grep -q "^error: rank 1 failed while running probe '.*test fault after 2 probes" \
@@ -97,7 +104,7 @@ grep -q "^error: rank 1 failed while running probe '.*test fault after 2 probes"
 # A bad plan file under mpirun: status 2 with the place, like one process.
 printf 'plan: bad\nbase: {}\nload: {users: -1}\n' >"$work/bad.yaml"
 status=0
-"${mpi[@]}" "$bin" plan "$work/bad.yaml" --out "$work/bad" -q >"$work/bad.log" 2>&1 || status=$?
+"${mpi[@]}" -n 2 "$bin" plan "$work/bad.yaml" --out "$work/bad" -q >"$work/bad.log" 2>&1 || status=$?
 [ "$status" = 2 ] || fail "a bad plan file gave status $status: $(cat "$work/bad.log")"
 grep -q "bad.yaml:" "$work/bad.log" || fail "the error does not name the file"
 echo "ok: $total probes, $kept kept by the failed job"
