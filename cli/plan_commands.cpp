@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/ranks.h"
 #include "plan/plan_config.h"
 #include "plan/planner.h"
 #include "plan/report.h"
@@ -42,36 +43,37 @@ int run_plan_command(const PlanArgs& a) {
   if (!a.out.empty()) p.out_dir = a.out;
   if (a.no_early_stop) p.probe.early_stop = false;
   const std::filesystem::path dir = std::filesystem::path(p.out_dir) / p.name;
-  plan::ProbeCache cache(dir / "cache");
-  auto runner = plan::make_local_runner(a.jobs);
-  plan::PlanOptions opts;
-  opts.jobs = a.jobs;
-  opts.resume = a.resume;
-  opts.quiet = a.quiet;
-  const auto t0 = std::chrono::steady_clock::now();
-  auto wall = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
-  if (a.users.empty()) {
-    const auto outcome = plan::run_plan(p, opts, *runner, cache);
-    plan::write_plan_files(p, outcome, p.load.users, dir);
-    plan::print_plan(p, outcome, p.load.users, wall(), stdout);
-    std::printf("results: %s/\n", dir.string().c_str());
+  return plan_on_ranks(p, a.jobs, [&](plan::ProbeRunner& runner) {
+    plan::ProbeCache cache(dir / "cache");
+    plan::PlanOptions opts;
+    opts.jobs = a.jobs;
+    opts.resume = a.resume;
+    opts.quiet = a.quiet;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto wall = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    if (a.users.empty()) {
+      const auto outcome = plan::run_plan(p, opts, runner, cache);
+      plan::write_plan_files(p, outcome, p.load.users, dir);
+      plan::print_plan(p, outcome, p.load.users, wall(), stdout);
+      std::printf("results: %s/\n", dir.string().c_str());
+      return 0;
+    }
+    // A capacity curve: the plan once per population, each into users-<n>/, and curve.csv.
+    std::string curve = "users,mode,best,replicas,gpus,cost_per_hour,users_per_gpu\n";
+    for (const auto u : a.users) {
+      opts.users = u;
+      const auto outcome = plan::run_plan(p, opts, runner, cache);
+      plan::write_plan_files(p, outcome, u, dir / ("users-" + std::to_string(u)));
+      plan::print_plan(p, outcome, u, wall(), stdout);
+      for (const std::string mode : {"text", "kv_inject", ""})
+        curve += curve_row(p, outcome, u, mode);
+    }
+    plan::write_atomically(dir / "curve.csv", curve);
+    std::printf("results: %s/ (curve.csv, users-<n>/)\n", dir.string().c_str());
     return 0;
-  }
-  // A capacity curve: the plan once per population, each into users-<n>/, and curve.csv.
-  std::string curve = "users,mode,best,replicas,gpus,cost_per_hour,users_per_gpu\n";
-  for (const auto u : a.users) {
-    opts.users = u;
-    const auto outcome = plan::run_plan(p, opts, *runner, cache);
-    plan::write_plan_files(p, outcome, u, dir / ("users-" + std::to_string(u)));
-    plan::print_plan(p, outcome, u, wall(), stdout);
-    for (const std::string mode : {"text", "kv_inject", ""})
-      curve += curve_row(p, outcome, u, mode);
-  }
-  plan::write_atomically(dir / "curve.csv", curve);
-  std::printf("results: %s/ (curve.csv, users-<n>/)\n", dir.string().c_str());
-  return 0;
+  });
 }
 
 }  // namespace
@@ -83,8 +85,9 @@ void add_plan_commands(CLI::App& app, Action& action) {
   cmd->add_option("PLAN", args->file, "plan YAML (docs/plan.md)")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("--jobs,-j", args->jobs,
-                  "probes run side by side (threads; default 0: one per core)");
+  cmd->add_option(
+      "--jobs,-j", args->jobs,
+      "probes run side by side (threads; default 0: one per core, or one per rank under mpirun)");
   cmd->add_flag("--resume", args->resume,
                 "reuse the probes cached in results/<plan>/cache/ by an earlier run");
   cmd->add_flag("--no-early-stop", args->no_early_stop,

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/ranks.h"
 #include "sim/config/experiment.h"
 #include "sim/runner.h"
 
@@ -31,8 +32,8 @@ void add_run_commands(CLI::App& app, Action& action) {
       opts.out_dir = args->out;
       opts.progress = !args->no_progress;
       try {
-        const auto outcomes = run_experiment(exp, opts);
-        print_comparison(outcomes, stdout);
+        const auto outcomes = run_on_ranks(exp, opts);  // none on MPI ranks other than 0
+        if (outcomes) print_comparison(*outcomes, stdout);
       } catch (const ExecutorFailure& e) {
         // Not bad input: the executor went away (status 1); what was measured is kept.
         std::fprintf(stderr, "error: %s\n", e.what());
@@ -53,11 +54,12 @@ void add_run_commands(CLI::App& app, Action& action) {
       const ExperimentConfig exp = load_experiment(vargs->config, vargs->sets);
       validate_experiment(exp);
       for (const auto& r : exp.runs) {
-        std::printf("%s/%s: ok (%s, %s on %u x %s, k=%u, GPU store %.1f GiB, request KV %.1f GiB)\n",
-                    exp.name.c_str(), r.name.c_str(), to_string(r.serving.mode),
-                    r.model.name.c_str(), r.replicas, r.gpu.name.c_str(), r.serving.k,
-                    double(r.store.gpu.capacity_bytes) / double(1ull << 30),
-                    double(r.request_kv_bytes()) / double(1ull << 30));
+        std::printf(
+            "%s/%s: ok (%s, %s on %u x %s, k=%u, GPU store %.1f GiB, request KV %.1f GiB)\n",
+            exp.name.c_str(), r.name.c_str(), to_string(r.serving.mode), r.model.name.c_str(),
+            r.replicas, r.gpu.name.c_str(), r.serving.k,
+            double(r.store.gpu.capacity_bytes) / double(1ull << 30),
+            double(r.request_kv_bytes()) / double(1ull << 30));
       }
       return 0;
     };

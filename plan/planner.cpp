@@ -163,6 +163,56 @@ double objective_score(const PlanConfig& plan, const CandidateResult& r) {
   return 0;
 }
 
+ProbeTask make_probe_task(const PlanConfig& plan, const Candidate& c, std::uint64_t users,
+                          const ProbeSpec& spec) {
+  ProbeTask t;
+  t.spec = spec;
+  t.run = resolve(plan, c, probe_overrides(plan, users, spec.load_factor, spec.replicas));
+  const bool warm = t.run.store.warm && t.run.serving.mode == ServingMode::kKvInject;
+  t.open = streamed_trace(t.run, warm);
+  if (!t.open) {
+    const std::string path = materialize_trace(
+        t.run, (std::filesystem::path(plan.out_dir) / plan.name / ".traces").string());
+    t.open = [path, fast = t.run.fast_paths] { return open_trace(path, fast); };
+  }
+  t.warmup_ns = seconds_to_ns(plan.probe.warmup_s);
+  t.window_end_ns = seconds_to_ns(plan.probe.warmup_s + plan.probe.window_s);
+  t.max_window_requests =
+      static_cast<std::uint64_t>(t.run.trace.options.integer("requests", 1, 0, INT64_MAX));
+  t.slo = plan.slo;
+  if (t.run.serving.mode == ServingMode::kKvInject && c.kv_bytes_per_token_per_gpu > 0) {
+    t.store_tokens = double(spec.replicas) * double(c.store_bytes_per_gpu) /
+                     double(c.kv_bytes_per_token_per_gpu);
+    const YamlView& o = t.run.trace.options;
+    t.fact_tokens =
+        o.number("fact_words", 14.8, 1, 1e6) * o.number("tokens_per_word", 1.3, 1e-3, 100);
+  }
+  t.early_stop = plan.probe.early_stop;
+  nlohmann::json cfg = nlohmann::json::parse(summary_json(t.run, RunSummary{}))["config"];
+  cfg.erase("experiment");
+  cfg.erase("run");
+  // Text mode keeps no fact store: its settings change nothing, so such probes share a key.
+  if (t.run.serving.mode == ServingMode::kText) cfg.erase("store");
+  std::string key =
+      "inferscale plan probe v2\n" + cfg.dump() + "\ntrace: " + trace_options_text(t.run) +
+      "\nwindow: " + std::to_string(t.warmup_ns) + " " + std::to_string(t.window_end_ns) +
+      "\nearly_stop: " + (t.early_stop ? "1" : "0") + "\nslo:";
+  for (const auto& s : plan.slo) {
+    char b[96];
+    std::snprintf(b, sizeof b, " %s<=%.17g@%.17g", s.metric.c_str(), s.max_ms, s.share);
+    key += b;
+  }
+  t.key_text = key;
+  t.key = probe_hash(key);
+  t.run_name = c.run;
+  t.sets = c.sets;
+  t.users = users;
+  t.store_bytes_per_gpu = c.store_bytes_per_gpu;
+  t.kv_bytes_per_token_per_gpu = c.kv_bytes_per_token_per_gpu;
+  t.label = c.label;
+  return t;
+}
+
 PlanOutcome run_plan(const PlanConfig& plan, const PlanOptions& opts, ProbeRunner& runner,
                      const ProbeCache& cache) {
   PlanOutcome out;
@@ -364,46 +414,8 @@ PlanOutcome run_plan(const PlanConfig& plan, const PlanOptions& opts, ProbeRunne
     for (std::size_t i = 0; i < active.size(); ++i) {
       const auto spec = next_spec(active[i]);
       if (!spec) continue;
-      auto t = std::make_unique<ProbeTask>();
-      t->spec = *spec;
-      const Candidate& c = out.candidates[spec->candidate];
-      t->run = resolve(plan, c, probe_overrides(plan, users, spec->load_factor, spec->replicas));
-      const bool warm = t->run.store.warm && t->run.serving.mode == ServingMode::kKvInject;
-      t->open = streamed_trace(t->run, warm);
-      if (!t->open) {
-        const std::string path = materialize_trace(
-            t->run, (std::filesystem::path(plan.out_dir) / plan.name / ".traces").string());
-        t->open = [path, fast = t->run.fast_paths] { return open_trace(path, fast); };
-      }
-      t->warmup_ns = seconds_to_ns(plan.probe.warmup_s);
-      t->window_end_ns = seconds_to_ns(plan.probe.warmup_s + plan.probe.window_s);
-      t->max_window_requests =
-          static_cast<std::uint64_t>(t->run.trace.options.integer("requests", 1, 0, INT64_MAX));
-      t->slo = plan.slo;
-      if (t->run.serving.mode == ServingMode::kKvInject && c.kv_bytes_per_token_per_gpu > 0) {
-        t->store_tokens = double(spec->replicas) * double(c.store_bytes_per_gpu) /
-                          double(c.kv_bytes_per_token_per_gpu);
-        const YamlView& o = t->run.trace.options;
-        t->fact_tokens =
-            o.number("fact_words", 14.8, 1, 1e6) * o.number("tokens_per_word", 1.3, 1e-3, 100);
-      }
-      t->early_stop = plan.probe.early_stop;
-      nlohmann::json cfg = nlohmann::json::parse(summary_json(t->run, RunSummary{}))["config"];
-      cfg.erase("experiment");
-      cfg.erase("run");
-      // Text mode keeps no fact store: its settings change nothing, so such probes share a key.
-      if (t->run.serving.mode == ServingMode::kText) cfg.erase("store");
-      std::string key =
-          "inferscale plan probe v2\n" + cfg.dump() + "\ntrace: " + trace_options_text(t->run) +
-          "\nwindow: " + std::to_string(t->warmup_ns) + " " + std::to_string(t->window_end_ns) +
-          "\nearly_stop: " + (t->early_stop ? "1" : "0") + "\nslo:";
-      for (const auto& s : plan.slo) {
-        char b[96];
-        std::snprintf(b, sizeof b, " %s<=%.17g@%.17g", s.metric.c_str(), s.max_ms, s.share);
-        key += b;
-      }
-      t->key_text = key;
-      t->key = probe_hash(key);
+      auto t = std::make_unique<ProbeTask>(
+          make_probe_task(plan, out.candidates[spec->candidate], users, *spec));
       tasks.push_back(std::move(t));
       owner.push_back(i);
     }

@@ -78,6 +78,12 @@ struct PlanOptions {
 PlanOutcome run_plan(const PlanConfig& plan, const PlanOptions& opts, ProbeRunner& runner,
                      const ProbeCache& cache);
 
+/// One probe resolved for running: candidate `c`'s run with the probe's overrides, its trace,
+/// window, SLOs and cache key. Uses c.run, c.sets and the store sizes of `c`; reads YAML. What
+/// the planner asks its runner for, and what a distributed worker rebuilds from the same inputs.
+ProbeTask make_probe_task(const PlanConfig& plan, const Candidate& c, std::uint64_t users,
+                          const ProbeSpec& spec);
+
 /// The `--set` overrides of a probe: the plan's load for `users` x `factor` (a generated trace
 /// of the warm-up, window and cool-down), `replicas`, and outputs off.
 std::vector<std::string> probe_overrides(const PlanConfig& plan, std::uint64_t users, double factor,

@@ -39,6 +39,12 @@ struct ProbeTask {
   double fact_tokens = 0;
   std::string key_text;  // the resolved configuration, hashed into `key`
   std::string key;       // 16 hex digits
+  // What rebuilds this task in another process (make_probe_task's inputs) and names it.
+  std::string run_name;
+  std::vector<std::string> sets;
+  std::uint64_t users = 0;
+  std::uint64_t store_bytes_per_gpu = 0, kv_bytes_per_token_per_gpu = 0;
+  std::string label;
 };
 
 struct ProbeResult {

@@ -5,6 +5,7 @@
 // ranks on a shared folder) may write it at once: an entry is the same whoever writes it.
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -14,6 +15,12 @@ namespace inferscale::plan {
 
 /// 64-bit FNV-1a of `text` (stable across builds and machines), as 16 hex digits.
 std::string probe_hash(const std::string& text);
+
+/// A probe's result as one JSON object (`config` is added by the cache), and back: what a
+/// cache entry holds and what a distributed worker sends. Doubles round-trip exactly.
+nlohmann::json probe_result_json(const ProbeResult& r);
+/// The result in `j` (an exception when a field is missing or of the wrong type).
+ProbeResult probe_result_from_json(const nlohmann::json& j);
 
 class ProbeCache {
  public:

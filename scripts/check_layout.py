@@ -14,13 +14,17 @@ import sys
 FORBIDDEN = {
     "inferscale_sim": {"inferscale_plan", "inferscale_executor_gpu", "inferscale_executor_remote",
                        "inferscale_eval", "inferscale_eval_config", "inferscale_executor_kinds",
-                       "inferscale"},
+                       "inferscale_mpi", "inferscale"},
     "inferscale_traces": {"inferscale_sim", "inferscale_policies", "inferscale_executor"},
     "inferscale_policies": {"inferscale_sim", "inferscale_executor"},
     "inferscale_executor": {"inferscale_sim", "inferscale_traces", "inferscale_policies"},
     "inferscale_eval": {"inferscale_sim", "inferscale_executor_kinds", "inferscale"},
     "inferscale_plan": {"inferscale_executor_gpu", "inferscale_executor_remote", "inferscale_eval",
-                        "inferscale_eval_config", "inferscale_executor_kinds", "inferscale"},
+                        "inferscale_eval_config", "inferscale_executor_kinds", "inferscale_mpi",
+                        "inferscale"},
+    # MPI stays in mpi/: over the planner and the simulator, under the command line.
+    "inferscale_mpi": {"inferscale_executor_gpu", "inferscale_eval", "inferscale_eval_config",
+                       "inferscale"},
 }
 
 

@@ -11,11 +11,11 @@ JOBS=${JOBS:-$(nproc)}
 # Debian packages. The simulator and the cost model need the first list; the tests add Catch2,
 # Google Benchmark and libtorch-dev (CPU, 1.13: the executor's CPU path), with
 # libopenblas0-pthread in place of the reference BLAS libtorch would otherwise use (several
-# times slower).
+# times slower), and Open MPI (plans and fleet runs over MPI ranks, tested on 2 ranks).
 CORE_PACKAGES=(build-essential cmake ninja-build pkg-config libcli11-dev libyaml-cpp-dev
   nlohmann-json3-dev libeigen3-dev libboost-dev libfmt-dev libzstd-dev python3)
 DEB_PACKAGES=("${CORE_PACKAGES[@]}" catch2 libbenchmark-dev libtorch-dev libopenblas0-pthread
-  python3-pip)
+  python3-pip libopenmpi-dev openmpi-bin)
 # scripts/fuzz.sh: clang and its libFuzzer and sanitizer runtimes (only recommended by clang:
 # installs here skip recommendations).
 FUZZ_PACKAGES=(clang libclang-rt-dev)
@@ -30,6 +30,10 @@ if [ -z "${OPENBLAS_CORETYPE:-}" ] && [ -r /proc/cpuinfo ]; then
     export OPENBLAS_CORETYPE=Haswell
   fi
 fi
+
+# Open MPI's mpirun refuses to run as root (CI containers) unless both are set; the MPI tests
+# start 2 ranks with it.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 log() { printf '\033[1m[inferscale]\033[0m %s\n' "$*" >&2; }
 

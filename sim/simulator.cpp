@@ -7,10 +7,12 @@
 #include <filesystem>
 #include <limits>
 #include <queue>
+#include <tuple>
 #include <unordered_map>
 
 #include "executor/cost_model/cost_model.h"
 #include "sim/node_store.h"
+#include "sim/partition.h"
 #include "sim/router.h"
 #include "sim/sim_events.h"
 #include "sim/trace_ahead.h"
@@ -78,6 +80,14 @@ struct Simulator::Impl {
   bool timeline_first = true;
   std::uint64_t events = 0;
 
+  // partitioned (SimOutputs::part of parts)
+  bool partitioned = false;
+  std::uint64_t record_index = 0;  // trace records handled (all parts')
+  OrderLog requests_order, timeline_order;
+  bool owned(int rep) const {
+    return !partitioned || std::uint32_t(rep) % outputs.parts == outputs.part;
+  }
+
   // closed loop
   bool closed_loop = false;
   SimTime think_time = 0;
@@ -96,7 +106,10 @@ struct Simulator::Impl {
                            static_cast<int>(c.node.gpus > 0 ? c.replicas_per_node() : c.replicas))),
         home(static_cast<int>(c.replicas)),
         metrics(outputs.requests_csv),
-        progress(outputs.progress, outputs.partial_dir) {
+        progress(outputs.progress, outputs.partial_dir),
+        partitioned(outputs.parts > 1),
+        requests_order(outputs.requests_order),
+        timeline_order(outputs.timeline_order) {
     const bool kv_inject = c.serving.mode == ServingMode::kKvInject;
     if (kv_inject && c.store.remote.enabled) remote = std::make_unique<RemoteStore>(c, facts);
     if (kv_inject && c.lower_tiers()) {
@@ -150,7 +163,13 @@ struct Simulator::Impl {
   void kick(int rep, SimTime now) {
     if (replicas[rep]->busy() || kick_pending[rep]) return;
     kick_pending[rep] = 1;
-    push(now, kKick, static_cast<std::uint64_t>(rep));
+    // Partitioned: a kick's order among kicks is the trace position of the record that queued
+    // it, the same in every part (in one process, kicks are queued only by records then).
+    if (partitioned) {
+      heap.push(Event{now, kKick, record_index, static_cast<std::uint64_t>(rep)});
+    } else {
+      push(now, kKick, static_cast<std::uint64_t>(rep));
+    }
   }
 
   /// An idle replica (start_step returned -1) whose requests wait for asynchronous loads: a kick
@@ -174,11 +193,13 @@ struct Simulator::Impl {
     chain.starts.clear();
     chain.starts.push_back(now);
     push(now + d, kStepDone, static_cast<std::uint64_t>(rep));
-    if (timeline != nullptr) write_timeline(r);
+    if (timeline != nullptr) write_timeline(r, chain);
   }
 
-  void write_timeline(const Replica& r) {
+  void write_timeline(const Replica& r, const StepChain& chain) {
     const StepRecord& s = r.last_step();
+    if (timeline_order.on())
+      timeline_order.add(s.start, r.index(), chain.starts, chain.kick_seq, 1);
     std::fprintf(
         timeline,
         "%s{\"name\":\"step\",\"ph\":\"X\",\"pid\":0,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
@@ -291,6 +312,10 @@ struct Simulator::Impl {
     while (true) {
       finished.clear();
       replica.finish_step(now, finished);
+      if (!finished.empty() && requests_order.on()) {
+        const StepChain& c = chains[rep];
+        requests_order.add(now, rep, c.starts, c.kick_seq, std::uint32_t(finished.size()));
+      }
       for (const std::uint32_t ri : finished) {
         const Request& r = pool[ri];
         metrics.record(r, static_cast<std::uint32_t>(r.facts.size()), cfg.slo.ttft_ms,
@@ -306,7 +331,7 @@ struct Simulator::Impl {
         return;
       }
       chains[rep].starts.push_back(now);
-      if (timeline != nullptr) write_timeline(replica);
+      if (timeline != nullptr) write_timeline(replica, chains[rep]);
       // Fused: the next step's end is handled here rather than from the queue. Nothing else
       // reads or changes this replica before the next trace record that reaches it
       // (fuse_before; its only queued event is its step's end; the others' events touch their
@@ -412,22 +437,35 @@ struct Simulator::Impl {
       }
       if (trace_t <= event_t) {
         now = trace_t;
+        // Partitioned: records that reach other parts' replicas only declare their facts
+        // (fact ids stay the whole trace's) and count.
         switch (rec.kind) {
           case RecordKind::kHeader:
             break;
           case RecordKind::kFact:
-            on_fact(rec.fact, now);
+            if (!partitioned || owned(home_of(rec.fact.user))) {
+              on_fact(rec.fact, now);
+            } else {
+              add_fact(rec.fact, false);
+            }
             break;
-          case RecordKind::kMemoryWrite:
-            on_memory_write(add_fact(rec.fact, true), now);
+          case RecordKind::kMemoryWrite: {
+            const FactId id = add_fact(rec.fact, true);
+            if (!partitioned || owned(home_of(rec.fact.user))) on_memory_write(id, now);
             break;
+          }
           case RecordKind::kRequest: {
+            if (partitioned && !owned(router->route_ahead(rec.request.user, requests_seen))) {
+              ++requests_seen;
+              break;
+            }
             const auto& dense = ahead.front_facts();
             issue(rec.request.id, rec.request.user, now, rec.request.query_tokens,
                   rec.request.output_tokens, dense.data(), dense.size(), requests_seen++);
             break;
           }
         }
+        ++record_index;
         have = ahead.pop();
       } else {
         const Event e = heap.top();
@@ -496,6 +534,11 @@ struct Simulator::Impl {
     closed_loop =
         have && rec.kind == RecordKind::kHeader && rec.header.arrival == ArrivalMode::kClosedLoop;
     think_time = reader.header().think_time_ns;
+    if (closed_loop && partitioned) {
+      throw InputError(reader.name(),
+                       "a closed-loop trace cannot be partitioned over processes (a user's next "
+                       "request waits on the whole fleet's answers): run it in one process");
+    }
     if (closed_loop) {
       run_closed(reader, rec, have);
     } else {
@@ -512,6 +555,8 @@ struct Simulator::Impl {
 
   void close_outputs() {
     metrics.close();
+    requests_order.close();
+    timeline_order.close();
     if (timeline != nullptr) {
       std::fprintf(timeline, "\n]}\n");
       std::fclose(timeline);
@@ -534,6 +579,8 @@ struct Simulator::Impl {
     s.tiers[2].hits = s.disk_hits;
     s.tiers[3].hits = s.remote_hits;
     for (const auto& n : nodes) {
+      // A partitioned run has a node per replica (sim/partition.cpp): another part's is not ours.
+      if (!owned(static_cast<int>(std::uint32_t(n->index()) * cfg.replicas_per_node()))) continue;
       for (int l = 0; l < kTierLevels; ++l) {
         const auto level = static_cast<TierLevel>(l);
         TierSummary& t = s.tiers[l];
@@ -575,8 +622,11 @@ struct Simulator::Impl {
     s.requests = metrics.completed();
     s.output_tokens = metrics.output_tokens();
     s.good = metrics.good();
-    const SimTime span =
-        metrics.first_arrival() < 0 ? 0 : metrics.last_finish() - metrics.first_arrival();
+    SimTime first_arrival = metrics.first_arrival(), last_finish = metrics.last_finish();
+    if (outputs.fleet_span) {
+      std::tie(first_arrival, last_finish) = outputs.fleet_span(first_arrival, last_finish);
+    }
+    const SimTime span = first_arrival < 0 ? 0 : last_finish - first_arrival;
     s.makespan_s = double(span) / 1e9;
     if (s.makespan_s > 0) {
       s.throughput_rps = double(s.requests) / s.makespan_s;
@@ -596,7 +646,9 @@ struct Simulator::Impl {
     s.preemptions = metrics.preemptions();
     s.prefill_tokens = metrics.prefill_tokens();
     SimTime busy = 0;
+    s.store_mean_bytes_by_replica.assign(replicas.size(), 0.0);
     for (const auto& r : replicas) {
+      if (!owned(r->index())) continue;  // another part's
       const ReplicaStats& st = r->stats();
       busy += st.busy_ns;
       s.steps += st.steps;
@@ -613,7 +665,11 @@ struct Simulator::Impl {
         s.store_capacity_bytes += g->capacity_bytes();
         s.store_peak_bytes = std::max(s.store_peak_bytes, g->stats().peak_bytes);
         s.store_final_bytes += g->used_bytes();
-        if (span > 0) s.store_mean_bytes += st.store_bytes_time_integral / double(span);
+        if (span > 0) {
+          const double mean = st.store_bytes_time_integral / double(span);
+          s.store_mean_bytes += mean;
+          s.store_mean_bytes_by_replica[std::size_t(r->index())] = mean;
+        }
       }
       if (const StoreTier* g = r->gpu_tier()) {
         s.resident_facts += g->resident_count();
@@ -631,6 +687,8 @@ struct Simulator::Impl {
     }
     if (span > 0) s.busy_fraction = double(busy) / (double(span) * double(replicas.size()));
     summarize_tiers(s, span);
+    s.busy_ns = busy;
+    s.events = events;
     s.facts = std::max<std::uint64_t>(population_facts, facts.size());
     s.users = users_seen.size();
     s.wall_s = progress.wall_s();
@@ -667,6 +725,12 @@ RunSummary Simulator::run() {
 
 RunSummary Simulator::partial_summary() {
   return impl_->partial_summary();
+}
+
+RequestValues Simulator::take_request_values() {
+  Metrics& m = impl_->metrics;
+  return RequestValues{std::move(m.ttft_ms()), std::move(m.tpot_ms()), std::move(m.e2e_ms()),
+                       std::move(m.queue_ms())};
 }
 
 }  // namespace inferscale

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "executor/executor.h"
@@ -45,6 +46,16 @@ struct SimOutputs {
   /// Called with each request as it completes (after its metrics are recorded), e.g. by the
   /// planner, which measures a window of the run and may end it early by throwing.
   std::function<void(const Request&)> on_complete;
+  /// A partitioned fleet run (sim/partition.h): this is part `part` of `parts`, simulating the
+  /// replicas r with r % parts == part and the trace records that reach them. Every record is
+  /// still read, so fact ids and trace positions are the whole trace's.
+  std::uint32_t part = 0, parts = 1;
+  /// Partitioned: the fleet's first arrival and last finish from this part's (an exchange
+  /// among the parts; every part calls it once, from run()); the summary's rates use them.
+  std::function<std::pair<SimTime, SimTime>(SimTime first_arrival, SimTime last_finish)> fleet_span;
+  /// Partitioned: where the order keys of requests.csv's rows and of timeline.json's steps go
+  /// (sim/partition.h), so that the parts' files merge in the fleet's order.
+  std::string requests_order, timeline_order;
 };
 
 /// Fleets larger than this keep replica-local records (SimOutputs::compact_ids).
@@ -101,6 +112,17 @@ struct RunSummary {
   std::uint64_t local_facts = 0, local_facts_freed = 0;
   std::uint64_t resident_facts = 0;  // at the end, in the replicas' GPU tiers (not written; the
                                      // tiers below number facts themselves)
+  // For merging the parts of a partitioned run (not written): the executors' busy time, each
+  // replica's mean store bytes (0 for replicas of other parts), the events handled.
+  std::int64_t busy_ns = 0;
+  std::vector<double> store_mean_bytes_by_replica;
+  std::uint64_t events = 0;
+};
+
+/// Every completed request's latencies in milliseconds (what the summary's percentiles are of),
+/// in no particular order.
+struct RequestValues {
+  std::vector<double> ttft_ms, tpot_ms, e2e_ms, queue_ms;
 };
 
 class Simulator {
@@ -120,6 +142,8 @@ class Simulator {
   /// After run() threw ExecutorFailure: closes the outputs (requests.csv then holds the requests
   /// completed so far) and summarizes what was measured.
   RunSummary partial_summary();
+  /// After run(): the requests' latencies, moved out (a partitioned run's parts merge them).
+  RequestValues take_request_values();
 
  private:
   struct Impl;

@@ -159,14 +159,14 @@ std::string options_key(const RunConfig& run) {
 
 }  // namespace
 
-std::function<std::unique_ptr<RecordStream>()> streamed_trace(const RunConfig& run,
-                                                              bool eager_facts) {
+std::function<std::unique_ptr<RecordStream>()> streamed_trace(
+    const RunConfig& run, bool eager_facts, std::function<bool(std::uint64_t user)> keep_user) {
   if (run.trace.kind != "generate") return {};
   const YamlView& v = run.trace.options;
   if (v.boolean("write_trace", false)) return {};
   const auto o = synthetic_options(v, run.seed);
-  return [o, eager_facts]() -> std::unique_ptr<RecordStream> {
-    return std::make_unique<SyntheticStream>(o, !eager_facts);
+  return [o, eager_facts, keep_user]() -> std::unique_ptr<RecordStream> {
+    return std::make_unique<SyntheticStream>(o, !eager_facts, keep_user);
   };
 }
 

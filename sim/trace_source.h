@@ -18,8 +18,9 @@ std::string materialize_trace(const RunConfig& run, const std::string& cache_dir
 /// A generated trace (`generate:` without `write_trace: true`) as a stream that is never
 /// written: facts derived per user when first needed, or all at t=0 with `eager_facts` (a warm
 /// store is filled in the trace's order). Empty for other kinds (materialize_trace then).
-std::function<std::unique_ptr<RecordStream>()> streamed_trace(const RunConfig& run,
-                                                              bool eager_facts);
+/// `keep_user` (if set): only these users' requests carry their facts (SyntheticStream).
+std::function<std::unique_ptr<RecordStream>()> streamed_trace(
+    const RunConfig& run, bool eager_facts, std::function<bool(std::uint64_t user)> keep_user = {});
 /// Checks the generate/locomo options without generating anything.
 void check_trace_source(const RunConfig& run);
 

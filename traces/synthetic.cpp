@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -283,6 +284,7 @@ struct SyntheticStream::Impl {
   enum class Phase { kHeader, kStatic, kRequests, kTail, kDone } phase = Phase::kHeader;
   std::uint64_t next_user = 0, next_request = 0;
   std::size_t wi = 0;
+  std::function<bool(std::uint64_t)> keep_user;  // empty: every user's requests in full
 
   /// The options, with at most as many requests as a replay has rows.
   static SyntheticOptions clamped(SyntheticOptions o) {
@@ -347,9 +349,9 @@ struct SyntheticStream::Impl {
       shuffle(by_rank, prng);
     }
     user_cdf = zipf_cdf(o.users, o.user_zipf);
-    arrivals = PoissonArrivals(start_ns,
-                               o.arrival.mode == ArrivalMode::kOpen ? o.arrival.rate_per_s : 1,
-                               derive_seed(o.seed, kArrivalStream), o.arrival.cv);
+    arrivals =
+        PoissonArrivals(start_ns, o.arrival.mode == ArrivalMode::kOpen ? o.arrival.rate_per_s : 1,
+                        derive_seed(o.seed, kArrivalStream), o.arrival.cv);
   }
 
   /// ceil(s * n / S): a user's facts spread evenly over its sessions, in order.
@@ -447,6 +449,12 @@ struct SyntheticStream::Impl {
     // k distinct facts by Zipf over recency rank (rank 0: the newest fact the user has).
     const std::uint32_t n = st.available;
     const std::uint32_t k = std::min(o.k, n);
+    if (keep_user && !keep_user(user)) {
+      // Another process's user: the same draws (the sampler takes one uniform a fact), no facts.
+      for (std::uint32_t j = 0; j < k; ++j) rng.uniform();
+      r.facts.clear();
+      return;
+    }
     fact_sampler.draw(rng, n, k, chosen);
     r.facts.resize(k);
     for (std::uint32_t j = 0; j < k; ++j) {
@@ -527,8 +535,11 @@ struct SyntheticStream::Impl {
   }
 };
 
-SyntheticStream::SyntheticStream(const SyntheticOptions& o, bool lazy_facts)
-    : impl_(std::make_unique<Impl>(o, lazy_facts)) {}
+SyntheticStream::SyntheticStream(const SyntheticOptions& o, bool lazy_facts,
+                                 std::function<bool(std::uint64_t user)> keep_user)
+    : impl_(std::make_unique<Impl>(o, lazy_facts)) {
+  impl_->keep_user = std::move(keep_user);
+}
 SyntheticStream::~SyntheticStream() = default;
 bool SyntheticStream::next(TraceRecord& out) {
   return impl_->next(out);

@@ -3,6 +3,7 @@
 // the seed. Defaults are fitted to LoCoMo (traces/README.md says which numbers and from where).
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "traces/arrival_replay.h"
@@ -72,7 +73,11 @@ void validate_synthetic_options(const SyntheticOptions& o);
 /// O(users + max facts per user), about 40 bytes a user.
 class SyntheticStream final : public RecordStream {
  public:
-  SyntheticStream(const SyntheticOptions& o, bool lazy_facts);
+  /// `keep_user` (if set): users whose requests come in full; the others' requests come
+  /// without their facts (the same random draws, so every other record is the same), for a
+  /// process that simulates only some users (a partitioned fleet run).
+  SyntheticStream(const SyntheticOptions& o, bool lazy_facts,
+                  std::function<bool(std::uint64_t user)> keep_user = {});
   ~SyntheticStream() override;
   bool next(TraceRecord& out) override;
   const TraceHeader& header() const override;

@@ -1,0 +1,42 @@
+#pragma once
+// @brief This process's place among the ranks of an MPI job, and the job's end: initialized
+// only when an MPI launcher (mpirun, srun) started the process, so that a plain `inferscale`
+// never touches MPI.
+
+#include <string>
+
+namespace inferscale::mpi {
+
+struct World {
+  int rank = 0;
+  int size = 1;
+};
+
+/// Whether an MPI launcher started this process (its environment says so).
+bool launched_by_mpi();
+
+/// Initializes MPI once (only the main thread calls MPI) where launched by MPI; {0, 1} otherwise.
+World init_world();
+
+/// The world init_world() returned ({0, 1} before it).
+World world();
+
+/// Ends this rank's part of the job normally (MPI_Finalize, where initialized).
+void finish_world();
+
+/// Ends every rank of the job with exit status `status`, after this rank printed why.
+[[noreturn]] void abort_world(int status);
+
+/// What this rank is doing, for the message printed if it is stopped by a signal (SIGABRT,
+/// SIGTERM, SIGSEGV...): "running probe ...". Kept in a fixed buffer (signal-safe to read).
+void set_doing(const std::string& what);
+
+/// What the other ranks are doing as this one knows it (rank 0: the probe each worker runs),
+/// printed with set_doing's text.
+void set_others_doing(const std::string& what);
+
+/// Installs the handlers that print "inferscale rank R: signal S while DOING" before the
+/// default action (done by init_world for jobs of several ranks).
+void install_rank_signal_notes();
+
+}  // namespace inferscale::mpi
