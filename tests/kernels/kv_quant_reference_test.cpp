@@ -41,8 +41,8 @@ TEST_CASE("fp8 e4m3 rounding keeps every representable value and rounds ties to 
       REQUIRE(fp8_e4m3_round(std::nextafter(mid, 1e9f)) == grid[i + 1]);
     }
   }
-  CHECK(fp8_e4m3_round(1.0625f) == 1.0f);     // tie between 1 and 1.125: even mantissa 0
-  CHECK(fp8_e4m3_round(1.1875f) == 1.25f);    // tie between 1.125 and 1.25: even mantissa 2
+  CHECK(fp8_e4m3_round(1.0625f) == 1.0f);   // tie between 1 and 1.125: even mantissa 0
+  CHECK(fp8_e4m3_round(1.1875f) == 1.25f);  // tie between 1.125 and 1.25: even mantissa 2
   CHECK(fp8_e4m3_round(std::ldexp(1.0f, -10)) == 0.0f);  // half the smallest subnormal
   CHECK(fp8_e4m3_round(1000.0f) == 448.0f);              // saturates
   CHECK(fp8_e4m3_round(0.0f) == 0.0f);
