@@ -6,17 +6,7 @@
 # different replicas, ordered as one process orders them). Runs that cannot be partitioned
 # (least_loaded, round_robin; nodes) are refused with status 2, naming the reason, writing nothing.
 #   tests/mpi/fleet_ranks_test.sh INFERSCALE MPIEXEC WORK_DIR
-set -euo pipefail
-bin=$1 mpiexec=$2 work=$3
-rm -rf "$work"
-mkdir -p "$work"
-mpi=("$mpiexec")
-"$mpiexec" --version 2>&1 | grep -qiE "open ?(mpi|rte)" && mpi+=(--oversubscribe)
-
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 cat >"$work/fleet.yaml" <<'YAML'
 experiment: fleet

@@ -5,17 +5,7 @@
 # a message naming the rank and the probe, leaves no plan files, keeps the finished probes in
 # the cache, and a resumed plan (on 2 ranks, then on 1) runs only what was missing.
 #   tests/mpi/plan_ranks_test.sh INFERSCALE MPIEXEC WORK_DIR
-set -euo pipefail
-bin=$1 mpiexec=$2 work=$3
-rm -rf "$work"
-mkdir -p "$work"
-mpi=("$mpiexec")
-"$mpiexec" --version 2>&1 | grep -qiE "open ?(mpi|rte)" && mpi+=(--oversubscribe)
-
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 cat >"$work/twenty.yaml" <<'YAML'
 plan: twenty
