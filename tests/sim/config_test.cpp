@@ -4,6 +4,7 @@
 #include "sim/config/experiment.h"
 #include "sim/runner.h"
 #include "tests/catch.h"
+#include "tests/sim/config_errors.h"
 #include "tests/sim/sim_test_util.h"
 #include "traces/error.h"
 
@@ -33,13 +34,7 @@ std::string error_of(const std::string& name, const std::string& yaml,
 
 TEST_CASE("config errors carry file:line:column, key path and what was expected") {
   const std::string base = "experiment: e\ntrace: " + trace_path() + "\n";
-  struct Case {
-    const char* name;
-    std::string yaml;
-    const char* position;  // ":line:column: key.path"
-    const char* message;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<ConfigErrorCase> cases = {
       {"unknown_key", base + "serving:\n  kk: 3\n", ":4:3: serving.kk", "unknown key 'kk'"},
       {"wrong_type", base + "serving:\n  k: many\n", ":4:6: serving.k", "expected an integer"},
       {"negative_k", base + "serving:\n  k: -5\n", ":4:6: serving.k", "in [0, 65536]"},
@@ -71,14 +66,8 @@ TEST_CASE("config errors carry file:line:column, key path and what was expected"
       {"copy_inflight_zero", base + "executor:\n  copy_inflight_mb: 0\n",
        ":4:21: executor.copy_inflight_mb", "expected an integer in [1, 65536]"},
   };
-  for (const auto& c : cases) {
-    SECTION(c.name) {
-      const auto err = error_of(c.name, c.yaml);
-      INFO(err);
-      CHECK(err.find("c.yaml" + std::string(c.position)) != std::string::npos);
-      CHECK(err.find(c.message) != std::string::npos);
-    }
-  }
+  check_config_errors(
+      cases, [](const std::string& name, const std::string& yaml) { return error_of(name, yaml); });
 }
 
 TEST_CASE("overrides given with --set are typed and positioned") {
@@ -201,13 +190,14 @@ TEST_CASE("an error in a --set value names the flag instead of a file line") {
 
 TEST_CASE("a key missing from the file is blamed on the file, not on a --set of another key") {
   // Before: the first layer (a --set of serving.k) was taken as the place of the missing key.
-  const auto err = error_of("missing_with_set", "experiment: e\nserving: {k: 3}\n", {"serving.k=20"});
+  const auto err =
+      error_of("missing_with_set", "experiment: e\nserving: {k: 3}\n", {"serving.k=20"});
   INFO(err);
   CHECK(err.find("c.yaml:1:1: <top>: missing key 'trace'") != std::string::npos);
   CHECK(err.find("--set") == std::string::npos);
   const std::string base = "experiment: e\ntrace: " + trace_path() + "\n";
-  const auto gpu = error_of("missing_gpu_key_with_set", base + "gpu: {bf16_tflops: 1}\n",
-                            {"gpu.name=mine"});
+  const auto gpu =
+      error_of("missing_gpu_key_with_set", base + "gpu: {bf16_tflops: 1}\n", {"gpu.name=mine"});
   INFO(gpu);
   CHECK(gpu.find("c.yaml:3:6: gpu: gpu: missing key 'memory'") != std::string::npos);
 }

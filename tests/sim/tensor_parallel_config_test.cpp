@@ -5,6 +5,7 @@
 #include "sim/executor_factory.h"
 #include "sim/runner.h"
 #include "tests/catch.h"
+#include "tests/sim/config_errors.h"
 #include "tests/sim/sim_test_util.h"
 #include "traces/error.h"
 
@@ -57,13 +58,7 @@ TEST_CASE("tp: a 70B model in bf16 does not fit one H200 and fits four") {
 }
 
 TEST_CASE("tp: bad degrees and executors are errors at the key") {
-  struct Case {
-    const char* name;
-    std::string yaml;
-    const char* position;
-    const char* message;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<ConfigErrorCase> cases = {
       {"three", base() + "tp: 3\n", ":3:5: tp", "expected 1, 2, 4 or 8 GPUs per replica, got 3"},
       {"sixteen", base() + "tp: 16\n", ":3:5: tp", "expected an integer in [1, 8]"},
       {"heads", base() + "model: smollm2-135m\ntp: 2\n", ":4:5: tp",
@@ -97,14 +92,7 @@ TEST_CASE("tp: bad degrees and executors are errors at the key") {
                 "nvlink_gen: 4}\n",
        ":3:6: gpu", "nvlink_gen 4 needs a positive nvlink_gbps"},
   };
-  for (const auto& c : cases) {
-    SECTION(c.name) {
-      const auto err = error_of(c.name, c.yaml);
-      INFO(err);
-      CHECK(err.find("c.yaml" + std::string(c.position)) != std::string::npos);
-      CHECK(err.find(c.message) != std::string::npos);
-    }
-  }
+  check_config_errors(cases, error_of);
 }
 
 TEST_CASE("fp8 weights and an fp8 KV cache halve their bytes, and only theirs") {

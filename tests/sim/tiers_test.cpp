@@ -11,6 +11,7 @@
 #include "sim/node_store.h"
 #include "sim/runner.h"
 #include "tests/catch.h"
+#include "tests/sim/config_errors.h"
 #include "tests/sim/sim_test_util.h"
 #include "tests/sim/small_trace.h"
 #include "traces/error.h"
@@ -424,13 +425,7 @@ std::string tiers_error(const std::string& name, const std::string& yaml) {
 TEST_CASE("config errors of the fleet's keys carry their position and exit with status 2") {
   const std::string base =
       "experiment: e\ntrace: " + source_path("tests/sim/data/golden.jsonl") + "\n";
-  struct Case {
-    const char* name;
-    std::string yaml;
-    const char* position;
-    const char* message;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<ConfigErrorCase> cases = {
       {"host_over_dram", base + "node: hgx-h200-8\nstore:\n  host: {capacity: 3TB}\n",
        ":5:9: store.host", "larger than node 'hgx-h200-8' DRAM (2000.0 GB)"},
       {"disk_over_nvme", base + "node: hgx-h200-8\nstore:\n  disk: {capacity: 40TB}\n",
@@ -462,14 +457,7 @@ TEST_CASE("config errors of the fleet's keys carry their position and exit with 
               "  gpu: {capacity: 1GB, write: through}\n  host: {capacity: 1GB}\n",
        ":5:31: store.gpu.write", "offloads only evicted facts"},
   };
-  for (const auto& c : cases) {
-    SECTION(c.name) {
-      const auto err = tiers_error(c.name, c.yaml);
-      INFO(err);
-      CHECK(err.find("c.yaml" + std::string(c.position)) != std::string::npos);
-      CHECK(err.find(c.message) != std::string::npos);
-    }
-  }
+  check_config_errors(cases, tiers_error);
   // And the command line prints it on one line and exits with status 2.
   const auto dir = temp_dir("tiers_cli");
   const auto cfg = write_text(dir / "bad.yaml", base +
