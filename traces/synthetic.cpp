@@ -9,6 +9,7 @@
 #include "traces/error.h"
 #include "traces/prng.h"
 #include "traces/trace.h"
+#include "traces/zipf.h"
 
 namespace inferscale {
 
@@ -31,24 +32,6 @@ std::uint32_t draw_words(Rng& rng, double mean, double sd) {
 /// Uniform integer in [lo, hi].
 std::uint64_t draw_between(Rng& rng, std::uint64_t lo, std::uint64_t hi) {
   return lo + rng.below(hi - lo + 1);
-}
-
-/// Unnormalised Zipf CDF: cum[i] = sum over ranks 1..i+1 of rank^-s.
-std::vector<double> zipf_cdf(std::size_t n, double s) {
-  std::vector<double> cum(n);
-  double total = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    total += s == 0 ? 1.0 : std::pow(static_cast<double>(i + 1), -s);
-    cum[i] = total;
-  }
-  return cum;
-}
-
-/// 0-based rank in [0, n) drawn from the first n entries of `cum`.
-std::size_t zipf_draw(Rng& rng, const std::vector<double>& cum, std::size_t n) {
-  const double x = rng.uniform() * cum[n - 1];
-  const auto it = std::upper_bound(cum.begin(), cum.begin() + static_cast<std::ptrdiff_t>(n), x);
-  return std::min(static_cast<std::size_t>(it - cum.begin()), n - 1);
 }
 
 /// Draws k distinct ranks from the first n of a Zipf law, one after another, each with
@@ -269,7 +252,7 @@ struct SyntheticStream::Impl {
   std::vector<std::uint32_t>
       live_dense;  // by user * live_sessions + i: dense index of its first fact
   std::vector<std::uint64_t> by_rank;
-  std::vector<double> user_cdf;
+  ZipfTable user_zipf;
   ZipfSampler fact_sampler{gen.max_facts(), o.fact_zipf};
   std::vector<std::uint32_t> chosen;
   Rng rng{derive_seed(o.seed, kRequestStream)};
@@ -348,7 +331,7 @@ struct SyntheticStream::Impl {
       Rng prng(derive_seed(o.seed, kUserRankStream));
       shuffle(by_rank, prng);
     }
-    user_cdf = zipf_cdf(o.users, o.user_zipf);
+    user_zipf = ZipfTable(o.users, o.user_zipf);
     arrivals =
         PoissonArrivals(start_ns, o.arrival.mode == ArrivalMode::kOpen ? o.arrival.rate_per_s : 1,
                         derive_seed(o.seed, kArrivalStream), o.arrival.cv);
@@ -422,7 +405,7 @@ struct SyntheticStream::Impl {
       time = start_ns + static_cast<SimTime>(std::llround(double(row->time_ns) / o.replay_speedup));
     }
     for (; wi < writes.size() && writes[wi].time <= time; ++wi) push_write(writes[wi]);
-    const auto user = by_rank[zipf_draw(rng, user_cdf, o.users)];
+    const auto user = by_rank[user_zipf.draw(rng)];
     auto& st = users[user];
     if (st.dense_static == kNotDeclared) {  // lazy: its facts, the first time it asks
       gen.generate(user, uf);
