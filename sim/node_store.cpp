@@ -106,9 +106,47 @@ NodeStore::NodeStore(int index, const RunConfig& cfg, const FactTable& facts, Re
 FactId NodeStore::id_of(FactId global) {
   const std::uint32_t i = ids_.find(global);
   if (i != 0) return i - 1;
+  ++taken_since_sweep_;
+  if (!free_ids_.empty()) {
+    const FactId id = free_ids_.back();
+    free_ids_.pop_back();
+    globals_[id] = global;
+    ids_.insert(global, static_cast<std::uint32_t>(id + 1));
+    return id;
+  }
   globals_.push_back(global);
   ids_.insert(global, static_cast<std::uint32_t>(globals_.size()));
   return globals_.size() - 1;
+}
+
+void NodeStore::set_recycle_ids() {
+  // Only where no tier of the node tells ids apart (see sweep_ids).
+  recycle_ids_ = (host_ || disk_) && (!host_ || host_->forgets_removed()) &&
+                 (!disk_ || disk_->forgets_removed());
+}
+
+std::size_t NodeStore::ids_held() {
+  if (recycle_ids_) sweep_ids();
+  return globals_.size() - free_ids_.size();
+}
+
+std::uint64_t NodeStore::resident_facts() const {
+  return (host_ ? host_->resident_count() : 0) + (disk_ ? disk_->resident_count() : 0);
+}
+
+void NodeStore::sweep_ids() {
+  taken_since_sweep_ = 0;
+  // Descending, so that the lowest freed id is taken first.
+  for (std::size_t id = globals_.size(); id-- > 0;) {
+    if (globals_[id] == kFreeId || (host_ && host_->resident(id)) ||
+        (disk_ && disk_->resident(id))) {
+      continue;
+    }
+    ids_.erase(globals_[id]);
+    globals_[id] = kFreeId;
+    free_ids_.push_back(id);
+  }
+  sweep_after_ = std::max(kMinSweep, globals_.size() - free_ids_.size());
 }
 
 std::uint64_t NodeStore::stored_bytes(std::uint32_t tokens) const {
@@ -116,7 +154,17 @@ std::uint64_t NodeStore::stored_bytes(std::uint32_t tokens) const {
          fact_bytes_per_token_;
 }
 
-CacheEntry NodeStore::entry(FactId global, FactId id) const {
+CacheEntry NodeStore::entry(const StoreTier& tier, FactId global, FactId id) const {
+  if (!tier.reads_entry_details()) {
+    // No policy of the tier reads more: the fact's user (a search of the fact table's runs)
+    // and the rest stay unread, as in Replica::entry.
+    CacheEntry e;
+    e.id = id;
+    e.tokens = facts_.tokens(global).tokens;
+    e.bytes = stored_bytes(e.tokens);
+    e.last_access = kNever;
+    return e;
+  }
   const FactInfo& f = facts_[global];
   return cache_entry(f, id, stored_bytes(f.tokens));
 }
@@ -182,11 +230,25 @@ TierLevel NodeStore::highest(FactId global) const {
 }
 
 TierLevel NodeStore::lookup(FactId global, SimTime now) {
+  // Here, where no caller holds a node id: a sweep frees ids that other calls are using.
+  if (recycle_ids_ && taken_since_sweep_ >= sweep_after_) sweep_ids();
   for (const TierLevel t : {TierLevel::kHost, TierLevel::kDisk, TierLevel::kRemote}) {
     StoreTier* s = tier(t);
     if (s == nullptr) continue;
-    const FactId id = t == TierLevel::kRemote ? remote_->id_of(global) : id_of(global);
-    if (s->lookup(entry(global, id), now)) return t;
+    const bool remote = t == TierLevel::kRemote;
+    if (s->forgets_removed()) {
+      // No policy of the tier learns from a miss: a fact it never held gets no id here (the
+      // ids are first written by write()), and its miss is only counted.
+      const FactId id = remote ? remote_->find(global) : find(global);
+      if (id == kAbsent || !s->resident(id)) {
+        s->count_lookups(1, stored_bytes(facts_.tokens(global).tokens), 0, 0);
+        continue;
+      }
+      if (s->lookup(entry(*s, global, id), now)) return t;
+      continue;
+    }
+    const FactId id = remote ? remote_->id_of(global) : id_of(global);
+    if (s->lookup(entry(*s, global, id), now)) return t;
   }
   return TierLevel::kGpu;
 }
@@ -212,7 +274,7 @@ bool NodeStore::write(FactId global, TierLevel t, SimTime now) {
   if (s->resident(id)) return true;
   const std::uint64_t bytes = moved_bytes(facts_.tokens(global).tokens);
   std::vector<FactId> evicted;
-  const bool kept = s->insert(entry(global, id), now, &evicted);
+  const bool kept = s->insert(entry(*s, global, id), now, &evicted);
   TierFlow& f = flow(t);
   const WritePolicy policy = config(t).write;
   const TierLevel next = below(t);

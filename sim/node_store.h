@@ -148,6 +148,13 @@ class NodeStore {
   void count_load(TierLevel t, std::uint64_t bytes, SimTime issued, SimTime ready);
   /// Before the clock starts (a warm store): writes take no link time and are not counted.
   void set_warming(bool on) { warming_ = on; }
+  /// Frees and reuses the ids of facts that no tier of the node holds (see sweep_ids), where
+  /// the node's tiers allow it; the fleet's choice of compact records (SimOutputs::compact_ids).
+  void set_recycle_ids();
+  /// The ids held now (after a last sweep where ids are recycled) and the facts the node's
+  /// tiers hold (not written; checked by the tests).
+  std::size_t ids_held();
+  std::uint64_t resident_facts() const;
 
   const StoreTier* tier(TierLevel t) const;
   StoreTier* tier(TierLevel t);
@@ -185,12 +192,16 @@ class NodeStore {
     FactId fact_id_bound() const override { return node->globals_.size(); }
   };
   FactId id_of(FactId global);
+  /// Frees the ids of the facts that no tier of the node holds (their records would otherwise
+  /// grow with every fact the node has ever held): when every tier of the node places by slot
+  /// and learns nothing from misses (StoreTier::forgets_removed), an id is only a name.
+  void sweep_ids();
   FactId find(FactId global) const {
     const std::uint32_t i = ids_.find(global);
     return i == 0 ? kAbsent : i - 1;
   }
   static constexpr FactId kAbsent = ~FactId{0};
-  CacheEntry entry(FactId global, FactId id) const;
+  CacheEntry entry(const StoreTier& tier, FactId global, FactId id) const;
   const TierConfig& config(TierLevel t) const;
 
   int index_;
@@ -202,6 +213,12 @@ class NodeStore {
   std::unique_ptr<StoreTier> host_, disk_;
   FactIdMap ids_;
   std::vector<FactId> globals_;
+  static constexpr FactId kFreeId = ~FactId{0} - 1;  // globals_ of a freed id
+  bool recycle_ids_ = false;
+  std::vector<FactId> free_ids_;  // freed ids, the next one taken last
+  std::size_t taken_since_sweep_ = 0;
+  std::size_t sweep_after_ = kMinSweep;  // ids taken before the next sweep
+  static constexpr std::size_t kMinSweep = 4096;
   Link disk_read_, disk_write_, net_in_, net_out_;
   std::array<TierFlow, 3> flows_;  // gpu (loads into it), host, disk
   TierFlow no_remote_;             // stays empty: the fleet has no remote tier

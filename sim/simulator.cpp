@@ -129,6 +129,7 @@ struct Simulator::Impl {
         outputs.compact_ids < 0 ? c.replicas > kCompactReplicas : outputs.compact_ids > 0;
     if (compact) {
       for (auto& r : replicas) r->set_compact_ids();
+      for (auto& n : nodes) n->set_recycle_ids();
     }
     if (c.lower_tiers()) {
       auto model = std::make_shared<CostModel>(
@@ -684,6 +685,10 @@ struct Simulator::Impl {
       r->sweep_local_facts();
       s.local_facts += r->local_facts();
       s.local_facts_freed += r->local_facts_freed();
+    }
+    for (auto& n : nodes) {
+      s.node_ids += n->ids_held();
+      s.node_resident_facts += n->resident_facts();
     }
     if (span > 0) s.busy_fraction = double(busy) / (double(span) * double(replicas.size()));
     summarize_tiers(s, span);

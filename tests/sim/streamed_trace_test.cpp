@@ -263,6 +263,14 @@ TEST_CASE("replica-local fact and user records decide as the tables by id") {
         CHECK(summary[1].local_facts_freed == 0);
         CHECK(summary[1].local_facts > summary[1].resident_facts);
       }
+      // The host tier's ids: every fact it ever saw without recycling, what it holds with it.
+      if (store.find("host") != std::string::npos) {
+        CHECK(summary[0].node_ids > summary[0].node_resident_facts);
+        CHECK(summary[1].node_ids == summary[1].node_resident_facts);
+        CHECK(summary[1].node_resident_facts > 0);
+      } else {
+        CHECK(summary[1].node_ids == 0);
+      }
     }
   }
 }
