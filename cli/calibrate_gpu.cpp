@@ -1,12 +1,36 @@
 // `inferscale calibrate --executor gpu`: the libtorch executor, sized for the grid. Compiled only
 // where the GPU executor is built (sim/CMakeLists.txt); registers itself.
-#include "executor/gpu/gpu_executor.h"
+#include <cstdio>
+
 #include "cli/calibrate.h"
+#include "executor/gpu/gpu_executor.h"
 #include "traces/error.h"
 
 namespace inferscale::cli {
 
 namespace {
+
+double gib(std::uint64_t bytes) {
+  return double(bytes) / double(1ull << 30);
+}
+
+/// Refuses a grid whose executor cannot fit the card, before anything is allocated: its weights,
+/// fact pool and KV cache (a lower bound: activations and workspaces come on top).
+void check_fits(const CalibrationTarget& t, const GpuExecutorOptions& o) {
+  if (t.device != "cuda") return;
+  const std::uint64_t weights = t.model.weight_bytes();
+  const std::uint64_t cache = std::uint64_t(o.kv_cache_tokens) * t.model.kv_bytes_per_token();
+  const std::uint64_t need = weights + o.pool_bytes + cache;
+  const std::uint64_t free = cuda_free_bytes();
+  if (free == 0 || need <= free) return;
+  char msg[512];
+  std::snprintf(msg, sizeof msg,
+                "the grid's executor needs at least %.1f GiB of device memory (weights %.1f, "
+                "fact pool %.1f, KV cache %.1f) and the device has %.1f GiB free: choose a "
+                "smaller grid or a card with more memory",
+                gib(need), gib(weights), gib(o.pool_bytes), gib(cache), gib(free));
+  throw InputError("--grid", msg);
+}
 
 ProfiledExecutor make_gpu_executor(const CalibrationTarget& t) {
   if (t.device == "cuda" && !cuda_ops_available()) {
@@ -31,6 +55,7 @@ ProfiledExecutor make_gpu_executor(const CalibrationTarget& t) {
   // The host tier page-locked up front and its copy lanes started, as a run's executor has them
   // (a tier that grows inside a step stalls the device).
   o.host_bytes = (n.host_blocks + 64) * block;
+  check_fits(t, o);
   auto executor = std::make_unique<GpuExecutor>(o);
   ProfiledExecutor p;
   p.machine = executor->ops().device_name();

@@ -386,6 +386,13 @@ bool cuda_ops_available() {
   return at::cuda::is_available();
 }
 
+std::uint64_t cuda_free_bytes() {
+  if (!at::cuda::is_available()) return 0;
+  std::size_t free = 0, total = 0;
+  INFERSCALE_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return free;
+}
+
 void release_cached_cuda_memory() {
   if (at::cuda::is_available()) c10::cuda::CUDACachingAllocator::emptyCache();
 }

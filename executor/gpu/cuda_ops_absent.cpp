@@ -13,6 +13,10 @@ bool cuda_ops_available() {
   return false;
 }
 
+std::uint64_t cuda_free_bytes() {
+  return 0;
+}
+
 void release_cached_cuda_memory() {}
 
 void use_programmatic_launch(bool on) {

@@ -252,6 +252,8 @@ std::unique_ptr<DeviceOps> make_cuda_ops();
 
 /// Whether make_cuda_ops() can work here (built with CUDA and a device present).
 bool cuda_ops_available();
+/// Device memory free now on the current CUDA device, in bytes (0 without CUDA).
+std::uint64_t cuda_free_bytes();
 /// Returns the CUDA memory libtorch keeps cached but unused to the device, so that a later
 /// executor in the same process (the next run of an experiment) can allocate it whole. No-op
 /// without CUDA.
