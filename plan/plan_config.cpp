@@ -246,6 +246,7 @@ void check_axes(const PlanConfig& p) {
 PlanConfig load_plan(const std::string& file) {
   PlanConfig p;
   p.file = file;
+  p.results_version = kResultsVersion;
   const YAML::Node root = load_yaml_file(file);
   if (!root.IsMap()) throw InputError(yaml_position(root, file), "expected a map of keys");
   const YamlView v({{root, file}}, "");

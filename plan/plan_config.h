@@ -78,6 +78,9 @@ struct PlanConfig {
   std::uint32_t headroom_steps = 3;  // probes bisecting the highest load at the answer
   bool prune = true;
   std::string out_dir = "results";
+  /// The simulator's results version the probe cache is keyed by (kResultsVersion of
+  /// sim/runner.h; not a plan key).
+  int results_version = 0;
 };
 
 /// Reads and checks a plan file (the search keys against the base experiment, the SLO metrics).

@@ -194,7 +194,8 @@ ProbeTask make_probe_task(const PlanConfig& plan, const Candidate& c, std::uint6
   // Text mode keeps no fact store: its settings change nothing, so such probes share a key.
   if (t.run.serving.mode == ServingMode::kText) cfg.erase("store");
   std::string key =
-      "inferscale plan probe v2\n" + cfg.dump() + "\ntrace: " + trace_options_text(t.run) +
+      "inferscale plan probe v2\nresults_version: " + std::to_string(plan.results_version) + "\n" +
+      cfg.dump() + "\ntrace: " + trace_options_text(t.run) +
       "\nwindow: " + std::to_string(t.warmup_ns) + " " + std::to_string(t.window_end_ns) +
       "\nearly_stop: " + (t.early_stop ? "1" : "0") + "\nslo:";
   for (const auto& s : plan.slo) {

@@ -311,6 +311,7 @@ void write_file(const fs::path& path, const std::string& body) {
 json summary_object(const RunConfig& c, const RunSummary& s) {
   return json{
       {"version", kVersion},
+      {"results_version", kResultsVersion},
       {"seed", c.seed},
       {"config", config_json(c)},
       {"requests", s.requests},

@@ -392,3 +392,27 @@ TEST_CASE("plan: a range in the search space lists its values", "[plan]") {
   CHECK(p.axes[1].values == std::vector<std::string>{"5"});
   fs::remove_all(dir);
 }
+
+TEST_CASE("plan: a probe cached by another simulator results version is not reused", "[plan]") {
+  const auto dir = temp_dir("version");
+  const auto file = write_text(dir / "v.yaml", std::string("plan: v\n") + kFixedBase +
+                                                   "load: {users: 50, rate_per_s: 8}\n"
+                                                   "slo: {ttft_ms: {p99: 500}}\n"
+                                                   "search: {gpu: [h100, h200]}\n"
+                                                   "probe: {warmup_s: 1, window_s: 4}\n");
+  auto plan = load_plan(file);
+  CHECK(plan.results_version == kResultsVersion);
+  const auto first = plan_into(plan, dir / "out", 1, false);
+  REQUIRE(first.outcome.probes_run > 0);
+  const auto same = plan_into(plan, dir / "out", 1, true);
+  CHECK(same.outcome.probes_run == 0);
+  // A rebuilt simulator that simulates differently raises the version: every probe runs again.
+  plan.results_version = kResultsVersion + 1;
+  const auto bumped = plan_into(plan, dir / "out", 1, true);
+  CHECK(bumped.outcome.probes_run == first.outcome.probes_run);
+  for (std::size_t i = 0; i < bumped.outcome.probes.size(); ++i) {
+    CHECK(bumped.outcome.probes[i].key != first.outcome.probes[i].key);
+  }
+  CHECK(bumped.plan_csv == first.plan_csv);  // the same simulator: the same answers
+  fs::remove_all(dir);
+}
