@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "policies/registry.h"
+#include "sim/cost.h"
 #include "sim/config/experiment.h"
 #include "sim/runner.h"
 #include "sim/trace_source.h"
@@ -137,19 +138,25 @@ struct Search {
   std::uint32_t lo = 0, hi = 0;  // largest failing size (min - 1: none); smallest passing (0)
   bool below_checked = false;
   bool headroom = false;
-  double h_lo = 1, h_hi = 2;
+  double h_lo = 1, h_hi = 2;  // the headroom's bracket: passed, failed (or the ceiling)
+  bool h_failed = false;      // h_hi was probed and failed
   std::uint32_t h_done = 0;
   std::optional<ProbeSpec> pending;
   CandidateResult result;
   bool done = false;
 };
 
+/// The objective at `replicas` (cost and GPUs grow with replicas: a lower size bounds it).
 double score_of(const PlanConfig& p, const Candidate& c, std::uint32_t replicas) {
-  const double gpus = double(replicas) * double(c.tp);
-  return p.objective == Objective::kCheapest ? gpus * c.price_per_gpu_hour : gpus;
+  const FleetCost cost = fleet_cost(*c.priced, replicas);
+  return p.objective == Objective::kCheapest ? cost.per_hour : double(cost.gpus);
 }
 
 }  // namespace
+
+double candidate_cost_per_hour(const Candidate& c, std::uint32_t replicas) {
+  return fleet_cost(*c.priced, replicas).per_hour;
+}
 
 double objective_score(const PlanConfig& plan, const CandidateResult& r) {
   switch (plan.objective) {
@@ -264,8 +271,11 @@ PlanOutcome run_plan(const PlanConfig& plan, const PlanOptions& opts, ProbeRunne
       c.gpu = run.gpu.name;
       c.mode = to_string(run.serving.mode);
       c.tp = run.tp;
+      auto priced = std::make_shared<RunConfig>(run);
       const auto price = plan.prices.find(run.gpu.name);
-      c.price_per_gpu_hour = price != plan.prices.end() ? price->second : run.gpu.price_per_hour;
+      if (price != plan.prices.end()) priced->prices.gpu_per_hour = price->second;
+      c.price_per_gpu_hour = priced->prices.gpu_per_hour;
+      c.priced = std::move(priced);
       c.store_bytes_per_gpu =
           run.serving.mode == ServingMode::kKvInject ? run.store.gpu.capacity_bytes : 0;
       c.host_bytes_per_replica =
@@ -318,12 +328,14 @@ PlanOutcome run_plan(const PlanConfig& plan, const PlanOptions& opts, ProbeRunne
     r.note = note;
     const Candidate& c = out.candidates[s.cand];
     if (status == Status::kOk) {
+      const FleetCost cost = fleet_cost(*c.priced, s.hi);
       r.replicas = s.hi;
-      r.gpus = s.hi * c.tp;
-      r.cost_per_hour = double(r.gpus) * c.price_per_gpu_hour;
-      r.headroom = s.h_lo;
+      r.gpus = static_cast<std::uint32_t>(cost.gpus);
+      r.cost_per_hour = cost.per_hour;
+      r.headroom_lower = s.h_lo;
+      r.headroom_upper = s.h_failed ? s.h_hi : 0.0;
       r.users_per_gpu = double(users) / double(r.gpus);
-      r.users_per_gpu_capacity = double(users) * r.headroom / double(r.gpus);
+      r.users_per_gpu_capacity = double(users) * r.headroom_lower / double(r.gpus);
       for (const auto& [size, pass] : s.seen) {
         if ((size > s.hi && !pass) || (size < s.hi && pass)) r.non_monotone = true;
       }
@@ -392,6 +404,7 @@ PlanOutcome run_plan(const PlanConfig& plan, const PlanOptions& opts, ProbeRunne
       s.h_lo = spec.load_factor;
     } else {
       s.h_hi = spec.load_factor;
+      s.h_failed = true;
     }
   };
 

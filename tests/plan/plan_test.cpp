@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -414,5 +415,77 @@ TEST_CASE("plan: a probe cached by another simulator results version is not reus
     CHECK(bumped.outcome.probes[i].key != first.outcome.probes[i].key);
   }
   CHECK(bumped.plan_csv == first.plan_csv);  // the same simulator: the same answers
+  fs::remove_all(dir);
+}
+
+TEST_CASE("plan: the headroom is a bracket of probed loads at the answer", "[plan]") {
+  const auto dir = temp_dir("headroom");
+  const auto file = write_text(dir / "h.yaml", std::string("plan: h\n") + kFixedBase +
+                                                   "load: {users: 50, rate_per_s: 90, arrival: "
+                                                   "gamma, cv: 0}\n"
+                                                   "slo: {e2e_ms: {p99: 1500}}\n"
+                                                   "search: {gpu: [h200]}\n"
+                                                   "probe: {warmup_s: 2, window_s: 20}\n"
+                                                   "options: {headroom_steps: 4}\n");
+  const auto r = plan_into(load_plan(file), dir / "out", 1, false);
+  const auto& res = r.outcome.results.at(0);
+  REQUIRE(res.status == Status::kOk);
+  REQUIRE(res.headroom_lower >= 1);
+  // headroom_lower: a load found to pass at the answer; headroom_upper: the lowest found to fail.
+  double passed = 1, failed = 0;
+  for (const auto& p : r.outcome.probes) {
+    if (p.spec.replicas != res.replicas || p.spec.load_factor == 1.0) continue;
+    if (p.result.pass) passed = std::max(passed, p.spec.load_factor);
+    if (!p.result.pass && (failed == 0 || p.spec.load_factor < failed)) failed = p.spec.load_factor;
+  }
+  CHECK(res.headroom_lower == passed);
+  CHECK(res.headroom_upper == failed);
+  if (failed > 0) CHECK(res.headroom_lower < res.headroom_upper);
+  CHECK(res.users_per_gpu_capacity == Approx(50 * res.headroom_lower / res.gpus));
+  const auto csv = r.plan_csv;
+  CHECK(csv.find(",headroom_lower,headroom_upper,") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("plan: a candidate's cost is summary.json's cost_usd of a run at the answer", "[plan]") {
+  const auto dir = temp_dir("cost");
+  // Nodes of 4 L40S (billed whole) with a host tier (priced by capacity per node), and the
+  // plan's own GPU price.
+  const auto file = write_text(dir / "cost.yaml",
+                               "plan: cost\n"
+                               "base:\n"
+                               "  experiment: cost\n"
+                               "  seed: 4\n"
+                               "  trace: {generate: {users: 500, requests: 1, k: 10}}\n"
+                               "  model: llama-3.1-8b\n"
+                               "  node: l40s-4\n"
+                               "  serving: {mode: kv_inject, k: 10}\n"
+                               "  store: {gpu: {capacity: 10%}, host: {capacity: 100GB}}\n"
+                               "load: {users: 500, rate_per_s: 40}\n"
+                               "slo: {ttft_ms: {p99: 300}}\n"
+                               "search: {gpu: [l40s]}\n"
+                               "prices: {l40s: 1.75}\n"
+                               "probe: {warmup_s: 2, window_s: 6, cooldown_s: 1}\n"
+                               "options: {headroom_steps: 0}\n");
+  const auto plan = load_plan(file);
+  const auto r = plan_into(plan, dir / "out", 2, false);
+  const auto& res = r.outcome.results.at(0);
+  const auto& c = r.outcome.candidates.at(0);
+  REQUIRE(res.status == Status::kOk);
+  auto sets = c.sets;
+  for (const auto& s : probe_overrides(plan, plan.load.users, 1.0, res.replicas)) sets.push_back(s);
+  sets.push_back("prices.gpu_per_hour=1.75");
+  ExperimentConfig exp = load_experiment(plan.base, plan.base_file, sets);
+  RunnerOptions ro;
+  ro.out_dir = (dir / "direct").string();
+  ro.progress = false;
+  const auto ran = run_experiment(exp, ro);
+  const auto summary = nlohmann::json::parse(summary_json(ran.at(0).config, ran.at(0).summary));
+  const auto& cost = summary.at("cost_usd");
+  CHECK(cost.at("gpus").get<std::uint64_t>() == res.gpus);
+  CHECK(res.gpus % 4 == 0);  // whole nodes
+  CHECK(cost.at("tiers").at("host").at("per_hour").get<double>() > 0);
+  CHECK(cost.at("per_hour").get<double>() == Approx(res.cost_per_hour).epsilon(1e-12));
+  CHECK(res.cost_per_hour > double(res.gpus) * 1.75);  // the host tier is in the price
   fs::remove_all(dir);
 }
