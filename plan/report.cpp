@@ -180,8 +180,9 @@ void write_plan_files(const PlanConfig& plan, const PlanOutcome& o, std::uint64_
           << num(r.cost_per_hour) << num(24 * r.cost_per_hour) << num(day_cost_scaled(plan, c, r))
           << std::to_string(users) << num(r.users_per_gpu) << num(r.users_per_gpu_capacity)
           << num(r.headroom_lower, 4)
-          << (r.headroom_upper > 0 ? num(r.headroom_upper, 4) : std::string()) << num(a.ttft_p50_ms) << num(a.ttft_p99_ms) << num(a.tpot_p99_ms)
-          << num(a.e2e_p99_ms) << num(a.gpu_hit) << num(store_share(o, i), 4);
+          << (r.headroom_upper > 0 ? num(r.headroom_upper, 4) : std::string()) << num(a.ttft_p50_ms)
+          << num(a.ttft_p99_ms) << num(a.tpot_p99_ms) << num(a.e2e_p99_ms) << num(a.gpu_hit)
+          << num(store_share(o, i), 4);
     } else {
       for (int k = 0; k < 6; ++k) row << "";
       row << std::to_string(users);

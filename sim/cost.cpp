@@ -31,7 +31,9 @@ FleetCost cost_of(const RunConfig& run, std::uint32_t replicas, std::uint32_t no
 
 }  // namespace
 
-FleetCost fleet_cost(const RunConfig& run) { return cost_of(run, run.replicas, run.nodes); }
+FleetCost fleet_cost(const RunConfig& run) {
+  return cost_of(run, run.replicas, run.nodes);
+}
 
 FleetCost fleet_cost(const RunConfig& run, std::uint32_t replicas) {
   return cost_of(run, replicas, run.nodes_for(replicas));
