@@ -49,9 +49,9 @@ struct ProbeRecord {
 
 struct CandidateResult {
   Status status = Status::kInfeasible;
-  std::uint32_t replicas = 0;  // the answer (kOk)
-  std::uint32_t gpus = 0;       // billed: whole nodes with a node preset
-  double cost_per_hour = 0;     // fleet_cost at the answer: GPUs and the tiers below them
+  std::uint32_t replicas = 0;         // the answer (kOk)
+  std::uint32_t gpus = 0;             // billed: whole nodes with a node preset
+  double cost_per_hour = 0;           // fleet_cost at the answer: GPUs and the tiers below them
   double users_per_gpu = 0;           // at the plan's load
   double users_per_gpu_capacity = 0;  // at headroom_lower: what most_users_per_gpu ranks
   /// The headroom's bracket at the answer: the highest load factor found to pass (>= 1, a lower
@@ -92,8 +92,13 @@ PlanOutcome run_plan(const PlanConfig& plan, const PlanOptions& opts, ProbeRunne
 ProbeTask make_probe_task(const PlanConfig& plan, const Candidate& c, std::uint64_t users,
                           const ProbeSpec& spec);
 
+/// The requests of a probe's trace: the rate x (warm-up + window + cool-down), or the replay's
+/// rows within that span.
+std::uint64_t probe_requests(const PlanConfig& plan, std::uint64_t users, double factor);
+
 /// The `--set` overrides of a probe: the plan's load for `users` x `factor` (a generated trace
-/// of the warm-up, window and cool-down), `replicas`, and outputs off.
+/// of the warm-up, window and cool-down; with load.trace locomo or file, the source re-sized
+/// and re-timed into `<out>/<plan>/.traces/`, written there once), `replicas`, and outputs off.
 std::vector<std::string> probe_overrides(const PlanConfig& plan, std::uint64_t users, double factor,
                                          std::uint32_t replicas);
 
