@@ -333,6 +333,15 @@ PlanConfig load_plan(const std::string& file) {
   }
   p.load_where = v.where("load");
   p.load = parse_load(v, file);
+  const YAML::Node base_trace = p.base["trace"];
+  const bool base_generates = base_trace && base_trace.IsMap() && base_trace["generate"];
+  if (!base_generates && !root["load"]["trace"]) {
+    // Sizing a LoCoMo or file base on generated users unasked would be a silent substitution.
+    throw InputError(p.load_where + ".trace",
+                     "the base experiment's trace is not generated: say which trace the plan "
+                     "sizes with load.trace (locomo, file with trace_file, or generate to replace "
+                     "it with the LoCoMo-shaped generator)");
+  }
   if (p.load.trace == "locomo") p.load.source = locomo_source(p);
   p.slo = parse_slo(v);
   p.axes = parse_search(v, file);

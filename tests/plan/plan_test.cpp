@@ -648,6 +648,8 @@ TEST_CASE("plan: errors of the load's trace name the key and exit 2", "[plan]") 
       {base + "load: {users: 10, rate_per_s: 1, trace: file, trace_file: nope.jsonl}\n" + tail,
        ":3:", "'nope.jsonl' not found"},
       {base + "load: {users: 10, rate_per_s: 1, trace: nope}\n" + tail, ":3:", "nope"},
+      {"plan: bad\nbase: {trace: {locomo: {users: 2}}}\nload: {users: 10, rate_per_s: 1}\n" + tail,
+       ":3:", "base experiment's trace is not generated"},
       {base + "load: {users: 10, rate_per_s: 1, trace_file: x.jsonl}\n" + tail,
        ":3:", "applies to 'trace: file'"},
       {base + "load: {users: 10, rate_per_s: 1, trace: file, trace_file: " +
