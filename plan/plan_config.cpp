@@ -1,5 +1,7 @@
 #include "plan/plan_config.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -8,8 +10,11 @@
 #include "sim/config/experiment.h"
 #include "sim/config/yaml_view.h"
 #include "sim/runner.h"
+#include "sim/trace_source.h"
 #include "traces/arrival_replay.h"
 #include "traces/error.h"
+#include "traces/locomo.h"
+#include "traces/scaled_trace.h"
 
 namespace inferscale::plan {
 
@@ -60,8 +65,30 @@ LoadConfig parse_load(const YamlView& v, const std::string& file) {
   if (!v.has("load")) v.fail("", "missing key 'load' (users and requests_per_user_per_hour)");
   const auto l = v.child("load");
   l.reject_unknown({"users", "requests_per_user_per_hour", "rate_per_s", "peak_factor", "arrival",
-                    "cv", "diurnal", "replay", "replay_speedup"});
+                    "cv", "diurnal", "replay", "replay_speedup", "trace", "trace_file"});
   LoadConfig c;
+  c.trace = l.choice("trace", "generate", {"generate", "locomo", "file"});
+  if (c.trace == "file") {
+    if (!l.has("trace_file")) l.fail("trace", "'trace: file' needs 'trace_file: TRACE.jsonl'");
+    c.trace_file = l.text("trace_file", "");
+    if (!path_exists(c.trace_file, l.where("trace_file"))) {
+      const auto beside = (fs::path(file).parent_path() / c.trace_file).string();
+      if (!path_exists(beside, l.where("trace_file"))) {
+        l.fail("trace_file", "trace file '" + c.trace_file + "' not found");
+      }
+      c.trace_file = beside;
+    }
+    try {
+      c.source = std::make_shared<const SourceTrace>(read_source_trace(c.trace_file));
+    } catch (const InputError& e) {
+      throw InputError(l.where("trace_file"), std::string(e.what()) + " (at " + e.where() + ")");
+    }
+  } else if (l.has("trace_file")) {
+    l.fail("trace_file", "trace_file applies to 'trace: file'");
+  }
+  if (c.trace != "generate" && l.has("replay")) {
+    l.fail("replay", "a replay draws on a generated trace: drop it or use 'trace: generate'");
+  }
   c.users = static_cast<std::uint64_t>(l.integer("users", 1000, 1, std::int64_t(1) << 40));
   c.requests_per_user_per_hour = l.number("requests_per_user_per_hour", 0, 0, 1e9);
   c.rate_per_s = l.number("rate_per_s", 0, 0, 1e12);
@@ -241,11 +268,45 @@ void check_axes(const PlanConfig& p) {
   }
 }
 
+/// LoCoMo imported once per speaker, all their questions, their facts known from the start,
+/// with the base's `trace.locomo` options where it has them (data, k, tokens_per_word, ...).
+std::shared_ptr<const SourceTrace> locomo_source(const PlanConfig& p) {
+  YAML::Node base = YAML::Clone(p.base);
+  YAML::Node opts(YAML::NodeType::Map);
+  if (base["trace"] && base["trace"].IsMap() && base["trace"]["locomo"]) {
+    opts = YAML::Clone(base["trace"]["locomo"]);
+  }
+  const std::string data = opts["data"] ? opts["data"].as<std::string>() : std::string();
+  const std::size_t conversations =
+      load_locomo(find_locomo(locomo_search(data), p.load_where)).conversations.size();
+  for (const char* k : {"concurrency", "think_time_s", "cv", "questions_per_user"}) opts.remove(k);
+  opts["users"] = 2 * conversations;  // user i: conversation i % C, speaker (i / C) % 2
+  opts["initial_memory"] = true;
+  opts["arrival"] = "poisson";
+  opts["rate"] = 1;
+  opts["text"] = false;
+  opts["history_span_s"] = 0;
+  opts["start_s"] = 0;
+  YAML::Node trace(YAML::NodeType::Map);
+  trace["locomo"] = opts;
+  base["trace"] = trace;
+  const ExperimentConfig exp = load_experiment(base, p.base_file, {});
+  const auto dir =
+      fs::temp_directory_path() / ("inferscale_locomo_source_" + std::to_string(::getpid()));
+  const std::string path = materialize_trace(exp.runs.at(0), dir.string());
+  auto source = std::make_shared<SourceTrace>(read_source_trace(path));
+  source->path = "LoCoMo";
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  return source;
+}
+
 }  // namespace
 
 PlanConfig load_plan(const std::string& file) {
   PlanConfig p;
   p.file = file;
+  p.results_version = kResultsVersion;
   const YAML::Node root = load_yaml_file(file);
   if (!root.IsMap()) throw InputError(yaml_position(root, file), "expected a map of keys");
   const YamlView v({{root, file}}, "");
@@ -272,6 +333,16 @@ PlanConfig load_plan(const std::string& file) {
   }
   p.load_where = v.where("load");
   p.load = parse_load(v, file);
+  const YAML::Node base_trace = p.base["trace"];
+  const bool base_generates = base_trace && base_trace.IsMap() && base_trace["generate"];
+  if (!base_generates && !root["load"]["trace"]) {
+    // Sizing a LoCoMo or file base on generated users unasked would be a silent substitution.
+    throw InputError(p.load_where + ".trace",
+                     "the base experiment's trace is not generated: say which trace the plan "
+                     "sizes with load.trace (locomo, file with trace_file, or generate to replace "
+                     "it with the LoCoMo-shaped generator)");
+  }
+  if (p.load.trace == "locomo") p.load.source = locomo_source(p);
   p.slo = parse_slo(v);
   p.axes = parse_search(v, file);
   if (v.has("replicas")) {
@@ -299,6 +370,11 @@ PlanConfig load_plan(const std::string& file) {
     p.probe.cooldown_s = pr.number("cooldown_s", p.probe.cooldown_s, 0, 1e7);
     p.probe.early_stop = pr.boolean("early_stop", true);
     p.probe.warm_store = pr.boolean("warm_store", false);
+    if (p.probe.warm_store && p.load.trace != "generate") {
+      pr.fail("warm_store",
+              "a warm store needs 'load.trace: generate': a scaled trace writes only the facts "
+              "of the users who ask, so a warm store would hold nothing else");
+    }
   }
   if (v.has("options")) {
     const auto o = v.child("options");

@@ -7,8 +7,13 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
+
+namespace inferscale {
+struct SourceTrace;
+}
 
 namespace inferscale::plan {
 
@@ -44,6 +49,12 @@ struct LoadConfig {
   std::string replay;                         // an arrival CSV (traces/arrival_replay.h), or empty
   double replay_speedup = 1;                  // its time axis runs this many times faster
   std::vector<std::int64_t> replay_times_ns;  // its rows' times since the first row
+  /// The trace's shape: `generate` (LoCoMo-shaped, traces/synthetic.h), `locomo` (LoCoMo
+  /// itself, each speaker once) or `file` (`trace_file`). The last two are re-sized to `users`
+  /// and re-timed to the rate for each probe (traces/scaled_trace.h).
+  std::string trace = "generate";
+  std::string trace_file;
+  std::shared_ptr<const SourceTrace> source;  // locomo, file: what the probes are scaled from
   /// The mean request rate over the day, in requests per second.
   double mean_rate_per_s() const;
   /// The rate the fleet is sized for: the mean x peak_factor x (peak hour / mean hour).
@@ -78,6 +89,9 @@ struct PlanConfig {
   std::uint32_t headroom_steps = 3;  // probes bisecting the highest load at the answer
   bool prune = true;
   std::string out_dir = "results";
+  /// The simulator's results version the probe cache is keyed by (kResultsVersion of
+  /// sim/runner.h; not a plan key).
+  int results_version = 0;
 };
 
 /// Reads and checks a plan file (the search keys against the base experiment, the SLO metrics).

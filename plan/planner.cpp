@@ -7,13 +7,17 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "plan/probe_cache.h"
 #include "policies/registry.h"
 #include "sim/config/experiment.h"
+#include "sim/cost.h"
 #include "sim/runner.h"
 #include "sim/trace_source.h"
 #include "traces/error.h"
 #include "traces/record_stream.h"
+#include "traces/scaled_trace.h"
 #include "traces/workload.h"
+#include "traces/writer.h"
 
 namespace inferscale::plan {
 
@@ -36,22 +40,64 @@ namespace {
 /// Probe sizes and loads: the plan's load at `users` x `factor`, `replicas` replicas.
 }  // namespace
 
+std::uint64_t probe_requests(const PlanConfig& p, std::uint64_t users, double factor) {
+  LoadConfig load = p.load;
+  load.users = users;
+  const double rate = load.sizing_rate_per_s() * factor;
+  const double span_s = p.probe.warmup_s + p.probe.window_s + p.probe.cooldown_s;
+  if (!p.load.replay.empty()) {  // the rows that arrive within the probe's span
+    const double speedup = p.load.replay_speedup * p.load.peak_factor * factor;
+    const auto end_ns = static_cast<std::int64_t>(span_s * 1e9 * speedup);
+    const auto& t = p.load.replay_times_ns;
+    return std::max<std::uint64_t>(
+        1, std::uint64_t(std::upper_bound(t.begin(), t.end(), end_ns) - t.begin()));
+  }
+  return std::max<std::uint64_t>(1, std::uint64_t(std::ceil(rate * span_s)));
+}
+
 std::vector<std::string> probe_overrides(const PlanConfig& p, std::uint64_t users, double factor,
                                          std::uint32_t replicas) {
   LoadConfig load = p.load;
   load.users = users;
   const double rate = load.sizing_rate_per_s() * factor;
-  const double span_s = p.probe.warmup_s + p.probe.window_s + p.probe.cooldown_s;
-  auto requests = std::max<std::uint64_t>(1, std::uint64_t(std::ceil(rate * span_s)));
   const double speedup = p.load.replay_speedup * p.load.peak_factor * factor;
-  if (!p.load.replay.empty()) {  // the rows that arrive within the probe's span
-    const auto end_ns = static_cast<std::int64_t>(span_s * 1e9 * speedup);
-    const auto& t = p.load.replay_times_ns;
-    requests = std::max<std::uint64_t>(
-        1, std::uint64_t(std::upper_bound(t.begin(), t.end(), end_ns) - t.begin()));
-  }
+  const std::uint64_t requests = probe_requests(p, users, factor);
   char rate_text[64];
   std::snprintf(rate_text, sizeof rate_text, "%.17g", rate);
+  const std::vector<std::string> common{
+      std::string("store.warm=") + (p.probe.warm_store ? "true" : "false"),
+      "output.requests_csv=false", "output.timeline=false", "replicas=" + std::to_string(replicas)};
+  if (p.load.source) {  // LoCoMo or a trace file, re-sized to `users` and re-timed to `rate`
+    const YAML::Node seed_node = p.base["seed"];
+    ScaleOptions o;
+    o.users = users;
+    o.requests = requests;
+    o.rate_per_s = rate;
+    o.cv = p.load.arrival == "gamma" ? p.load.cv : 1.0;
+    o.seed = seed_node && seed_node.IsScalar() ? seed_node.as<std::uint64_t>() : 1;
+    char id[256];
+    std::snprintf(id, sizeof id, "%s %llu %llu %.17g %.17g %llu", p.load.source->digest.c_str(),
+                  static_cast<unsigned long long>(o.users),
+                  static_cast<unsigned long long>(o.requests), o.rate_per_s, o.cv,
+                  static_cast<unsigned long long>(o.seed));
+    const auto dir = std::filesystem::path(p.out_dir) / p.name / ".traces";
+    const auto path = dir / ("scaled-" + probe_hash(id) + ".jsonl");
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) {
+      std::filesystem::create_directories(dir, ec);
+      if (ec) throw InputError(dir.string(), "cannot create the trace folder: " + ec.message());
+      TraceWriter w(path.string());
+      try {
+        write_scaled_trace(*p.load.source, o, w);
+      } catch (const InputError& e) {
+        throw InputError(p.load_where, std::string(e.what()) + " (load.users)");
+      }
+      w.close();
+    }
+    std::vector<std::string> sets{"trace=" + path.string()};
+    sets.insert(sets.end(), common.begin(), common.end());
+    return sets;
+  }
   char cv_text[64];
   std::snprintf(cv_text, sizeof cv_text, "%.17g", p.load.cv);
   std::vector<std::string> sets{
@@ -111,15 +157,24 @@ std::string trace_options_text(const RunConfig& run) {
 /// Replicas below which the load cannot be carried at the roofline: every request's prompt
 /// and output tokens through the model at the GPU's peak x mfu, and each decode step's weight
 /// read (at most max_seqs sequences share it) at the HBM rate x mbu.
-std::uint32_t analytic_lower_bound(const RunConfig& run, double rate_per_s) {
+std::uint32_t analytic_lower_bound(const RunConfig& run, double rate_per_s,
+                                   const SourceTrace* src) {
   const YamlView& o = run.trace.options;
   const double tpw = o.number("tokens_per_word", 1.3, 1e-3, 100);
-  const double query = o.number("query_words", 10.2, 1, 1e6) * tpw;
+  double query = o.number("query_words", 10.2, 1, 1e6) * tpw;
   const double fact = o.number("fact_words", 14.8, 1, 1e6) * tpw;
-  const double output = double(o.integer("output_tokens", 50, 1, 1 << 24));
+  double output = double(o.integer("output_tokens", 50, 1, 1 << 24));
   const double k = double(std::min<std::int64_t>(run.serving.k, o.integer("k", 50, 0, 1 << 16)));
+  double facts_tokens = k * fact;
+  if (src != nullptr) {  // the source trace's own means; at most serving.k facts are inlined
+    query = src->mean_query_tokens;
+    output = src->mean_output_tokens;
+    facts_tokens =
+        src->mean_fact_tokens_per_request *
+        std::min(1.0, double(run.serving.k) / std::max(1.0, src->mean_facts_per_request));
+  }
   double prompt = query + run.serving.footer_tokens;
-  if (run.serving.mode == ServingMode::kText) prompt += k * fact;
+  if (run.serving.mode == ServingMode::kText) prompt += facts_tokens;
   if (!run.serving.header_cache) prompt += run.serving.header_tokens;
   const double flops = 2.0 * double(run.model.active_parameters()) * (prompt + output);
   const double peak = run.gpu.bf16_tflops * 1e12 * run.gpu.mfu * double(run.tp);
@@ -137,19 +192,25 @@ struct Search {
   std::uint32_t lo = 0, hi = 0;  // largest failing size (min - 1: none); smallest passing (0)
   bool below_checked = false;
   bool headroom = false;
-  double h_lo = 1, h_hi = 2;
+  double h_lo = 1, h_hi = 2;  // the headroom's bracket: passed, failed (or the ceiling)
+  bool h_failed = false;      // h_hi was probed and failed
   std::uint32_t h_done = 0;
   std::optional<ProbeSpec> pending;
   CandidateResult result;
   bool done = false;
 };
 
+/// The objective at `replicas` (cost and GPUs grow with replicas: a lower size bounds it).
 double score_of(const PlanConfig& p, const Candidate& c, std::uint32_t replicas) {
-  const double gpus = double(replicas) * double(c.tp);
-  return p.objective == Objective::kCheapest ? gpus * c.price_per_gpu_hour : gpus;
+  const FleetCost cost = fleet_cost(*c.priced, replicas);
+  return p.objective == Objective::kCheapest ? cost.per_hour : double(cost.gpus);
 }
 
 }  // namespace
+
+double candidate_cost_per_hour(const Candidate& c, std::uint32_t replicas) {
+  return fleet_cost(*c.priced, replicas).per_hour;
+}
 
 double objective_score(const PlanConfig& plan, const CandidateResult& r) {
   switch (plan.objective) {
@@ -178,14 +239,17 @@ ProbeTask make_probe_task(const PlanConfig& plan, const Candidate& c, std::uint6
   t.warmup_ns = seconds_to_ns(plan.probe.warmup_s);
   t.window_end_ns = seconds_to_ns(plan.probe.warmup_s + plan.probe.window_s);
   t.max_window_requests =
-      static_cast<std::uint64_t>(t.run.trace.options.integer("requests", 1, 0, INT64_MAX));
+      plan.load.source
+          ? probe_requests(plan, users, spec.load_factor)
+          : static_cast<std::uint64_t>(t.run.trace.options.integer("requests", 1, 0, INT64_MAX));
   t.slo = plan.slo;
   if (t.run.serving.mode == ServingMode::kKvInject && c.kv_bytes_per_token_per_gpu > 0) {
     t.store_tokens = double(spec.replicas) * double(c.store_bytes_per_gpu) /
                      double(c.kv_bytes_per_token_per_gpu);
     const YamlView& o = t.run.trace.options;
-    t.fact_tokens =
-        o.number("fact_words", 14.8, 1, 1e6) * o.number("tokens_per_word", 1.3, 1e-3, 100);
+    t.fact_tokens = plan.load.source ? plan.load.source->mean_fact_tokens
+                                     : o.number("fact_words", 14.8, 1, 1e6) *
+                                           o.number("tokens_per_word", 1.3, 1e-3, 100);
   }
   t.early_stop = plan.probe.early_stop;
   nlohmann::json cfg = nlohmann::json::parse(summary_json(t.run, RunSummary{}))["config"];
@@ -194,7 +258,8 @@ ProbeTask make_probe_task(const PlanConfig& plan, const Candidate& c, std::uint6
   // Text mode keeps no fact store: its settings change nothing, so such probes share a key.
   if (t.run.serving.mode == ServingMode::kText) cfg.erase("store");
   std::string key =
-      "inferscale plan probe v2\n" + cfg.dump() + "\ntrace: " + trace_options_text(t.run) +
+      "inferscale plan probe v2\nresults_version: " + std::to_string(plan.results_version) + "\n" +
+      cfg.dump() + "\ntrace: " + trace_options_text(t.run) +
       "\nwindow: " + std::to_string(t.warmup_ns) + " " + std::to_string(t.window_end_ns) +
       "\nearly_stop: " + (t.early_stop ? "1" : "0") + "\nslo:";
   for (const auto& s : plan.slo) {
@@ -263,8 +328,11 @@ PlanOutcome run_plan(const PlanConfig& plan, const PlanOptions& opts, ProbeRunne
       c.gpu = run.gpu.name;
       c.mode = to_string(run.serving.mode);
       c.tp = run.tp;
+      auto priced = std::make_shared<RunConfig>(run);
       const auto price = plan.prices.find(run.gpu.name);
-      c.price_per_gpu_hour = price != plan.prices.end() ? price->second : run.gpu.price_per_hour;
+      if (price != plan.prices.end()) priced->prices.gpu_per_hour = price->second;
+      c.price_per_gpu_hour = priced->prices.gpu_per_hour;
+      c.priced = std::move(priced);
       c.store_bytes_per_gpu =
           run.serving.mode == ServingMode::kKvInject ? run.store.gpu.capacity_bytes : 0;
       c.host_bytes_per_replica =
@@ -272,15 +340,18 @@ PlanOutcome run_plan(const PlanConfig& plan, const PlanOptions& opts, ProbeRunne
               ? run.store.host.capacity_bytes
               : 0;
       c.kv_bytes_per_token_per_gpu = run.kv_bytes_per_token_per_gpu();
-      c.lower_bound =
-          std::clamp(analytic_lower_bound(run, rate), plan.min_replicas, plan.max_replicas);
+      c.lower_bound = std::clamp(analytic_lower_bound(run, rate, plan.load.source.get()),
+                                 plan.min_replicas, plan.max_replicas);
       if (plan.objective == Objective::kCheapest && c.price_per_gpu_hour <= 0) {
         throw InputError(plan.prices_where, "no price for GPU '" + run.gpu.name +
                                                 "': add price_per_hour to its preset or "
                                                 "prices: {" +
                                                 run.gpu.name + ": USD} to the plan");
       }
-      if (out.population_fact_tokens == 0) {
+      if (out.population_fact_tokens == 0 && plan.load.source) {
+        out.population_fact_tokens = double(users) * plan.load.source->mean_facts_per_user *
+                                     plan.load.source->mean_fact_tokens;
+      } else if (out.population_fact_tokens == 0) {
         const YamlView& o = run.trace.options;
         out.population_fact_tokens = double(users) * o.number("facts_per_user", 127, 1, 1e9) *
                                      o.number("fact_words", 14.8, 1, 1e6) *
@@ -317,12 +388,14 @@ PlanOutcome run_plan(const PlanConfig& plan, const PlanOptions& opts, ProbeRunne
     r.note = note;
     const Candidate& c = out.candidates[s.cand];
     if (status == Status::kOk) {
+      const FleetCost cost = fleet_cost(*c.priced, s.hi);
       r.replicas = s.hi;
-      r.gpus = s.hi * c.tp;
-      r.cost_per_hour = double(r.gpus) * c.price_per_gpu_hour;
-      r.headroom = s.h_lo;
+      r.gpus = static_cast<std::uint32_t>(cost.gpus);
+      r.cost_per_hour = cost.per_hour;
+      r.headroom_lower = s.h_lo;
+      r.headroom_upper = s.h_failed ? s.h_hi : 0.0;
       r.users_per_gpu = double(users) / double(r.gpus);
-      r.users_per_gpu_capacity = double(users) * r.headroom / double(r.gpus);
+      r.users_per_gpu_capacity = double(users) * r.headroom_lower / double(r.gpus);
       for (const auto& [size, pass] : s.seen) {
         if ((size > s.hi && !pass) || (size < s.hi && pass)) r.non_monotone = true;
       }
@@ -391,6 +464,7 @@ PlanOutcome run_plan(const PlanConfig& plan, const PlanOptions& opts, ProbeRunne
       s.h_lo = spec.load_factor;
     } else {
       s.h_hi = spec.load_factor;
+      s.h_failed = true;
     }
   };
 

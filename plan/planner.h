@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +30,9 @@ struct Candidate {
   std::string gpu, mode;
   std::uint32_t tp = 1;
   double price_per_gpu_hour = 0;
+  /// The run at one replica with the plan's price: what fleet_cost (sim/cost.h) prices at any
+  /// size, as summary.json's cost_usd does.
+  std::shared_ptr<const RunConfig> priced;
   std::uint64_t store_bytes_per_gpu = 0, host_bytes_per_replica = 0;
   std::uint64_t kv_bytes_per_token_per_gpu = 0;
   std::uint32_t lower_bound = 1;  // analytic: replicas below it cannot carry the load
@@ -45,12 +49,16 @@ struct ProbeRecord {
 
 struct CandidateResult {
   Status status = Status::kInfeasible;
-  std::uint32_t replicas = 0;  // the answer (kOk)
-  std::uint32_t gpus = 0;
-  double cost_per_hour = 0;
+  std::uint32_t replicas = 0;         // the answer (kOk)
+  std::uint32_t gpus = 0;             // billed: whole nodes with a node preset
+  double cost_per_hour = 0;           // fleet_cost at the answer: GPUs and the tiers below them
   double users_per_gpu = 0;           // at the plan's load
-  double users_per_gpu_capacity = 0;  // at the headroom: what most_users_per_gpu ranks
-  double headroom = 0;                // the highest load factor found to pass at the answer (>= 1)
+  double users_per_gpu_capacity = 0;  // at headroom_lower: what most_users_per_gpu ranks
+  /// The headroom's bracket at the answer: the highest load factor found to pass (>= 1, a lower
+  /// bound on the load it meets) and the lowest found to fail (an upper bound; 0 when no
+  /// headroom probe failed, so only the unprobed ceiling answer / (answer - 1) bounds it).
+  double headroom_lower = 0;
+  double headroom_upper = 0;
   bool non_monotone = false;
   ProbeResult at_answer;
   std::uint32_t probes = 0;
@@ -84,12 +92,20 @@ PlanOutcome run_plan(const PlanConfig& plan, const PlanOptions& opts, ProbeRunne
 ProbeTask make_probe_task(const PlanConfig& plan, const Candidate& c, std::uint64_t users,
                           const ProbeSpec& spec);
 
+/// The requests of a probe's trace: the rate x (warm-up + window + cool-down), or the replay's
+/// rows within that span.
+std::uint64_t probe_requests(const PlanConfig& plan, std::uint64_t users, double factor);
+
 /// The `--set` overrides of a probe: the plan's load for `users` x `factor` (a generated trace
-/// of the warm-up, window and cool-down), `replicas`, and outputs off.
+/// of the warm-up, window and cool-down; with load.trace locomo or file, the source re-sized
+/// and re-timed into `<out>/<plan>/.traces/`, written there once), `replicas`, and outputs off.
 std::vector<std::string> probe_overrides(const PlanConfig& plan, std::uint64_t users, double factor,
                                          std::uint32_t replicas);
 
 /// The score the objective minimizes (cost per hour, GPUs, or minus users per GPU).
 double objective_score(const PlanConfig& plan, const CandidateResult& r);
+
+/// What candidate `c` costs per hour at `replicas` (fleet_cost of its priced run).
+double candidate_cost_per_hour(const Candidate& c, std::uint32_t replicas);
 
 }  // namespace inferscale::plan

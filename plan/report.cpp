@@ -54,7 +54,7 @@ double day_cost_scaled(const PlanConfig& plan, const Candidate& c, const Candida
   double cost = 0;
   for (const double w : plan.load.diurnal) {
     const double replicas = std::max(1.0, std::ceil(double(r.replicas) * w / peak - 1e-9));
-    cost += replicas * double(c.tp) * c.price_per_gpu_hour;
+    cost += candidate_cost_per_hour(c, static_cast<std::uint32_t>(replicas));
   }
   return cost;
 }
@@ -152,7 +152,8 @@ void write_plan_files(const PlanConfig& plan, const PlanOutcome& o, std::uint64_
                         "users",
                         "users_per_gpu",
                         "users_per_gpu_capacity",
-                        "headroom",
+                        "headroom_lower",
+                        "headroom_upper",
                         "ttft_p50_ms",
                         "ttft_p99_ms",
                         "tpot_p99_ms",
@@ -178,12 +179,14 @@ void write_plan_files(const PlanConfig& plan, const PlanOutcome& o, std::uint64_
       row << std::to_string(r.replicas) << std::to_string(r.gpus) << num(c.price_per_gpu_hour)
           << num(r.cost_per_hour) << num(24 * r.cost_per_hour) << num(day_cost_scaled(plan, c, r))
           << std::to_string(users) << num(r.users_per_gpu) << num(r.users_per_gpu_capacity)
-          << num(r.headroom, 4) << num(a.ttft_p50_ms) << num(a.ttft_p99_ms) << num(a.tpot_p99_ms)
-          << num(a.e2e_p99_ms) << num(a.gpu_hit) << num(store_share(o, i), 4);
+          << num(r.headroom_lower, 4)
+          << (r.headroom_upper > 0 ? num(r.headroom_upper, 4) : std::string()) << num(a.ttft_p50_ms)
+          << num(a.ttft_p99_ms) << num(a.tpot_p99_ms) << num(a.e2e_p99_ms) << num(a.gpu_hit)
+          << num(store_share(o, i), 4);
     } else {
       for (int k = 0; k < 6; ++k) row << "";
       row << std::to_string(users);
-      for (int k = 0; k < 9; ++k) row << "";
+      for (int k = 0; k < 10; ++k) row << "";
     }
     row << std::to_string(c.lower_bound) << std::to_string(r.probes) << (r.non_monotone ? "1" : "0")
         << field(r.note);
@@ -222,7 +225,7 @@ void print_plan(const PlanConfig& plan, const PlanOutcome& o, std::uint64_t user
   std::fprintf(out, "%-10s %-44s %8s %5s %9s %9s %9s %8s %7s\n", "best", "candidate", "replicas",
                "GPUs", "USD/hour", "TTFT p99", "TPOT p99", "headroom", "store");
   std::fprintf(out, "%-10s %-44s %8s %5s %9s %9s %9s %8s %7s\n", "", "", "", "", "", "(ms)", "(ms)",
-               "(load)", "(share)");
+               "(>=load)", "(share)");
   for (const std::string mode : {"text", "kv_inject", ""}) {
     const long b = best_candidate(plan, o, mode);
     const char* name = mode.empty() ? "overall" : mode.c_str();
@@ -245,7 +248,7 @@ void print_plan(const PlanConfig& plan, const PlanOutcome& o, std::uint64_t user
     if (label.size() > 44) label = label.substr(0, 41) + "...";
     std::fprintf(out, "%-10s %-44s %8u %5u %9.2f %9.1f %9.1f %7.2fx %7s\n", name, label.c_str(),
                  r.replicas, r.gpus, r.cost_per_hour, r.at_answer.ttft_p99_ms,
-                 r.at_answer.tpot_p99_ms, r.headroom, share);
+                 r.at_answer.tpot_p99_ms, r.headroom_lower, share);
   }
   std::size_t cold = 0;
   for (const auto& r : o.results) cold += r.status == Status::kOk && !r.at_answer.turned_over;

@@ -14,6 +14,7 @@
 #include "policies/registry.h"
 #include "sim/access_oracle.h"
 #include "sim/batch_scheduler.h"
+#include "sim/cost.h"
 #include "sim/executor_factory.h"
 #include "sim/run_folder.h"
 #include "sim/trace_source.h"
@@ -142,32 +143,28 @@ json node_json(const RunConfig& c) {
 /// USD per hour of the fleet: the GPUs it rents, and each tier below the GPU by the capacity it
 /// provisions (a GPU tier's memory is in the GPU's price).
 json cost_json(const RunConfig& c, const RunSummary& s) {
-  constexpr double kHoursPerMonth = 730;
-  const double gpus = double(c.gpus_billed()) * c.prices.gpu_per_hour;
+  const FleetCost cost = fleet_cost(c);
   json tiers = json::object();
-  double total = gpus;
-  const std::pair<const char*, const TierConfig*> lower[] = {
-      {"host", &c.store.host}, {"disk", &c.store.disk}, {"remote", &c.store.remote}};
+  const std::pair<const char*, const TierCost*> lower[] = {
+      {"host", &cost.host}, {"disk", &cost.disk}, {"remote", &cost.remote}};
+  const TierConfig* configs[] = {&c.store.host, &c.store.disk, &c.store.remote};
   for (int i = 0; i < 3; ++i) {
     const auto& [name, t] = lower[i];
-    if (!t->enabled || c.serving.mode != ServingMode::kKvInject) continue;
-    const double gb = double(s.tiers[i + 1].capacity_bytes) / 1e9;
-    const double per_hour = gb * t->price_per_gb_month / kHoursPerMonth;
-    tiers[name] = json{{"capacity_gb", gb},
-                       {"per_gb_month", t->price_per_gb_month},
-                       {"per_hour", per_hour},
-                       {"source", t->price_source}};
-    total += per_hour;
+    if (!t->priced) continue;
+    tiers[name] = json{{"capacity_gb", t->capacity_gb},
+                       {"per_gb_month", t->per_gb_month},
+                       {"per_hour", t->per_hour},
+                       {"source", configs[i]->price_source}};
   }
   const double hours = s.makespan_s / 3600;
-  return json{
-      {"per_hour", total},
-      {"gpus", c.gpus_billed()},
-      {"gpu_per_hour", c.prices.gpu_per_hour},
-      {"gpu_source", c.prices.gpu_source},
-      {"gpus_per_hour", gpus},
-      {"tiers", tiers},
-      {"per_million_requests", s.requests > 0 ? total * hours / double(s.requests) * 1e6 : 0.0}};
+  return json{{"per_hour", cost.per_hour},
+              {"gpus", cost.gpus},
+              {"gpu_per_hour", cost.gpu_per_hour},
+              {"gpu_source", c.prices.gpu_source},
+              {"gpus_per_hour", cost.gpus_per_hour},
+              {"tiers", tiers},
+              {"per_million_requests",
+               s.requests > 0 ? cost.per_hour * hours / double(s.requests) * 1e6 : 0.0}};
 }
 
 json tiers_json(const RunSummary& s) {
@@ -311,6 +308,7 @@ void write_file(const fs::path& path, const std::string& body) {
 json summary_object(const RunConfig& c, const RunSummary& s) {
   return json{
       {"version", kVersion},
+      {"results_version", kResultsVersion},
       {"seed", c.seed},
       {"config", config_json(c)},
       {"requests", s.requests},

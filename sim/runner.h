@@ -11,6 +11,12 @@
 
 namespace inferscale {
 
+/// @brief The simulator's results version: raised by every change that alters what a run outputs
+/// for the same configuration (a scheduler, cost model, store or policy fix; not a refactor that
+/// keeps the golden figures). summary.json echoes it; the planner's probe cache keys include it,
+/// so a rebuilt simulator that simulates differently does not reuse an older one's probes.
+inline constexpr int kResultsVersion = 1;
+
 struct RunnerOptions {
   std::vector<std::string> only_runs;  // empty: all
   std::string out_dir;                 // overrides output.dir when set

@@ -193,9 +193,15 @@ struct RunConfig {
   std::uint64_t fact_kv_bytes_per_token_per_gpu() const;
   /// Replicas on one node: its GPUs over tp, or 1 without a node preset.
   std::uint32_t replicas_per_node() const { return node.gpus > 0 ? node.gpus / tp : 1; }
+  /// Nodes that `n` replicas fill: whole nodes of replicas_per_node() with a preset, else one
+  /// per replica.
+  std::uint32_t nodes_for(std::uint32_t n) const {
+    return node.gpus > 0 ? (n + replicas_per_node() - 1) / replicas_per_node() : n;
+  }
   /// GPUs the fleet rents: whole nodes with a preset, else replicas x tp.
-  std::uint64_t gpus_billed() const {
-    return node.gpus > 0 ? std::uint64_t(nodes) * node.gpus : std::uint64_t(replicas) * tp;
+  std::uint64_t gpus_billed() const { return gpus_billed(replicas, nodes); }
+  std::uint64_t gpus_billed(std::uint32_t n_replicas, std::uint32_t n_nodes) const {
+    return node.gpus > 0 ? std::uint64_t(n_nodes) * node.gpus : std::uint64_t(n_replicas) * tp;
   }
   /// Whether a tier below the GPU's keeps facts (host, disk or remote).
   bool lower_tiers() const {

@@ -125,7 +125,7 @@ void resolve_fleet(const YamlView& top, RunConfig& r) {
       }
       r.replicas = r.nodes * per_node;
     } else {
-      r.nodes = (r.replicas + per_node - 1) / per_node;
+      r.nodes = r.nodes_for(r.replicas);
     }
   } else {
     if (top.has("nodes")) top.fail("nodes", "'nodes' needs a 'node' preset (configs/nodes/)");

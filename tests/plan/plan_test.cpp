@@ -8,6 +8,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -18,8 +21,11 @@
 #include "sim/config/experiment.h"
 #include "sim/runner.h"
 #include "tests/catch.h"
+#include "tests/traces/locomo_fixture.h"
 #include "traces/arrival_replay.h"
 #include "traces/error.h"
+#include "traces/reader.h"
+#include "traces/scaled_trace.h"
 #include "traces/synthetic.h"
 
 namespace fs = std::filesystem;
@@ -390,5 +396,287 @@ TEST_CASE("plan: a range in the search space lists its values", "[plan]") {
   REQUIRE(p.axes.size() == 2);
   CHECK(p.axes[0].values == std::vector<std::string>{"10%", "25%", "40%"});
   CHECK(p.axes[1].values == std::vector<std::string>{"5"});
+  fs::remove_all(dir);
+}
+
+TEST_CASE("plan: a probe cached by another simulator results version is not reused", "[plan]") {
+  const auto dir = temp_dir("version");
+  const auto file = write_text(dir / "v.yaml", std::string("plan: v\n") + kFixedBase +
+                                                   "load: {users: 50, rate_per_s: 8}\n"
+                                                   "slo: {ttft_ms: {p99: 500}}\n"
+                                                   "search: {gpu: [h100, h200]}\n"
+                                                   "probe: {warmup_s: 1, window_s: 4}\n");
+  auto plan = load_plan(file);
+  CHECK(plan.results_version == kResultsVersion);
+  const auto first = plan_into(plan, dir / "out", 1, false);
+  REQUIRE(first.outcome.probes_run > 0);
+  const auto same = plan_into(plan, dir / "out", 1, true);
+  CHECK(same.outcome.probes_run == 0);
+  // A rebuilt simulator that simulates differently raises the version: every probe runs again.
+  plan.results_version = kResultsVersion + 1;
+  const auto bumped = plan_into(plan, dir / "out", 1, true);
+  CHECK(bumped.outcome.probes_run == first.outcome.probes_run);
+  for (std::size_t i = 0; i < bumped.outcome.probes.size(); ++i) {
+    CHECK(bumped.outcome.probes[i].key != first.outcome.probes[i].key);
+  }
+  CHECK(bumped.plan_csv == first.plan_csv);  // the same simulator: the same answers
+  fs::remove_all(dir);
+}
+
+TEST_CASE("plan: the headroom is a bracket of probed loads at the answer", "[plan]") {
+  const auto dir = temp_dir("headroom");
+  const auto file = write_text(dir / "h.yaml", std::string("plan: h\n") + kFixedBase +
+                                                   "load: {users: 50, rate_per_s: 90, arrival: "
+                                                   "gamma, cv: 0}\n"
+                                                   "slo: {e2e_ms: {p99: 1500}}\n"
+                                                   "search: {gpu: [h200]}\n"
+                                                   "probe: {warmup_s: 2, window_s: 20}\n"
+                                                   "options: {headroom_steps: 4}\n");
+  const auto r = plan_into(load_plan(file), dir / "out", 1, false);
+  const auto& res = r.outcome.results.at(0);
+  REQUIRE(res.status == Status::kOk);
+  REQUIRE(res.headroom_lower >= 1);
+  // headroom_lower: a load found to pass at the answer; headroom_upper: the lowest found to fail.
+  double passed = 1, failed = 0;
+  for (const auto& p : r.outcome.probes) {
+    if (p.spec.replicas != res.replicas || p.spec.load_factor == 1.0) continue;
+    if (p.result.pass) passed = std::max(passed, p.spec.load_factor);
+    if (!p.result.pass && (failed == 0 || p.spec.load_factor < failed)) failed = p.spec.load_factor;
+  }
+  CHECK(res.headroom_lower == passed);
+  CHECK(res.headroom_upper == failed);
+  if (failed > 0) CHECK(res.headroom_lower < res.headroom_upper);
+  CHECK(res.users_per_gpu_capacity == Approx(50 * res.headroom_lower / res.gpus));
+  const auto csv = r.plan_csv;
+  CHECK(csv.find(",headroom_lower,headroom_upper,") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("plan: a candidate's cost is summary.json's cost_usd of a run at the answer", "[plan]") {
+  const auto dir = temp_dir("cost");
+  // Nodes of 4 L40S (billed whole) with a host tier (priced by capacity per node), and the
+  // plan's own GPU price.
+  const auto file = write_text(dir / "cost.yaml",
+                               "plan: cost\n"
+                               "base:\n"
+                               "  experiment: cost\n"
+                               "  seed: 4\n"
+                               "  trace: {generate: {users: 500, requests: 1, k: 10}}\n"
+                               "  model: llama-3.1-8b\n"
+                               "  node: l40s-4\n"
+                               "  serving: {mode: kv_inject, k: 10}\n"
+                               "  store: {gpu: {capacity: 10%}, host: {capacity: 100GB}}\n"
+                               "load: {users: 500, rate_per_s: 40}\n"
+                               "slo: {ttft_ms: {p99: 300}}\n"
+                               "search: {gpu: [l40s]}\n"
+                               "prices: {l40s: 1.75}\n"
+                               "probe: {warmup_s: 2, window_s: 6, cooldown_s: 1}\n"
+                               "options: {headroom_steps: 0}\n");
+  const auto plan = load_plan(file);
+  const auto r = plan_into(plan, dir / "out", 2, false);
+  const auto& res = r.outcome.results.at(0);
+  const auto& c = r.outcome.candidates.at(0);
+  REQUIRE(res.status == Status::kOk);
+  auto sets = c.sets;
+  for (const auto& s : probe_overrides(plan, plan.load.users, 1.0, res.replicas)) sets.push_back(s);
+  sets.push_back("prices.gpu_per_hour=1.75");
+  ExperimentConfig exp = load_experiment(plan.base, plan.base_file, sets);
+  RunnerOptions ro;
+  ro.out_dir = (dir / "direct").string();
+  ro.progress = false;
+  const auto ran = run_experiment(exp, ro);
+  const auto summary = nlohmann::json::parse(summary_json(ran.at(0).config, ran.at(0).summary));
+  const auto& cost = summary.at("cost_usd");
+  CHECK(cost.at("gpus").get<std::uint64_t>() == res.gpus);
+  CHECK(res.gpus % 4 == 0);  // whole nodes
+  CHECK(cost.at("tiers").at("host").at("per_hour").get<double>() > 0);
+  CHECK(cost.at("per_hour").get<double>() == Approx(res.cost_per_hour).epsilon(1e-12));
+  CHECK(res.cost_per_hour > double(res.gpus) * 1.75);  // the host tier is in the price
+  fs::remove_all(dir);
+}
+
+namespace {
+
+/// The records of a trace file, by kind.
+struct ReadBack {
+  std::vector<FactRecord> facts;
+  std::vector<RequestRecord> requests;
+};
+
+ReadBack read_back(const fs::path& p) {
+  ReadBack out;
+  TraceReader reader(p.string());
+  TraceRecord rec;
+  while (reader.next(rec)) {
+    if (rec.kind == RecordKind::kRequest) out.requests.push_back(rec.request);
+    if (rec.kind == RecordKind::kFact) out.facts.push_back(rec.fact);
+    REQUIRE(rec.kind != RecordKind::kMemoryWrite);  // every fact known from the start
+  }
+  return out;
+}
+
+/// The scaled trace a probe of `p` at `factor` runs on (the path its overrides name).
+fs::path scaled_trace_of(const PlanConfig& p, double factor) {
+  for (const auto& s : probe_overrides(p, p.load.users, factor, 1)) {
+    if (s.rfind("trace=", 0) == 0) return s.substr(6);
+  }
+  FAIL("no trace override");
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("plan: a trace file is re-sized to the users and re-timed to the rate", "[plan]") {
+  const auto dir = temp_dir("file");
+  // Source: 3 users (9, 1, 7 in file order), 6 facts, 5 requests.
+  write_text(dir / "src.jsonl",
+             "{\"type\":\"header\",\"version\":1,\"source\":\"test\"}\n"
+             "{\"type\":\"fact\",\"id\":10,\"user\":9,\"tokens\":12}\n"
+             "{\"type\":\"fact\",\"id\":11,\"user\":9,\"tokens\":20}\n"
+             "{\"type\":\"fact\",\"id\":20,\"user\":1,\"tokens\":8}\n"
+             "{\"type\":\"fact\",\"id\":30,\"user\":7,\"tokens\":16}\n"
+             "{\"type\":\"request\",\"id\":1,\"user\":9,\"time\":0,\"query_tokens\":9,"
+             "\"output_tokens\":4,\"facts\":[11,10]}\n"
+             "{\"type\":\"memory_write\",\"id\":21,\"user\":1,\"tokens\":24,\"time\":5}\n"
+             "{\"type\":\"memory_write\",\"id\":31,\"user\":7,\"tokens\":4,\"time\":6}\n"
+             "{\"type\":\"request\",\"id\":2,\"user\":1,\"time\":7,\"query_tokens\":7,"
+             "\"output_tokens\":6,\"facts\":[21,20]}\n"
+             "{\"type\":\"request\",\"id\":3,\"user\":7,\"time\":8,\"query_tokens\":5,"
+             "\"output_tokens\":3,\"facts\":[31]}\n"
+             "{\"type\":\"request\",\"id\":4,\"user\":9,\"time\":9,\"query_tokens\":11,"
+             "\"output_tokens\":5,\"facts\":[10]}\n"
+             "{\"type\":\"request\",\"id\":5,\"user\":7,\"time\":9,\"query_tokens\":6,"
+             "\"output_tokens\":2,\"facts\":[30,31]}\n");
+  const auto file = write_text(dir / "p.yaml",
+                               "plan: p\n"
+                               "base: {seed: 2, trace: {generate: {users: 10, requests: 1}},"
+                               " serving: {mode: kv_inject, k: 4}}\n"
+                               "load: {users: 30, rate_per_s: 5, arrival: gamma, cv: 0,"
+                               " trace: file, trace_file: src.jsonl}\n"
+                               "slo: {ttft_ms: {p99: 500}}\n"
+                               "search: {gpu: [h100]}\n"
+                               "probe: {warmup_s: 2, window_s: 8, cooldown_s: 1}\n");
+  auto plan = load_plan(file);
+  plan.out_dir = (dir / "out").string();
+  REQUIRE(plan.load.source);
+  CHECK(plan.load.source->users() == 3);
+  const auto t = read_back(scaled_trace_of(plan, 1.0));
+  // 5 requests/s over 11 s: 55 requests, gaps of exactly 0.2 s (cv 0).
+  REQUIRE(t.requests.size() == 55);
+  REQUIRE(t.requests.size() == probe_requests(plan, 30, 1.0));
+  const std::uint32_t src_query[5] = {9, 7, 5, 11, 6};
+  std::map<UserId, std::uint32_t> fact_owner_tokens;
+  std::set<UserId> users;
+  for (std::size_t i = 0; i < t.requests.size(); ++i) {
+    const auto& r = t.requests[i];
+    CHECK(r.time == SimTime(std::llround(double(i + 1) * 0.2e9)));
+    CHECK(r.query_tokens == src_query[i % 5]);  // source request i mod 5
+    CHECK(r.user < 30);
+    // Its user is a copy of the source request's user (dense: 9 -> 0, 1 -> 1, 7 -> 2).
+    const UserId src_user[5] = {0, 1, 2, 0, 2};
+    CHECK(r.user % 3 == src_user[i % 5]);
+    users.insert(r.user);
+  }
+  CHECK(users.size() > 3);  // spread over the population, not the source's three users
+  // Every requested fact is written, at t=0, owned by the requester.
+  std::map<FactId, UserId> owner;
+  for (const auto& f : t.facts) {
+    CHECK(f.time == 0);
+    owner[f.id] = f.user;
+  }
+  for (const auto& r : t.requests) {
+    for (const auto f : r.facts) {
+      REQUIRE(owner.count(f) == 1);
+      CHECK(owner[f] == r.user);
+    }
+  }
+  // Twice the load: twice the requests, half the gaps.
+  const auto t2 = read_back(scaled_trace_of(plan, 2.0));
+  CHECK(t2.requests.size() == 110);
+  CHECK(t2.requests.at(0).time == SimTime(1e8));
+  // The plan runs on it.
+  const auto r = plan_into(plan, dir / "out", 1, false);
+  CHECK(r.outcome.results.at(0).status == Status::kOk);
+  CHECK(r.outcome.probes.at(0).result.measured > 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("plan: LoCoMo itself, each speaker copied onto the population", "[plan]") {
+  const auto dir = temp_dir("locomo");
+  fs::create_directories(dir / "locomo");
+  write_text(dir / "locomo" / "locomo10.json", test::kTwoConversations);
+  const auto file = write_text(dir / "p.yaml",
+                               "plan: p\n"
+                               "base: {seed: 2, trace: {locomo: {data: " +
+                                   (dir / "locomo").string() +
+                                   ", k: 3}}, serving: {mode: kv_inject, k: 3}}\n"
+                                   "load: {users: 40, rate_per_s: 4, trace: locomo}\n"
+                                   "slo: {ttft_ms: {p99: 500}}\n"
+                                   "search: {gpu: [h100]}\n"
+                                   "probe: {warmup_s: 1, window_s: 4, cooldown_s: 1}\n");
+  auto plan = load_plan(file);
+  plan.out_dir = (dir / "out").string();
+  REQUIRE(plan.load.source);
+  CHECK(plan.load.source->users() == 4);  // two conversations x two speakers
+  const auto t = read_back(scaled_trace_of(plan, 1.0));
+  REQUIRE(t.requests.size() == 24);
+  std::set<UserId> users;
+  for (const auto& r : t.requests) {
+    CHECK(r.user < 40);
+    CHECK(r.facts.size() <= 3);
+    users.insert(r.user);
+  }
+  CHECK(users.size() > 4);
+  const auto r = plan_into(plan, dir / "out", 1, false);
+  CHECK(r.outcome.results.at(0).status == Status::kOk);
+  fs::remove_all(dir);
+}
+
+std::string source_path(const std::string& rel) {
+  return std::string(INFERSCALE_SOURCE_DIR) + "/" + rel;
+}
+
+TEST_CASE("plan: errors of the load's trace name the key and exit 2", "[plan]") {
+  const auto dir = temp_dir("trace_errors");
+  const std::string tail = "slo: {ttft_ms: {p99: 500}}\nsearch: {gpu: [h100]}\n";
+  const std::string base = "plan: bad\nbase: {trace: {generate: {users: 10, requests: 1}}}\n";
+  struct Case {
+    std::string body, where, what;
+  };
+  const std::vector<Case> cases{
+      {base + "load: {users: 10, rate_per_s: 1, trace: file}\n" + tail, ":3:", "needs 'trace_file"},
+      {base + "load: {users: 10, rate_per_s: 1, trace: file, trace_file: nope.jsonl}\n" + tail,
+       ":3:", "'nope.jsonl' not found"},
+      {base + "load: {users: 10, rate_per_s: 1, trace: nope}\n" + tail, ":3:", "nope"},
+      {"plan: bad\nbase: {trace: {locomo: {users: 2}}}\nload: {users: 10, rate_per_s: 1}\n" + tail,
+       ":3:", "base experiment's trace is not generated"},
+      {base + "load: {users: 10, rate_per_s: 1, trace_file: x.jsonl}\n" + tail,
+       ":3:", "applies to 'trace: file'"},
+      {base + "load: {users: 10, rate_per_s: 1, trace: file, trace_file: " +
+           write_text(dir / "empty.jsonl", "{\"type\":\"header\",\"version\":1}\n") + "}\n" + tail,
+       ":3:", "no request"},
+      {base + "load: {users: 10, rate_per_s: 1, trace: file, trace_file: " +
+           source_path("tests/sim/data/golden.jsonl") + "}\n" + tail +
+           "probe: {warm_store: true}\n",
+       ":6:", "needs 'load.trace: generate'"},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const auto file = write_text(dir / ("bad" + std::to_string(i) + ".yaml"), cases[i].body);
+    INFO(cases[i].body);
+    try {
+      load_plan(file);
+      FAIL("no error");
+    } catch (const InputError& e) {
+      CHECK(e.where().find(file + cases[i].where) == 0);
+      CHECK((e.where().find("load.trace") != std::string::npos ||
+             e.where().find("probe.warm_store") != std::string::npos));
+      CHECK(std::string(e.what()).find(cases[i].what) != std::string::npos);
+    }
+    const std::string cmd = std::string(INFERSCALE_BINARY_DIR) + "/inferscale plan " + file +
+                            " --out " + (dir / "results").string() + " 2> /dev/null";
+    const int status = std::system(cmd.c_str());
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 2);
+  }
   fs::remove_all(dir);
 }
