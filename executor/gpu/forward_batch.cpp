@@ -120,6 +120,13 @@ ForwardInputs ForwardBatch::finalize(DeviceOps& ops, std::int32_t cache_rows) co
       ops.device().is_cuda()) {
     for (AttentionBatch& a : groups) {
       a.max_k = (a.max_k + graphs.key_bucket - 1) / graphs.key_bucket * graphs.key_bucket;
+      // The page table padded too (page_start bounds each segment's pages): decode steps cross
+      // a page now and then, and a new table size would be a new shape to capture.
+      if (a.paged) {
+        const std::size_t bucket = std::size_t(std::max(1, graphs.key_bucket));
+        const std::size_t n = a.host_pages.size();
+        a.host_pages.resize((n + bucket - 1) / bucket * bucket);
+      }
     }
   }
 
