@@ -32,8 +32,10 @@ const OptionalKind* find_optional(const std::string& name) {
 /// The run's roofline: its model (per GPU of `tp`), the GPU's rates (matrix products at the fp8
 /// peak with `weights: fp8`) and the all-reduce link.
 CostModel roofline(const RunConfig& run) {
-  return CostModel(run.model, CostRates::from_gpu(run.gpu, run.model.weight_dtype_bytes() == 1),
-                   TensorParallel::from_gpu(run.gpu, run.tp));
+  CostModel m(run.model, CostRates::from_gpu(run.gpu, run.model.weight_dtype_bytes() == 1),
+              TensorParallel::from_gpu(run.gpu, run.tp));
+  m.set_inject(run.executor.inject);
+  return m;
 }
 
 }  // namespace
@@ -100,9 +102,9 @@ std::unique_ptr<Executor> make_executor(const RunConfig& run, int replica) {
         profile.executor == "gpu"
             ? RowPadding::of_executor(run.executor.warm_rows, run.scheduler.max_batch_tokens)
             : RowPadding{};
-    return std::make_unique<CalibratedExecutor>(
-        CalibratedCostModel(run.model, std::move(profile), padding),
-        run.executor.copies_beside_pass);
+    CalibratedCostModel model(run.model, std::move(profile), padding);
+    model.set_inject(run.executor.inject);
+    return std::make_unique<CalibratedExecutor>(std::move(model), run.executor.copies_beside_pass);
   }
   return std::make_unique<CostModelExecutor>(roofline(run));
 }

@@ -89,6 +89,8 @@ class CalibratedCostModel {
   /// The asynchronous copy lanes as the profile describes them.
   CopyEngineParams copy_engine_params() const;
   const CalibrationProfile& profile() const { return profile_; }
+  /// How injection is counted (CostModel::set_inject): zero-copy drops its copy term.
+  void set_inject(InjectPath path) { counter_.set_inject(path); }
   /// `w` with the padding rows' work added (matrix products, one key each, their KV written),
   /// counted as rows of the pass they pad: prefill (or decode, in a step without prefills) and
   /// encode tokens. Encodes are counted as one pass.

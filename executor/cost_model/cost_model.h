@@ -72,6 +72,10 @@ class CostModel {
   SimTime encode_cost_ns(std::uint32_t tokens, std::uint32_t context_tokens) const;
   /// Time to copy one fact of `bytes` from the host tier (PCIe only, no step overhead).
   SimTime load_cost_ns(std::uint64_t bytes) const;
+  /// How injection is priced (executor.inject): zero-copy drops the copy of every fact that a
+  /// request reads in place (zero_copy_applies; not its private_kv facts). Copy by default.
+  void set_inject(InjectPath path) { inject_ = path; }
+  InjectPath inject() const { return inject_; }
   const ModelConfig& model() const { return model_; }
   const CostRates& rates() const { return rates_; }
   const TensorParallel& parallel() const { return parallel_; }
@@ -85,6 +89,7 @@ class CostModel {
   CostRates rates_;
   TensorParallel parallel_;
   bool moe_ = false;
+  InjectPath inject_ = InjectPath::kCopy;
   double kv_bytes_ = 0;
   // The model's per-step constants, computed once.
   double layer_flops_ = 0, head_flops_ = 0, weight_bytes_ = 0;

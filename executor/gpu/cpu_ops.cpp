@@ -172,6 +172,22 @@ class CpuOps : public DeviceOps {
     return out;
   }
 
+  at::Tensor paged_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                             const AttentionBatch& b, double scale,
+                             const PagedKvView& view) override {
+    ++counts_.split_kv;
+    at::Tensor out = at::empty_like(q);
+    SplitKvAttentionParams p = split_kv_params(q, k, v, out, b, scale);
+    p.cu_q = b.host_cu_q.data();
+    p.k_start = b.host_k_start.data();
+    p.k_used = b.host_k_used.data();
+    p.paged = view;
+    p.paged.pages = b.host_pages.data();
+    p.paged.page_start = b.host_page_start.data();
+    split_kv_attention_reference(p);
+    return out;
+  }
+
   at::Tensor upload(const std::vector<std::int32_t>& host) override {
     return at::from_blob(const_cast<std::int32_t*>(host.data()), {std::int64_t(host.size())},
                          at::TensorOptions().dtype(at::kInt))

@@ -29,9 +29,20 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   HostTrace trace;
   offload_parts_ = OffloadIssueParts{trace.on()};
 
+  // Released requests read nothing more: this step may evict the facts they read in place.
+  for (RequestId r : plan.released) {
+    const auto it = requests_.find(r);
+    if (it == requests_.end()) continue;
+    for (RequestState::PoolRef& ref : it->second.refs) {
+      if (ref.fact == kNoFact || ref.blocks.empty()) continue;
+      const auto reader = paged_readers_.find(ref.fact);
+      if (reader != paged_readers_.end() && --reader->second == 0) paged_readers_.erase(reader);
+      ref.blocks.clear();
+    }
+  }
   // Requests starting now own their cache rows before loads and encodes write into them.
   for (const PrefillItem& p : plan.prefills) {
-    if (p.first_chunk) start_request(p);
+    if (p.first_chunk) start_request(p, plan);
   }
 
   // Offloads, evictions, loads, host evictions, encodes: the documented order.
@@ -158,6 +169,10 @@ void GpuExecutor::issue_copies(const BatchPlan& plan, Injections& into,
   // asynchronous copies a load waits for the offload that frees its blocks: free in reverse,
   // so that the first loads take the blocks of the first offloads and wait only for those.
   auto evict = [&](FactId f) {
+    if (paged_readers_.count(f) > 0) {
+      throw std::invalid_argument("plan: evicts fact " + std::to_string(f) +
+                                  ", which a running request reads in place (inject zero_copy)");
+    }
     settle(f);
     pool_->free(f);
   };
@@ -220,6 +235,7 @@ void GpuExecutor::compose_prompts(const BatchPlan& plan, Injections& inj) {
                                   std::to_string(s.prompt_tokens));
     }
     if (!p.first_chunk) continue;
+    std::size_t next_ref = 0;
     for (const PromptPiece& piece : s.layout) {
       if (!piece.injected) continue;
       const FactPool::Entry* e = piece.kind == PromptPiece::Kind::kHeader
@@ -232,7 +248,20 @@ void GpuExecutor::compose_prompts(const BatchPlan& plan, Injections& inj) {
                                          : "fact " + std::to_string(piece.fact)) +
                                     " that the pool does not hold (with that many tokens)");
       }
-      add_injection(*e, p.request, piece.position, inj);
+      if (s.refs.empty()) {
+        add_injection(*e, p.request, piece.position, inj);
+        continue;
+      }
+      // Zero-copy: the pool's blocks are the request's context, read in place while it runs
+      // (the simulator pins a running request's facts).
+      RequestState::PoolRef& ref = s.refs.at(next_ref++);
+      if (ref.position != piece.position || ref.tokens != piece.tokens) {
+        throw std::logic_error("zero-copy: the first chunk's layout changed");
+      }
+      ref.blocks = e->blocks;
+      ref.encode_position = e->encode_position;
+      if (ref.fact != kNoFact) ++paged_readers_[ref.fact];
+      stats_.paged_tokens += e->tokens;
     }
   }
 }
@@ -262,7 +291,12 @@ void GpuExecutor::add_forward_items(const BatchPlan& plan, ForwardBatch& batch) 
         throw std::invalid_argument("plan: request " + std::to_string(p.request) +
                                     ": last chunk does not end with the prompt's last token");
       }
-      batch.add(s.region_start, std::int32_t(runs[r].position), ids, {}, sample ? outputs++ : -1);
+      const std::uint32_t end = runs[r].position + runs[r].tokens;
+      // Rows: region_start + own_rows(position) (ForwardBatch adds the position back).
+      const std::int32_t base = s.region_start + std::int32_t(own_rows(s, runs[r].position)) -
+                                std::int32_t(runs[r].position);
+      batch.add(base, std::int32_t(runs[r].position), ids, {}, sample ? outputs++ : -1,
+                s.refs.empty() ? std::vector<PagedKvEntry>() : request_pages(s, end));
     }
     if (p.last_chunk && runs.empty()) {
       throw std::invalid_argument("plan: request " + std::to_string(p.request) +
@@ -275,9 +309,12 @@ void GpuExecutor::add_forward_items(const BatchPlan& plan, ForwardBatch& batch) 
       throw std::invalid_argument("plan: request " + std::to_string(d.request) +
                                   " decodes before its prefill finished");
     }
-    if (std::int32_t(s.next_position) >= s.capacity) grow_region(s, s.next_position + 1);
+    const std::uint32_t own = own_rows(s, s.next_position);
+    if (std::int32_t(own) >= s.capacity) grow_region(s, own + 1);
     check_position(s.next_position);
-    batch.add(s.region_start, std::int32_t(s.next_position), {s.last_token}, {}, outputs++);
+    batch.add(s.region_start + std::int32_t(own) - std::int32_t(s.next_position),
+              std::int32_t(s.next_position), {s.last_token}, {}, outputs++,
+              s.refs.empty() ? std::vector<PagedKvEntry>() : request_pages(s, s.next_position + 1));
   }
   stats_.computed_tokens = std::uint64_t(batch.tokens());
   pad(batch);
@@ -296,7 +333,7 @@ at::Tensor GpuExecutor::run_forward_pass(const ForwardBatch& batch, HostTrace& t
           : std::string();
   const at::Tensor logits =
       ops_->run_forward(shape, in.tokens, in.buffer, [&](const at::Tensor& buffer) {
-        return model_->forward(in.on(buffer), cache_, nullptr, false);
+        return model_->forward(in.on(buffer), cache_, nullptr, false, pool_.get());
       });
   trace.at("forward");
   if (!logits.defined()) return at::Tensor();
@@ -305,8 +342,8 @@ at::Tensor GpuExecutor::run_forward_pass(const ForwardBatch& batch, HostTrace& t
   return sampled_host;
 }
 
-BatchResult GpuExecutor::measure_step(const BatchPlan& plan, const StepMarks& m,
-                                      std::int64_t gap, const AttentionCounts& calls_before,
+BatchResult GpuExecutor::measure_step(const BatchPlan& plan, const StepMarks& m, std::int64_t gap,
+                                      const AttentionCounts& calls_before,
                                       std::uint64_t replays_before) {
   StepClock& clock = ops_->clock();
   // The device stood idle between the last step and this one while the host planned; copies in
@@ -364,22 +401,22 @@ void GpuExecutor::advance_requests(const BatchPlan& plan, const std::vector<std:
 
 void GpuExecutor::trace_step(HostTrace& trace, const BatchPlan& plan, std::int64_t gap,
                              const BatchResult& result) {
-  trace.note("gap_us=" + std::to_string(gap / 1000) +
-             " prefills=" + std::to_string(plan.prefills.size()) +
-             " decodes=" + std::to_string(plan.decodes.size()) +
-             " n_offloads=" + std::to_string(plan.offloads.size()) +
-             " n_async_offloads=" + std::to_string(plan.async_offloads.size()) +
-             " n_evictions=" + std::to_string(plan.evictions.size()) +
-             " n_host_evictions=" + std::to_string(plan.host_evictions.size()) +
-             " n_async_loads=" + std::to_string(plan.async_loads.size()) +
-             " offl_begin_us=" + std::to_string(offload_parts_.begin / 1000) +
-             " offl_settle_us=" + std::to_string(offload_parts_.settle / 1000) +
-             " offl_store_us=" + std::to_string(offload_parts_.store / 1000) +
-             " offl_end_us=" + std::to_string(offload_parts_.end / 1000) +
-             " offl_tickets_us=" + std::to_string(offload_parts_.tickets / 1000) +
-             " tier_mb=" + std::to_string(host_tier_->reserved_bytes() >> 20) +
-             " tokens=" + std::to_string(stats_.computed_tokens) + " device_us=" +
-             std::to_string(result.duration_ns / 1000) + " " + ops_->allocator_counters());
+  trace.note(
+      "gap_us=" + std::to_string(gap / 1000) + " prefills=" + std::to_string(plan.prefills.size()) +
+      " decodes=" + std::to_string(plan.decodes.size()) +
+      " n_offloads=" + std::to_string(plan.offloads.size()) +
+      " n_async_offloads=" + std::to_string(plan.async_offloads.size()) +
+      " n_evictions=" + std::to_string(plan.evictions.size()) +
+      " n_host_evictions=" + std::to_string(plan.host_evictions.size()) +
+      " n_async_loads=" + std::to_string(plan.async_loads.size()) +
+      " offl_begin_us=" + std::to_string(offload_parts_.begin / 1000) +
+      " offl_settle_us=" + std::to_string(offload_parts_.settle / 1000) +
+      " offl_store_us=" + std::to_string(offload_parts_.store / 1000) +
+      " offl_end_us=" + std::to_string(offload_parts_.end / 1000) +
+      " offl_tickets_us=" + std::to_string(offload_parts_.tickets / 1000) +
+      " tier_mb=" + std::to_string(host_tier_->reserved_bytes() >> 20) +
+      " tokens=" + std::to_string(stats_.computed_tokens) +
+      " device_us=" + std::to_string(result.duration_ns / 1000) + " " + ops_->allocator_counters());
 }
 
 }  // namespace inferscale

@@ -44,6 +44,13 @@
 #              each matrix product's cuBLAS / cuBLASLt algorithm, against the default choice
 #   profile    every kernel's duration (ncu) in a batch-1, k=50 kv_inject bench step
 #   ceilings   scripts/device/ceilings.py: copy bandwidth and bf16 matrix products with PyTorch
+#   zerocopy   zero-copy injection (docs/zero_copy.md): the paged split-KV kernel's tests and the
+#              executor's zero-copy tests, the kv_inject bench at k=50, batch 1, 16 and 64, copy
+#              and zero_copy side by side (--inject both; BENCH_REPS, default 5), then
+#              compute-sanitizer memcheck of the paged kernel's tests, then the largest batch
+#              that fits at k=50: each path at the batches of FIT_BATCHES (default "256 320 384
+#              448 512 640"), one short bench each, until one fails
+#              -> executor_h200_zero_copy.json, zero_copy_fit.txt
 #   fidelity   configs/eval/fidelity_h200.yaml over every answerable LoCoMo question
 #              (QUESTIONS=n: the first n)
 #
@@ -133,7 +140,7 @@ if want build; then
     -DCMAKE_CUDA_COMPILER="$NVCC" -DCMAKE_EXE_LINKER_FLAGS=-Wl,--allow-shlib-undefined \
     -DINFERSCALE_BUILD_BENCH=OFF
   step build 300 "$WORK/build.log" cmake --build "$BUILD" -j "$(nproc)" --target inferscale \
-    kernels_gpu_tests kernels_attention_gpu_tests executor_gpu_tests -- -k 0
+    kernels_gpu_tests kernels_attention_gpu_tests kernels_paged_gpu_tests executor_gpu_tests -- -k 0
   grep -E "error" "$WORK/build.log" | head -20 >>"$SUMMARY"
 fi
 BIN=$BUILD/inferscale
@@ -302,6 +309,40 @@ fi
 if want ceilings; then
   step ceilings 60 "$WORK/ceilings.log" python3 scripts/device/ceilings.py
   sed 's/^/    /' "$WORK/ceilings.log" >>"$SUMMARY"
+fi
+
+if want zerocopy; then
+  step zerocopy_kernel_tests 90 "$WORK/zerocopy_tests.log" \
+    "$BUILD/tests/kernels/kernels_paged_gpu_tests" --durations yes
+  step zerocopy_executor_tests 120 "$WORK/zerocopy_tests.log" \
+    "$BUILD/tests/executor/executor_gpu_tests" "*zero-copy*" --durations yes
+  grep -hE "test cases|assertions|All tests passed|FAILED|worst error|zero-copy vs copy" \
+    "$WORK/zerocopy_tests.log" | sed 's/^/    /' >>"$SUMMARY"
+  step zerocopy_bench 240 "$WORK/zerocopy_bench.log" "$BIN" bench executor \
+    --model llama-3.1-8b --device cuda --header 64 --fact 24 --query 24 --output 50 \
+    --batch 1,16,64 --k 50 --modes kv_inject --inject both --reps "${BENCH_REPS:-5}" \
+    --out "$WORK/executor_h200_zero_copy.json"
+  sed -n '/^mode/,$p' "$WORK/zerocopy_bench.log" | sed 's/^/    [zero_copy] /' >>"$SUMMARY"
+  step memcheck_kernels_paged_gpu_tests 150 "$WORK/zerocopy_tests.log" compute-sanitizer \
+    --tool memcheck --error-exitcode 99 --print-limit 20 "$BUILD/tests/kernels/kernels_paged_gpu_tests"
+  grep -hE "ERROR SUMMARY" "$WORK/zerocopy_tests.log" | sed 's/^/    memcheck paged: /' >>"$SUMMARY"
+  # The largest batch that fits at k=50 (facts distinct per request, so the pool grows with the
+  # batch on both paths; the KV cache by the prompt (copy) or by footer + query (zero_copy)).
+  for path in copy zero_copy; do
+    fit=0
+    for b in ${FIT_BATCHES:-256 320 384 448 512 640}; do
+      if step "fit_${path}_$b" 60 "$WORK/zerocopy_fit.log" "$BIN" bench executor \
+        --model llama-3.1-8b --device cuda --header 64 --fact 24 --query 24 --output 2 \
+        --batch "$b" --k 50 --modes kv_inject --inject "$path" --reps 1 --warmup 0 \
+        --cuda-graphs off --out "$WORK/fit_${path}_$b.json"; then
+        fit=$b
+      else
+        break
+      fi
+    done
+    note "  largest batch at k=50 that fits ($path, of ${FIT_BATCHES:-256 320 384 448 512 640}): $fit"
+    echo "$path $fit" >>"$WORK/zero_copy_fit.txt"
+  done
 fi
 
 if want fidelity; then
