@@ -38,6 +38,17 @@ inline CacheEntry cache_entry(const FactInfo& f, FactId id, std::uint64_t bytes)
   return e;
 }
 
+/// cache_entry for tiers whose policies read only the size (StoreTier::reads_entry_details
+/// false): the fact's user and the rest stay unread (and unlooked-up).
+inline CacheEntry lite_cache_entry(FactId id, std::uint32_t tokens, std::uint64_t bytes) {
+  CacheEntry e;
+  e.id = id;
+  e.tokens = tokens;
+  e.bytes = bytes;
+  e.last_access = kNever;
+  return e;
+}
+
 /// What a request's admission reads of a fact.
 struct FactTokens {
   std::uint32_t tokens = 0;

@@ -156,14 +156,9 @@ std::uint64_t NodeStore::stored_bytes(std::uint32_t tokens) const {
 
 CacheEntry NodeStore::entry(const StoreTier& tier, FactId global, FactId id) const {
   if (!tier.reads_entry_details()) {
-    // No policy of the tier reads more: the fact's user (a search of the fact table's runs)
-    // and the rest stay unread, as in Replica::entry.
-    CacheEntry e;
-    e.id = id;
-    e.tokens = facts_.tokens(global).tokens;
-    e.bytes = stored_bytes(e.tokens);
-    e.last_access = kNever;
-    return e;
+    // No policy of the tier reads more: no search of the fact table's runs for its user.
+    const std::uint32_t tokens = facts_.tokens(global).tokens;
+    return lite_cache_entry(id, tokens, stored_bytes(tokens));
   }
   const FactInfo& f = facts_[global];
   return cache_entry(f, id, stored_bytes(f.tokens));

@@ -185,12 +185,8 @@ class Replica final : public RunView {
   void add_global(FactId global);   // with global_ids_: records up to `global`
   CacheEntry entry(FactId global, FactId local, SimTime) const {
     if (lite_entries_) {  // no policy reads more: the fact's other fields stay unread
-      CacheEntry e;
-      e.id = local;
-      e.tokens = facts_.tokens(global).tokens;
-      e.bytes = fact_store_bytes(e.tokens);
-      e.last_access = kNever;
-      return e;
+      const std::uint32_t tokens = facts_.tokens(global).tokens;
+      return lite_cache_entry(local, tokens, fact_store_bytes(tokens));
     }
     const FactInfo& f = facts_[global];
     return cache_entry(f, local, fact_store_bytes(f.tokens));
