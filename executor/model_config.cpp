@@ -15,16 +15,16 @@ namespace inferscale {
 
 namespace fs = std::filesystem;
 
-double GpuConfig::mfu_factor(double tokens) const {
-  if (mfu_curve.empty()) return 1.0;
-  if (tokens <= mfu_curve.front().first) return mfu_curve.front().second;
-  if (tokens >= mfu_curve.back().first) return mfu_curve.back().second;
+double GpuConfig::curve_factor(const std::vector<std::pair<double, double>>& curve, double x) {
+  if (curve.empty()) return 1.0;
+  if (x <= curve.front().first) return curve.front().second;
+  if (x >= curve.back().first) return curve.back().second;
   std::size_t i = 1;
-  while (mfu_curve[i].first < tokens) ++i;
-  const auto& [t0, f0] = mfu_curve[i - 1];
-  const auto& [t1, f1] = mfu_curve[i];
-  const double x = (std::log2(tokens) - std::log2(t0)) / (std::log2(t1) - std::log2(t0));
-  return f0 + x * (f1 - f0);
+  while (curve[i].first < x) ++i;
+  const auto& [x0, f0] = curve[i - 1];
+  const auto& [x1, f1] = curve[i];
+  const double t = (std::log2(x) - std::log2(x0)) / (std::log2(x1) - std::log2(x0));
+  return f0 + t * (f1 - f0);
 }
 
 std::string config_dir() {

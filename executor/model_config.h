@@ -167,8 +167,18 @@ struct GpuConfig {
   /// log2(tokens), before the first and past the last it is that point's. Empty: mfu at every
   /// size. Small products fill few rows of each tensor-core tile and reach less of the peak.
   std::vector<std::pair<double, double>> mfu_curve;
+  /// Decode attention's KV reads by the step's decodes: points (decodes, factor of mbu), read
+  /// as mfu_curve is. Empty: mbu at every size. A few sequences give the attention kernel
+  /// too few blocks to keep every memory channel busy.
+  std::vector<std::pair<double, double>> attention_mbu_curve;
   /// The factor of mfu at a step of `tokens` tokens (1 without a curve).
-  double mfu_factor(double tokens) const;
+  double mfu_factor(double tokens) const { return curve_factor(mfu_curve, tokens); }
+  /// The factor of mbu for the KV reads of a step of `decodes` decodes (1 without a curve).
+  double attention_mbu_factor(double decodes) const {
+    return curve_factor(attention_mbu_curve, decodes);
+  }
+  /// A curve's factor at x: linear in log2(x) between points, the end points' beyond them.
+  static double curve_factor(const std::vector<std::pair<double, double>>& curve, double x);
 };
 
 /// Where the presets live: ./configs when it has models/, else the source tree's configs.

@@ -50,6 +50,7 @@ CostRates CostRates::from_gpu(const GpuConfig& gpu, bool fp8_weights) {
   r.per_seq_overhead_ns = gpu.per_seq_overhead_us * 1e3;
   r.per_encode_overhead_ns = 0;
   r.gemm_curve = gpu.mfu_curve;
+  r.decode_kv_curve = gpu.attention_mbu_curve;
   return r;
 }
 
@@ -81,12 +82,19 @@ CostModel::CostModel(ModelConfig model, CostRates rates, TensorParallel parallel
       hbm_rate_positive_(rates_.hbm_bytes_per_s > 0),
       pcie_rate_positive_(rates_.pcie_bytes_per_s > 0) {
   if (!rates_.gemm_curve.empty()) {
-    GpuConfig curve;
-    curve.mfu_curve = rates_.gemm_curve;
     const auto last = std::size_t(std::ceil(rates_.gemm_curve.back().first));
     gemm_rate_by_tokens_.resize(last + 1);
     for (std::size_t t = 0; t <= last; ++t) {
-      gemm_rate_by_tokens_[t] = rates_.gemm_flops_per_s * curve.mfu_factor(double(t));
+      gemm_rate_by_tokens_[t] =
+          rates_.gemm_flops_per_s * GpuConfig::curve_factor(rates_.gemm_curve, double(t));
+    }
+  }
+  if (!rates_.decode_kv_curve.empty()) {
+    const auto last = std::size_t(std::ceil(rates_.decode_kv_curve.back().first));
+    decode_kv_rate_by_decodes_.resize(last + 1);
+    for (std::size_t d = 0; d <= last; ++d) {
+      decode_kv_rate_by_decodes_[d] =
+          rates_.hbm_bytes_per_s * GpuConfig::curve_factor(rates_.decode_kv_curve, double(d));
     }
   }
 }
@@ -96,6 +104,7 @@ StepWork CostModel::work(const BatchPlan& plan) const {
   // one-decode step's arithmetic.
   double prefill_tokens = 0, decode_tokens = 0, encode_tokens = 0;
   double attention_flops = 0, hbm_bytes = 0, inject_bytes = 0, pcie_bytes = 0, encodes = 0;
+  double decode_kv_bytes = 0;
   double samples = 0;
   std::uint64_t inject_tokens = 0;
   for (const auto& p : plan.prefills) {
@@ -144,10 +153,12 @@ StepWork CostModel::work(const BatchPlan& plan) const {
     if (exact_decode_sums(attention, hbm, context_plus1)) {
       attention_flops = attention;
       hbm_bytes = hbm;
+      decode_kv_bytes = double(context_plus1) * kv_bytes_;
     } else {
       for (const auto& d : plan.decodes) {
         attention_flops += model_.attention_flops(1, d.context_tokens, parallel_.tp);
         hbm_bytes += (double(d.context_tokens) + 1) * kv_bytes_;
+        decode_kv_bytes += (double(d.context_tokens) + 1) * kv_bytes_;
       }
     }
     decode_tokens = n;
@@ -196,6 +207,7 @@ StepWork CostModel::work(const BatchPlan& plan) const {
   w.gemm_flops = tokens * layer_flops_ + samples * head_flops_;
   w.attention_flops = attention_flops;
   w.hbm_bytes = hbm_bytes;
+  w.decode_kv_bytes = decode_kv_bytes;
   w.inject_bytes = inject_bytes;
   w.pcie_bytes = pcie_bytes;
   w.sequences = double(plan.prefills.size() + plan.decodes.size());
@@ -217,6 +229,7 @@ bool CostModel::decode_work(std::uint32_t decodes, std::uint64_t context_plus1, 
   w.gemm_flops = n * layer_flops_ + n * head_flops_;
   w.attention_flops = attention;
   w.hbm_bytes = decodes > 0 ? hbm + weight_read_bytes(n) : hbm;
+  w.decode_kv_bytes = hbm;
   if (parallel_.tp > 1 && decodes > 0) {
     w.allreduce_bytes = n * double(model_.hidden) * double(model_.dtype_bytes);
     w.allreduces = 2.0 * double(model_.layers);
@@ -231,7 +244,7 @@ BatchResult CostModel::price(const StepWork& w) const {
   const double tokens = w.prefill_tokens + w.decode_tokens + w.encode_tokens;
   const double gemm_ns = w.gemm_flops / gemm_rate(tokens) * 1e9;
   const double attn_ns = w.attention_flops / rates_.attention_flops_per_s * 1e9;
-  const double mem_ns = w.hbm_bytes / rates_.hbm_bytes_per_s * 1e9;
+  const double mem_ns = memory_ns(w.hbm_bytes, w.decode_kv_bytes, w.decode_tokens);
   // The all-reduces sit between the layers' matmuls: not overlapped with compute or HBM.
   const double comm_ns =
       w.allreduces == 0 ? 0.0 : w.allreduces * parallel_.allreduce_ns(w.allreduce_bytes);
@@ -291,7 +304,7 @@ bool CostModel::decode_durations(std::uint32_t decodes, std::uint64_t context_to
     const double attention = decode_attention_flops_ * double(context_plus1);
     const double hbm = double(context_plus1) * kv_bytes_;
     const double attn_ns = attention / rates_.attention_flops_per_s * 1e9;
-    const double mem_ns = (decodes > 0 ? hbm + decode_weights : hbm) / rates_.hbm_bytes_per_s * 1e9;
+    const double mem_ns = memory_ns(decodes > 0 ? hbm + decode_weights : hbm, hbm, double(decodes));
     const double forward_ns = std::max(gemm_ns + attn_ns, mem_ns) + comm_ns;
     const bool idle = forward_ns == 0 && inject_ns == 0 && pcie_ns == 0;
     const double overhead_ns = idle ? 0 : busy_overhead_ns;

@@ -19,6 +19,9 @@ struct CostRates {
   double per_encode_overhead_ns = 0;  // per fact encode (a separate pass per fact)
   /// gemm_flops_per_s's factor by the step's tokens (GpuConfig::mfu_curve); empty: 1.
   std::vector<std::pair<double, double>> gemm_curve;
+  /// hbm_bytes_per_s's factor for decode attention's KV reads by the step's decodes
+  /// (GpuConfig::attention_mbu_curve); empty: 1.
+  std::vector<std::pair<double, double>> decode_kv_curve;
 
   /// `fp8_weights`: matrix products at the GPU's fp8 peak where it has one (fp8_tflops > 0).
   static CostRates from_gpu(const GpuConfig& gpu, bool fp8_weights = false);
@@ -42,8 +45,9 @@ struct TensorParallel {
 struct StepWork {
   double gemm_flops = 0;
   double attention_flops = 0;
-  double hbm_bytes = 0;     // weights + KV traffic of the forward pass
-  double inject_bytes = 0;  // KV gathered into request caches (read + write)
+  double hbm_bytes = 0;        // weights + KV traffic of the forward pass
+  double decode_kv_bytes = 0;  // of hbm_bytes: the decodes' KV reads (context + 1 each)
+  double inject_bytes = 0;     // KV gathered into request caches (read + write)
   double pcie_bytes = 0;
   double allreduce_bytes = 0;  // tensor parallel: one all-reduce's message (tokens x hidden)
   double allreduces = 0;       // tensor parallel: all-reduces in the pass (two per layer)
@@ -102,6 +106,20 @@ class CostModel {
     if (gemm_rate_by_tokens_.empty()) return rates_.gemm_flops_per_s;
     const double last = double(gemm_rate_by_tokens_.size() - 1);
     return gemm_rate_by_tokens_[std::size_t(tokens < last ? tokens : last)];
+  }
+  /// hbm_bytes_per_s x decode_kv_curve's factor at each whole number of decodes up to the
+  /// curve's last point (past it: the last entry); empty without a curve.
+  std::vector<double> decode_kv_rate_by_decodes_;
+  /// The memory term: `hbm_bytes` at the HBM rate, except its `decode_kv_bytes` at the
+  /// decode-attention rate of `decodes` decodes where there is a curve.
+  double memory_ns(double hbm_bytes, double decode_kv_bytes, double decodes) const {
+    if (decode_kv_rate_by_decodes_.empty() || decode_kv_bytes == 0) {
+      return hbm_bytes / rates_.hbm_bytes_per_s * 1e9;
+    }
+    const double last = double(decode_kv_rate_by_decodes_.size() - 1);
+    const double kv_rate = decode_kv_rate_by_decodes_[std::size_t(decodes < last ? decodes : last)];
+    return (hbm_bytes - decode_kv_bytes) / rates_.hbm_bytes_per_s * 1e9 +
+           decode_kv_bytes / kv_rate * 1e9;
   }
 };
 

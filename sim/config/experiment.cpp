@@ -82,35 +82,38 @@ ModelConfig parse_model(const YamlView& v) {
   });
 }
 
-/// `mfu_curve: [[tokens, factor], ...]`: tokens increasing from 1, mfu x factor in (0, 1].
-std::vector<std::pair<double, double>> parse_mfu_curve(const YamlView& v, double mfu) {
+/// `key: [[x, factor], ...]` (mfu_curve: x in tokens; attention_mbu_curve: in decodes): x
+/// increasing from 1, `efficiency` x factor in (0, 1] (`efficiency_key` names it).
+std::vector<std::pair<double, double>> parse_curve(const YamlView& v, const std::string& key,
+                                                   const std::string& x_name,
+                                                   const std::string& efficiency_key,
+                                                   double efficiency) {
   std::vector<std::pair<double, double>> curve;
-  if (!v.has("mfu_curve")) return curve;
-  const YAML::Node n = v.node("mfu_curve");
-  const std::string expected = "expected a list of [tokens, factor] points";
-  if (!n.IsSequence() || n.size() == 0) v.fail("mfu_curve", expected);
+  if (!v.has(key)) return curve;
+  const YAML::Node n = v.node(key);
+  const std::string expected = "expected a list of [" + x_name + ", factor] points";
+  if (!n.IsSequence() || n.size() == 0) v.fail(key, expected);
   for (std::size_t i = 0; i < n.size(); ++i) {
     const std::string point = "point " + std::to_string(i + 1) + ": ";
     if (!n[i].IsSequence() || n[i].size() != 2 || !n[i][0].IsScalar() || !n[i][1].IsScalar()) {
-      v.fail("mfu_curve", point + expected);
+      v.fail(key, point + expected);
     }
-    double tokens = 0, factor = 0;
+    double x = 0, factor = 0;
     try {
-      tokens = n[i][0].as<double>();
+      x = n[i][0].as<double>();
       factor = n[i][1].as<double>();
     } catch (const YAML::Exception&) {
-      v.fail("mfu_curve", point + "expected two numbers, [tokens, factor]");
+      v.fail(key, point + "expected two numbers, [" + x_name + ", factor]");
     }
-    if (!(tokens >= 1 && tokens <= 1e6)) {
-      v.fail("mfu_curve", point + "tokens must be in [1, 1e6]");
+    if (!(x >= 1 && x <= 1e6)) v.fail(key, point + x_name + " must be in [1, 1e6]");
+    if (!curve.empty() && x <= curve.back().first) {
+      v.fail(key, point + x_name + " must increase from one point to the next");
     }
-    if (!curve.empty() && tokens <= curve.back().first) {
-      v.fail("mfu_curve", point + "tokens must increase from one point to the next");
+    if (!(factor > 0 && factor * efficiency <= 1)) {
+      v.fail(key,
+             point + "the factor must be positive and " + efficiency_key + " x factor at most 1");
     }
-    if (!(factor > 0 && factor * mfu <= 1)) {
-      v.fail("mfu_curve", point + "the factor must be positive and mfu x factor at most 1");
-    }
-    curve.emplace_back(tokens, factor);
+    curve.emplace_back(x, factor);
   }
   return curve;
 }
@@ -135,7 +138,8 @@ GpuConfig parse_gpu(const YamlView& v) {
                     "price_per_hour",
                     "price_source",
                     "mfu_curve",
-                    "mfu_curve_source"});
+                    "mfu_curve_source",
+                    "attention_mbu_curve"});
   for (const char* k : {"memory", "bf16_tflops", "hbm_gbps", "pcie_gbps"}) {
     if (!v.has(k)) v.fail("", std::string("gpu: missing key '") + k + "'");
   }
@@ -151,7 +155,8 @@ GpuConfig parse_gpu(const YamlView& v) {
   g.per_seq_overhead_us = v.number("per_seq_overhead_us", 5, 0, 1e7);
   g.mfu = v.number("mfu", 0.6, 1e-3, 1);
   g.mbu = v.number("mbu", 0.8, 1e-3, 1);
-  g.mfu_curve = parse_mfu_curve(v, g.mfu);
+  g.mfu_curve = parse_curve(v, "mfu_curve", "tokens", "mfu", g.mfu);
+  g.attention_mbu_curve = parse_curve(v, "attention_mbu_curve", "decodes", "mbu", g.mbu);
   g.pcie_efficiency = v.number("pcie_efficiency", 0.8, 1e-3, 1);
   g.pcie_gen = static_cast<std::uint32_t>(v.integer("pcie_gen", 0, 0, 16));
   g.nvlink_gen = static_cast<std::uint32_t>(v.integer("nvlink_gen", 0, 0, 16));

@@ -281,6 +281,7 @@ TEST_CASE("cost model: price_decodes gives what execute gives each decode-only p
   inf.gemm_flops_per_s = 1e-300;
   CostRates curved = h200_rates();  // decode steps of 1 to 256 rows, all on the curve
   curved.gemm_curve = {{16, 0.2}, {128, 0.55}, {2048, 1.0}};
+  curved.decode_kv_curve = {{1, 0.25}, {2, 1.0}, {128, 1.1}};
   ModelConfig big = m;
   big.layers = 1u << 14;
   big.heads = 1u << 10;
@@ -351,6 +352,47 @@ TEST_CASE("cost model: the mfu curve slows small matrix products and only those"
   const double gemm_flat = w.gemm_flops / flat.gemm_flops_per_s * 1e9;
   const SimTime t_flat = a.price(w).duration_ns, t_curved = b.price(w).duration_ns;
   CHECK(double(t_curved - t_flat) == Approx(gemm_flat / 3).epsilon(1e-6));
+}
+
+TEST_CASE("cost model: the attention mbu curve prices decode KV reads and nothing else") {
+  GpuConfig g;
+  g.attention_mbu_curve = {{1, 0.25}, {4, 1.0}};
+  CHECK(g.attention_mbu_factor(1) == 0.25);
+  CHECK(g.attention_mbu_factor(2) == Approx(0.625));  // log2: halfway from 2^0 to 2^2
+  CHECK(g.attention_mbu_factor(64) == 1.0);
+  CHECK(GpuConfig{}.attention_mbu_factor(1) == 1.0);
+
+  const ModelConfig m = llama_8b();
+  const CostRates flat = h200_rates();
+  CostRates curved = flat;
+  curved.decode_kv_curve = g.attention_mbu_curve;
+  const CostModel a(m, flat), b(m, curved);
+  const auto decodes = [](std::uint32_t n, std::uint32_t context) {
+    BatchPlan plan;
+    for (std::uint32_t d = 0; d < n; ++d) plan.decodes.push_back(DecodeItem{d, context});
+    return plan;
+  };
+  // One decode of 4,095 tokens of context: its KV (4,096 tokens x 128 KiB) read at a quarter
+  // of the rate, so three times its flat read time longer; the weights' read unchanged.
+  const StepWork w = a.work(decodes(1, 4095));
+  CHECK(w.decode_kv_bytes == 4096.0 * double(m.kv_bytes_per_token()));
+  const double kv_flat = w.decode_kv_bytes / flat.hbm_bytes_per_s * 1e9;
+  CHECK(double(b.price(w).duration_ns - a.price(w).duration_ns) ==
+        Approx(3 * kv_flat).epsilon(1e-6));
+  // At and past the curve's factor 1: the flat price, to rounding (the KV read is then a
+  // term of its own).
+  for (const std::uint32_t n : {4u, 32u}) {
+    const StepWork wn = a.work(decodes(n, 1000));
+    CHECK(std::llabs(a.price(wn).duration_ns - b.price(wn).duration_ns) <= 1);
+  }
+  // A prefill alone reads no decode KV: the curve leaves it alone.
+  BatchPlan prefill;
+  PrefillItem p;
+  p.query_tokens = p.prompt_tokens = p.computed_total = p.computed_now = 64;
+  p.first_chunk = p.last_chunk = true;
+  prefill.prefills.push_back(p);
+  CHECK(a.work(prefill).decode_kv_bytes == 0);
+  CHECK(a.price(a.work(prefill)).duration_ns == b.price(b.work(prefill)).duration_ns);
 }
 
 TEST_CASE("cost model: a step too long to price saturates at 2^60 ns instead of wrapping") {

@@ -87,6 +87,15 @@ TEST_CASE("tp: bad degrees and executors are errors at the key") {
        base() + "gpu: {memory: 80GB, bf16_tflops: 989, hbm_gbps: 3350, pcie_gbps: 64, "
                 "mfu_curve: [[256]]}\n",
        ":3:81: gpu.mfu_curve", "point 1: expected a list of [tokens, factor] points"},
+      {"attention_curve_order",
+       base() + "gpu: {memory: 80GB, bf16_tflops: 989, hbm_gbps: 3350, pcie_gbps: 64, "
+                "attention_mbu_curve: [[4, 0.8], [2, 0.5]]}\n",
+       ":3:91: gpu.attention_mbu_curve", "point 2: decodes must increase"},
+      {"attention_curve_factor",
+       base() + "gpu: {memory: 80GB, bf16_tflops: 989, hbm_gbps: 3350, pcie_gbps: 64, "
+                "mbu: 0.9, attention_mbu_curve: [[1, 1.2]]}\n",
+       ":3:101: gpu.attention_mbu_curve",
+       "point 1: the factor must be positive and mbu x factor at most 1"},
       {"nvlink_no_bw",
        base() + "gpu: {memory: 80GB, bf16_tflops: 989, hbm_gbps: 3350, pcie_gbps: 64, "
                 "nvlink_gen: 4}\n",
