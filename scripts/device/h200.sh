@@ -23,6 +23,8 @@
 #              with HIL_SET (extra --set arguments) if given, HIL_REPEATS times (default 1;
 #              more: results headline_hil_U_rN); HIL_RUNS="2 3" runs those numbers (_r2, _r3),
 #              so that repeats may span several device calls
+#   hil_inject kv_inject alone in hardware in the loop at INJECT_USERS (default 200), with
+#              executor.inject copy and then zero_copy (results headline_hil_U_inject_PATH)
 #   first_wave kv_inject alone at 50 users with executor.settle_ms 0 and 200 (forward passes
 #              before the first prefill step), SM clocks sampled (clocks_*.csv)
 #   bench      `inferscale bench executor` (Llama-3.1-8B shape, random weights) with split-KV
@@ -189,6 +191,22 @@ if want hil; then
         --out "$WORK/results" ${HIL_SET:-}
       tail -6 "$WORK/hil.log" | sed 's/^/    /' >>"$SUMMARY"
       symbolize "$WORK/hil.log"
+    done
+  done
+  rm -rf "$WORK"/results/*/.traces
+fi
+
+if want hil_inject; then
+  # kv_inject alone, copy then zero-copy injection, at each of INJECT_USERS (default 200).
+  for u in ${INJECT_USERS:-200}; do
+    for path in copy zero_copy; do
+      step "hil_inject_${u}_$path" 240 "$WORK/hil_inject.log" "$BIN" run configs/headline.yaml \
+        --no-progress --runs kv_inject --set executor.kind=gpu --set gpu="$GPU_PRESET" \
+        --set trace.locomo.data="$LOCOMO" --set trace.locomo.users="$u" \
+        --set runs.kv_inject.executor.inject="$path" \
+        --set experiment="headline_hil_${u}_inject_$path" --out "$WORK/results"
+      tail -6 "$WORK/hil_inject.log" | sed 's/^/    /' >>"$SUMMARY"
+      symbolize "$WORK/hil_inject.log"
     done
   done
   rm -rf "$WORK"/results/*/.traces

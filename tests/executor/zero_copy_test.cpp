@@ -230,6 +230,10 @@ TEST_CASE("bf16 on the GPU: zero-copy logits track the copy path's (k 50, batch 
   for (int run = 0; run < 3; ++run) {
     GpuExecutorOptions o = gpu_bf16_options(3);
     o.pool_bytes = 512 * FactPool::block_bytes(o.model, 2);
+    // The copy path holds 16 prompts of 50 facts each; the encodes' scratch rows come in
+    // forwards of at most 2,048 tokens (one forward of all 800 took every row on an H100).
+    o.kv_cache_tokens = 32768;
+    o.max_batch_tokens = 2048;
     o.inject = run >= 1 ? InjectPath::kZeroCopy : InjectPath::kCopy;
     o.cuda_graphs.enabled = run == 2;
     GpuExecutor ex(o);
