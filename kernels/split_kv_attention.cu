@@ -12,10 +12,11 @@
 // workspace, or, when the plan has a single partial, the normalized output itself.
 //
 // Paged contexts (p.paged): a key's row is found through its segment's page (PagedKvView). Its
-// V, and K of the request's own rows, come by cp.async as above; K of fact-pool pages is read
-// synchronously, rotated to its position with the fused injection's RowChunk routine (so the
-// tile holds exactly the key injection would have written) and stored to shared memory; keys a
-// page does not hold are masked like keys past the causal limit.
+// K and V come by cp.async as above, from the request's own rows or the fact pool; once a tile
+// has landed, the K rows of fact-pool pages are rotated in shared memory to their positions
+// with the fused injection's RowChunk routine (so the tile holds exactly the key injection
+// would have written) while the next tile's copies are in flight; keys a page does not hold are
+// masked like keys past the causal limit.
 //
 // Combine kernel: one warp per (token, head) output row; it weighs the partials of the splits
 // that cover its segment's keys by exp2(m_j - max) and normalizes.
@@ -195,7 +196,8 @@ __global__ void __launch_bounds__(kThreads)
         }
         return;
       } else {
-        // V of every page and K of the request's own rows: asynchronous copies as above.
+        // K and V of every page, the request's own rows or the pool's: asynchronous copies as
+        // above (pool keys still unrotated: rotate_pool_keys turns them once they have landed).
         const T* pool_k = static_cast<const T*>(p.paged.pool.k);
         const T* pool_v = static_cast<const T*>(p.paged.pool.v);
         for (int c = tid; c < kTileKeys * PIECES; c += kThreads) {
@@ -204,22 +206,30 @@ __global__ void __launch_bounds__(kThreads)
           const PagedKvEntry* e = key < c1 ? seg_pages + (key >> 4) : nullptr;
           const int o = key & (kPagedKvPageKeys - 1);
           const bool valid = e != nullptr && o < e->tokens;
-          const bool own = valid && e->kind == PagedKvKind::kCache;
+          const T* ksrc = kg_base;
           const T* vsrc = vg_base;
-          if (own) {
-            vsrc = vg_base + std::int64_t(e->row + o) * p.kv_row_stride + col;
+          if (valid && e->kind == PagedKvKind::kCache) {
+            const std::int64_t off = std::int64_t(e->row + o) * p.kv_row_stride + col;
+            ksrc = kg_base + off;
+            vsrc = vg_base + off;
           } else if (valid) {
-            vsrc = pool_v + pool_offset(e->row + o) + col;
+            const std::int64_t off = pool_offset(e->row + o) + col;
+            ksrc = pool_k + off;
+            vsrc = pool_v + off;
           }
+          cp_async16(smem_addr(kd + r * LD + col), ksrc, valid);
           cp_async16(smem_addr(vd + r * LD + col), vsrc, valid);
-          if (!valid || own) {
-            const std::int64_t off = own ? std::int64_t(e->row + o) * p.kv_row_stride + col : 0;
-            cp_async16(smem_addr(kd + r * LD + col), kg_base + off, own);
-          }
           if (col == 0) present[stage][r] = valid ? 1 : 0;
         }
-        // K of pool pages: read, rotated to its position by the routine (and rounding) of the
-        // fused injection (kv_inject_kernel), stored to the tile: the key the copy path writes.
+      }
+    };
+    // Paged: the K rows of pool pages in a landed tile, rotated in place to their positions by
+    // the routine (and rounding) of the fused injection (kv_inject_kernel): the key the copy
+    // path writes.
+    auto rotate_pool_keys = [&](int tile, int stage) {
+      if constexpr (paged) {
+        const int key0 = c0 + tile * kTileKeys;
+        T* kd = ks + stage * kTileKeys * LD;
         constexpr int kChunks = D / 16;  // RowChunk<T, 8>: 8 rotary pairs each
         const int half = D / 2;
         for (int c = tid; c < kTileKeys * kChunks; c += kThreads) {
@@ -232,7 +242,7 @@ __global__ void __launch_bounds__(kThreads)
           const int pos = e->kind == PagedKvKind::kPoolPreRope ? e->position + o : e->position;
           const int table_row = pos < 0 ? -pos : pos;
           device::RowChunk<T, 8> k;
-          k.load(pool_k + pool_offset(e->row + o), ch, half, p.paged.style);
+          k.load(kd + r * LD, ch, half, p.paged.style);
           k.template rotate<true>(p.paged.table.cos + std::int64_t(table_row) * half,
                                   p.paged.table.sin + std::int64_t(table_row) * half, ch, pos < 0,
                                   p.paged.style);
@@ -252,7 +262,11 @@ __global__ void __launch_bounds__(kThreads)
       } else {
         cp_async_wait<0>();
       }
-      __syncthreads();                                // tile i (and Q) visible to every warp
+      __syncthreads();  // tile i (and Q) visible to every warp
+      if constexpr (paged) {
+        rotate_pool_keys(i, i & 1);
+        __syncthreads();  // its rotated keys too
+      }
       const int key0 = c0 + i * kTileKeys + kg * KW;  // first key of this warp's slice
       if (warp_active) {
         if (i == 0) {
