@@ -1,11 +1,14 @@
 // A run's results folder: locked while a run writes it, written under a temporary folder of the
-// process, moved into place in one step; SIGINT/SIGTERM remove what an interrupted run or trace
-// generation had written.
+// process, moved into place in one step; SIGINT/SIGTERM remove what an interrupted run, trace
+// generation or trace conversion had written.
 #include "sim/run_folder.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -179,6 +182,57 @@ TEST_CASE("CLI: trace generate interrupted by SIGTERM leaves no temporary trace"
   REQUIRE(::waitpid(gen, &status, 0) == gen);
   INFO(read_text(dir / "log.txt"));
   CHECK(WIFSIGNALED(status));
+  CHECK(leftovers(dir).empty());
+  CHECK_FALSE(fs::exists(out));
+}
+
+TEST_CASE("CLI: trace convert interrupted by SIGTERM leaves no temporary binary trace") {
+  // Before: the binary writer's `<out>.tmp` was not registered, and SIGTERM left it behind.
+  // The input is a FIFO that this test feeds, so the conversion waits for its next line for as
+  // long as the test wants: no race with a conversion that ends first.
+  const auto dir = temp_dir("convert_sigterm");
+  const fs::path in = dir / "in.jsonl", out = dir / "out.bin";
+  REQUIRE(::mkfifo(in.c_str(), 0600) == 0);
+  const pid_t conv = spawn_cli({"trace", "convert", in.string(), out.string()}, dir / "log.txt");
+  // The converter opens its input more than once (first to tell JSONL from binary): each opening
+  // gets a fact line whenever it has read what it was given; a reader that closes is let go.
+  struct sigaction ignore {};
+  struct sigaction old {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGPIPE, &ignore, &old);  // a write that meets a closed reader fails with EPIPE
+  int fd = -1;
+  std::uint64_t line = 0;
+  const bool converting = wait_until([&] {
+    if (has_entry_starting(dir, "out.bin.")) return true;
+    if (fd < 0) fd = ::open(in.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);  // ENXIO: no reader
+    if (fd < 0) return false;
+    pollfd p{fd, 0, 0};
+    if (::poll(&p, 1, 0) == 1 && (p.revents & POLLERR) != 0) {
+      ::close(fd);
+      fd = -1;
+      return false;
+    }
+    int queued = 0;
+    if (::ioctl(fd, FIONREAD, &queued) == 0 && queued == 0) {
+      ++line;
+      const std::string l = "{\"type\":\"fact\",\"id\":" + std::to_string(line) +
+                            ",\"user\":1,\"tokens\":5,\"time\":0}\n";
+      const ssize_t ignored = ::write(fd, l.data(), l.size());
+      (void)ignored;
+    }
+    return false;
+  });
+  REQUIRE(::kill(conv, SIGTERM) == 0);
+  int status = 0;
+  REQUIRE(::waitpid(conv, &status, 0) == conv);
+  if (fd >= 0) ::close(fd);
+  ::sigaction(SIGPIPE, &old, nullptr);
+  const std::string said = read_text(dir / "log.txt");
+  INFO(said);
+  REQUIRE(converting);  // its temporary file was there while it converted
+  CHECK(WIFSIGNALED(status));
+  CHECK(said.find("interrupted: removing partial results: " + out.string() + ".") !=
+        std::string::npos);
   CHECK(leftovers(dir).empty());
   CHECK_FALSE(fs::exists(out));
 }
