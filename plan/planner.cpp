@@ -84,8 +84,7 @@ std::vector<std::string> probe_overrides(const PlanConfig& p, std::uint64_t user
     const auto path = dir / ("scaled-" + probe_hash(id) + ".jsonl");
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) {
-      std::filesystem::create_directories(dir, ec);
-      if (ec) throw InputError(dir.string(), "cannot create the trace folder: " + ec.message());
+      TraceFolder folder(dir);  // removed again, with <out>/<plan>/ if made here, on a failure
       TraceWriter w(path.string());
       try {
         write_scaled_trace(*p.load.source, o, w);
@@ -93,6 +92,7 @@ std::vector<std::string> probe_overrides(const PlanConfig& p, std::uint64_t user
         throw InputError(p.load_where, std::string(e.what()) + " (load.users)");
       }
       w.close();
+      folder.keep();
     }
     std::vector<std::string> sets{"trace=" + path.string()};
     sets.insert(sets.end(), common.begin(), common.end());

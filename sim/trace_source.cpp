@@ -187,17 +187,37 @@ namespace {
 std::string materialize_into(const RunConfig& run, const std::string& cache_dir);
 }  // namespace
 
+TraceFolder::TraceFolder(const fs::path& dir) : dir_(dir) {
+  std::error_code ec;
+  for (fs::path p = dir; !p.empty() && !fs::exists(p, ec) && !ec; p = p.parent_path()) {
+    made_ = p;
+    if (p == p.parent_path()) break;
+  }
+  fs::create_directories(dir, ec);
+  if (ec) {
+    const std::string why = ec.message();
+    remove_made();  // those made before the one that failed
+    throw InputError(dir.string(), "cannot create the trace folder: " + why);
+  }
+}
+
+TraceFolder::~TraceFolder() {
+  remove_made();
+}
+
+void TraceFolder::remove_made() {
+  if (made_.empty()) return;
+  std::error_code ec;
+  for (fs::path p = dir_; fs::remove(p, ec) && p != made_; p = p.parent_path()) {
+  }
+}
+
 std::string materialize_trace(const RunConfig& run, const std::string& cache_dir) {
   if (run.trace.kind == "file") return run.trace.path;
-  std::error_code ec;
-  fs::create_directories(cache_dir, ec);
-  if (ec) throw InputError(cache_dir, "cannot create the trace folder: " + ec.message());
-  try {
-    return materialize_into(run, cache_dir);
-  } catch (...) {
-    fs::remove(cache_dir, ec);  // only if empty: a trace that did not fit leaves no folder
-    throw;
-  }
+  TraceFolder folder(cache_dir);  // a plan's <out>/<plan>/.traces/ is made here, before any result
+  const std::string path = materialize_into(run, cache_dir);
+  folder.keep();
+  return path;
 }
 
 namespace {

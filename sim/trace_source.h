@@ -3,6 +3,7 @@
 // from the options in the YAML (the same options as `inferscale trace generate|import-locomo`,
 // written without dashes) into a cache file keyed by those options.
 
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -11,6 +12,25 @@
 #include "traces/record_stream.h"
 
 namespace inferscale {
+
+/// @brief The folder a trace is written to, made with the missing folders above it. Unless keep()
+/// is called, they are removed again (innermost first, each only while empty): a trace that did
+/// not fit leaves no folder behind, only those that were there before.
+class TraceFolder {
+ public:
+  /// An InputError at `dir` when it cannot be made.
+  explicit TraceFolder(const std::filesystem::path& dir);
+  ~TraceFolder();
+  TraceFolder(const TraceFolder&) = delete;
+  TraceFolder& operator=(const TraceFolder&) = delete;
+  /// The trace is written: the folders stay.
+  void keep() { made_.clear(); }
+
+ private:
+  /// Innermost first, each only while empty.
+  void remove_made();
+  std::filesystem::path dir_, made_;  // made_: the outermost folder made here (empty: none)
+};
 
 /// Returns the path of a JSONL trace for `run` (generating it once if needed). Option errors are
 /// InputErrors at the YAML position of the option.

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "traces/error.h"
+#include "traces/partial_files.h"
 #include "traces/writer.h"
 
 namespace inferscale {
@@ -67,28 +68,41 @@ bool is_binary_trace(const std::string& path) {
 // ---- writer ---------------------------------------------------------------------------------
 
 BinaryTraceWriter::BinaryTraceWriter(const std::string& path, int zstd_level)
-    : path_(path), tmp_path_(path + ".tmp") {
+    : path_(path), tmp_path_(partial_file_name(path)) {
+  // Of this writer (two writers of one trace do not share it), and removed if a signal ends the
+  // process before close().
   file_ = std::fopen(tmp_path_.c_str(), "wb");
   if (file_ == nullptr) throw InputError(path, std::string("cannot write: ") + std::strerror(errno));
+  partial_ = partial_files_add(tmp_path_);
   auto* c = ZSTD_createCCtx();
   cctx_ = c;
   ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, zstd_level);
   ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
   if (std::fwrite(kBinaryTraceMagic.data(), 1, kBinaryTraceMagic.size(), file_) !=
       kBinaryTraceMagic.size()) {
-    throw InputError(path_, std::string("write failed: ") + std::strerror(errno));
+    const std::string why = std::strerror(errno);
+    discard();
+    throw InputError(path_, "write failed: " + why);
   }
   buf_.reserve(kFlushBytes + 4096);
   out_.resize(ZSTD_CStreamOutSize());
 }
 
 BinaryTraceWriter::~BinaryTraceWriter() {
+  discard();
+}
+
+void BinaryTraceWriter::discard() {
   ZSTD_freeCCtx(static_cast<ZSTD_CCtx*>(cctx_));
-  if (!closed_ && file_ != nullptr) {
-    std::fclose(file_);
+  cctx_ = nullptr;
+  if (file_ != nullptr) std::fclose(file_);
+  file_ = nullptr;
+  if (!closed_) {
     std::error_code ec;
     std::filesystem::remove(tmp_path_, ec);
   }
+  partial_files_release(partial_);
+  partial_ = -1;
 }
 
 void BinaryTraceWriter::compress(bool end) {
@@ -183,13 +197,15 @@ void BinaryTraceWriter::close() {
   buf_ += static_cast<char>(kEnd);
   put_varint(buf_, records_);
   compress(true);
-  if (std::fclose(file_) != 0) {
-    file_ = nullptr;
-    throw InputError(path_, std::string("close failed: ") + std::strerror(errno));
-  }
+  const int rc = std::fclose(file_);
   file_ = nullptr;
-  std::filesystem::rename(tmp_path_, path_);
+  if (rc != 0) throw InputError(path_, std::string("close failed: ") + std::strerror(errno));
+  std::error_code ec;
+  std::filesystem::rename(tmp_path_, path_, ec);
+  if (ec) throw InputError(path_, "cannot rename " + tmp_path_ + " into place: " + ec.message());
   closed_ = true;
+  partial_files_release(partial_);
+  partial_ = -1;
 }
 
 // ---- reader ---------------------------------------------------------------------------------

@@ -22,8 +22,9 @@ inline constexpr std::string_view kBinaryTraceMagic{"\x89ISTRC1\n", 8};
 /// True when the file at `path` starts with kBinaryTraceMagic.
 bool is_binary_trace(const std::string& path);
 
-/// @brief Writes a binary trace atomically (temporary file, renamed on close()). It writes what
-/// it is given: the reader validates, as it does for JSONL.
+/// @brief Writes a binary trace atomically (a temporary file of this writer,
+/// `<path>.<pid>.<n>.tmp`, renamed on close(); removed if the writer is dropped, or on
+/// SIGINT/SIGTERM). It writes what it is given: the reader validates, as it does for JSONL.
 class BinaryTraceWriter {
  public:
   explicit BinaryTraceWriter(const std::string& path, int zstd_level = 3);
@@ -41,7 +42,10 @@ class BinaryTraceWriter {
  private:
   void record_done();
   void compress(bool end);
+  /// Frees the compressor; closes and removes the temporary file unless close() renamed it.
+  void discard();
   std::string path_, tmp_path_;
+  int partial_ = -1;  // partial_files handle of tmp_path_
   std::FILE* file_ = nullptr;
   void* cctx_ = nullptr;  // ZSTD_CCtx
   std::string buf_, out_;

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <cstdint>
 #include <cstring>
 
 namespace inferscale {
@@ -98,6 +99,12 @@ int partial_files_add(const std::string& path) {
 void partial_files_release(int handle) {
   if (handle < 0 || handle >= kSlots) return;
   g_state[handle].store(0, std::memory_order_release);
+}
+
+std::string partial_file_name(const std::string& path) {
+  static std::atomic<std::uint64_t> next{0};
+  return path + "." + std::to_string(::getpid()) + "." +
+         std::to_string(next.fetch_add(1, std::memory_order_relaxed)) + ".tmp";
 }
 
 }  // namespace inferscale

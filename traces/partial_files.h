@@ -13,6 +13,10 @@ namespace inferscale {
 int partial_files_add(const std::string& path);
 /// The path of `handle` is complete (renamed into place) or gone: no longer removed on a signal.
 void partial_files_release(int handle);
+/// A temporary name beside `path` that no other writer shares, `<path>.<pid>.<n>.tmp`: the
+/// process id keeps two processes apart, n (counting this process's calls) two writers of one
+/// process.
+std::string partial_file_name(const std::string& path);
 
 /// RAII form: registered for the object's lifetime.
 class PartialFile {

@@ -6,8 +6,6 @@
 #include <filesystem>
 #include <string>
 
-#include <unistd.h>
-
 #include "traces/error.h"
 #include "traces/partial_files.h"
 
@@ -69,8 +67,8 @@ TraceWriter::TraceWriter(const std::string& path) : path_(path) {
   if (path == "-") {
     file_ = stdout;
   } else {
-    // Of this process: two processes writing the same trace do not share a temporary file.
-    tmp_path_ = path + "." + std::to_string(::getpid()) + ".tmp";
+    // Of this writer: two writers of the same trace do not share a temporary file.
+    tmp_path_ = partial_file_name(path);
     file_ = std::fopen(tmp_path_.c_str(), "wb");
     if (file_ == nullptr) {
       throw InputError(path, std::string("cannot write: ") + std::strerror(errno));

@@ -1,6 +1,7 @@
 #pragma once
-// @brief TraceWriter: writes a JSONL trace atomically (a temporary file of this process,
-// `<path>.<pid>.tmp`, renamed on close(); removed if the writer is dropped, or on SIGINT/SIGTERM).
+// @brief TraceWriter: writes a JSONL trace atomically (a temporary file of this writer,
+// `<path>.<pid>.<n>.tmp`, renamed on close(); removed if the writer is dropped, or on
+// SIGINT/SIGTERM).
 
 #include <cstdio>
 #include <string>

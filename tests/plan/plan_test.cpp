@@ -1,5 +1,7 @@
 // The capacity planner: an answer worked out by hand, the probe cache, early stops, agreement
 // with direct runs, and the errors of a bad plan file.
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -598,6 +600,49 @@ TEST_CASE("plan: a trace file is re-sized to the users and re-timed to the rate"
   const auto r = plan_into(plan, dir / "out", 1, false);
   CHECK(r.outcome.results.at(0).status == Status::kOk);
   CHECK(r.outcome.probes.at(0).result.measured > 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("plan: a re-sized trace that does not fit takes the folders made for it", "[plan]") {
+  // The re-sized trace is the plan's first write, to <out>/<plan>/.traces/: a trace that
+  // cannot be written must not leave those folders behind. A file-size limit on this process
+  // stands for a full disk (EFBIG in place of ENOSPC).
+  const auto dir = temp_dir("does_not_fit");
+  write_text(dir / "src.jsonl",
+             "{\"type\":\"fact\",\"id\":10,\"user\":9,\"tokens\":12}\n"
+             "{\"type\":\"request\",\"id\":1,\"user\":9,\"time\":0,\"query_tokens\":9,"
+             "\"output_tokens\":4,\"facts\":[10]}\n");
+  const auto file = write_text(dir / "p.yaml",
+                               "plan: p\n"
+                               "base: {seed: 2, trace: {generate: {users: 10, requests: 1}},"
+                               " serving: {mode: kv_inject, k: 4}}\n"
+                               "load: {users: 20000, rate_per_s: 5000,"
+                               " trace: file, trace_file: src.jsonl}\n"
+                               "slo: {ttft_ms: {p99: 500}}\n"
+                               "search: {gpu: [h100]}\n"
+                               "probe: {warmup_s: 2, window_s: 8, cooldown_s: 1}\n");
+  auto plan = load_plan(file);
+  plan.out_dir = (dir / "out" / "deeper").string();
+  struct sigaction ignore {};
+  struct sigaction old {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGXFSZ, &ignore, &old);  // the write fails (EFBIG) instead of ending the process
+  rlimit saved{};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
+  rlimit small = saved;
+  small.rlim_cur = 32 << 10;  // 55,000 requests: megabytes
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  std::string message;
+  try {
+    probe_overrides(plan, plan.load.users, 1.0, 1);
+  } catch (const InputError& e) {
+    message = e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  ::sigaction(SIGXFSZ, &old, nullptr);
+  INFO(message);
+  CHECK(message.find("write failed: File too large") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "out"));
   fs::remove_all(dir);
 }
 

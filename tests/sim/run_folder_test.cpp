@@ -1,17 +1,23 @@
 // A run's results folder: locked while a run writes it, written under a temporary folder of the
-// process, moved into place in one step; SIGINT/SIGTERM remove what an interrupted run or trace
-// generation had written.
+// process, moved into place in one step; SIGINT/SIGTERM remove what an interrupted run, trace
+// generation or trace conversion had written.
 #include "sim/run_folder.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <thread>
 
+#include "sim/config/experiment.h"
+#include "sim/trace_source.h"
 #include "tests/catch.h"
 #include "tests/sim/sim_test_util.h"
 #include "traces/error.h"
@@ -183,6 +189,57 @@ TEST_CASE("CLI: trace generate interrupted by SIGTERM leaves no temporary trace"
   CHECK_FALSE(fs::exists(out));
 }
 
+TEST_CASE("CLI: trace convert interrupted by SIGTERM leaves no temporary binary trace") {
+  // Before: the binary writer's `<out>.tmp` was not registered, and SIGTERM left it behind.
+  // The input is a FIFO that this test feeds, so the conversion waits for its next line for as
+  // long as the test wants: no race with a conversion that ends first.
+  const auto dir = temp_dir("convert_sigterm");
+  const fs::path in = dir / "in.jsonl", out = dir / "out.bin";
+  REQUIRE(::mkfifo(in.c_str(), 0600) == 0);
+  const pid_t conv = spawn_cli({"trace", "convert", in.string(), out.string()}, dir / "log.txt");
+  // The converter opens its input more than once (first to tell JSONL from binary): each opening
+  // gets a fact line whenever it has read what it was given; a reader that closes is let go.
+  struct sigaction ignore {};
+  struct sigaction old {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGPIPE, &ignore, &old);  // a write that meets a closed reader fails with EPIPE
+  int fd = -1;
+  std::uint64_t line = 0;
+  const bool converting = wait_until([&] {
+    if (has_entry_starting(dir, "out.bin.")) return true;
+    if (fd < 0) fd = ::open(in.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);  // ENXIO: no reader
+    if (fd < 0) return false;
+    pollfd p{fd, 0, 0};
+    if (::poll(&p, 1, 0) == 1 && (p.revents & POLLERR) != 0) {
+      ::close(fd);
+      fd = -1;
+      return false;
+    }
+    int queued = 0;
+    if (::ioctl(fd, FIONREAD, &queued) == 0 && queued == 0) {
+      ++line;
+      const std::string l = "{\"type\":\"fact\",\"id\":" + std::to_string(line) +
+                            ",\"user\":1,\"tokens\":5,\"time\":0}\n";
+      const ssize_t ignored = ::write(fd, l.data(), l.size());
+      (void)ignored;
+    }
+    return false;
+  });
+  REQUIRE(::kill(conv, SIGTERM) == 0);
+  int status = 0;
+  REQUIRE(::waitpid(conv, &status, 0) == conv);
+  if (fd >= 0) ::close(fd);
+  ::sigaction(SIGPIPE, &old, nullptr);
+  const std::string said = read_text(dir / "log.txt");
+  INFO(said);
+  REQUIRE(converting);  // its temporary file was there while it converted
+  CHECK(WIFSIGNALED(status));
+  CHECK(said.find("interrupted: removing partial results: " + out.string() + ".") !=
+        std::string::npos);
+  CHECK(leftovers(dir).empty());
+  CHECK_FALSE(fs::exists(out));
+}
+
 TEST_CASE("CLI: an output.dir that cannot be made is an input error naming it") {
   // Before: std::filesystem threw, and the CLI said "internal error" with status 1.
   const auto dir = temp_dir("output_dir_file");
@@ -201,4 +258,106 @@ TEST_CASE("CLI: an output.dir that cannot be made is an input error naming it") 
                        "/e': ",
                    0) == 0);
   CHECK(read_text(dir / "a_file") == "x\n");
+}
+
+TEST_CASE("CLI: a read-only output.dir is an input error naming it, and nothing is written") {
+  // A folder made read-only stops only unprivileged processes; tests may run as root, which
+  // writes there anyway. Then the folder is one that refuses even root (/sys, then /proc), so
+  // that the refusal this test is about happens either way.
+  const auto dir = temp_dir("output_dir_read_only");
+  const fs::path ro = dir / "ro";
+  fs::create_directories(ro);
+  fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                          fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+  const std::string probe = "inferscale_probe_" + std::to_string(::getpid());
+  const auto refuses = [&](const fs::path& p) {
+    if (::mkdir((p / probe).c_str(), 0700) != 0) return true;
+    ::rmdir((p / probe).c_str());
+    return false;
+  };
+  fs::path target;
+  for (const fs::path p : {ro, fs::path("/sys"), fs::path("/proc")}) {
+    if (refuses(p)) {
+      target = p;
+      break;
+    }
+  }
+  INFO("output.dir: " << target);
+  REQUIRE_FALSE(target.empty());  // no folder here refuses to be written: nothing to test with
+  const std::string experiment = "inferscale_read_only_" + std::to_string(::getpid());
+  const std::string cfg =
+      write_text(dir / "c.yaml", "experiment: " + experiment +
+                                     "\ntrace: " + source_path("tests/sim/data/golden.jsonl") +
+                                     "\noutput: {dir: " + target.string() + "}\n");
+  const int status = run_cli("run " + cfg + " --no-progress", dir / "out.txt");
+  const std::string said = read_text(dir / "out.txt");
+  INFO(said);
+  CHECK(status == 2);
+  CHECK(said.rfind("error: " + cfg + ": output.dir: cannot create the results folder '" +
+                       (target / experiment).string() + "': ",
+                   0) == 0);
+  CHECK(said.find('\n') == said.size() - 1);  // one line
+  CHECK_FALSE(fs::exists(target / experiment));
+  CHECK(fs::is_empty(ro));
+  fs::permissions(ro, fs::perms::owner_all);
+}
+
+TEST_CASE("CLI: a generated trace that does not fit leaves no empty folders") {
+  // The run makes <output.dir>/<experiment>/.traces/ for the trace; a file-size limit stops
+  // the trace's writes as a full disk would (EFBIG in place of ENOSPC). The folders the run
+  // made must go with the failed trace: none of them existed before.
+  const auto dir = temp_dir("trace_does_not_fit");
+  const fs::path results = dir / "results";
+  const std::string cfg = write_text(
+      dir / "c.yaml",
+      "experiment: e\ntrace: {generate: {users: 100, requests: 20000, write_trace: true}}\n"
+      "output: {dir: " +
+          (results / "deeper").string() + "}\n");
+  // 64 blocks of 512 bytes: the lock file fits, the trace (megabytes) does not. SIGXFSZ is
+  // ignored so that the write fails instead of ending the process.
+  const std::string cmd = "trap '' XFSZ; ulimit -f 64 && exec " +
+                          std::string(INFERSCALE_BINARY_DIR) + "/inferscale run " + cfg +
+                          " --no-progress > " + (dir / "out.txt").string() + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  const std::string said = read_text(dir / "out.txt");
+  INFO(said);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK(said.rfind("error: ", 0) == 0);
+  CHECK(said.find("write failed: File too large") != std::string::npos);
+  CHECK_FALSE(fs::exists(results));
+  CHECK(leftovers(dir).empty());
+}
+
+TEST_CASE("a generated trace that does not fit takes the folders made for it") {
+  // materialize_trace makes the trace's folder and any missing above it (a plan's
+  // <out>/<plan>/.traces/, made before any result); a trace that cannot be written must take
+  // them all, not only the innermost. A file-size limit on this process stands for a full disk.
+  const auto dir = temp_dir("materialize_does_not_fit");
+  const ExperimentConfig exp = load_experiment(
+      write_text(dir / "c.yaml",
+                 "experiment: e\n"
+                 "trace: {generate: {users: 100, requests: 20000, write_trace: true}}\n"),
+      {});
+  const fs::path top = dir / "out";
+  struct sigaction ignore {};
+  struct sigaction old {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGXFSZ, &ignore, &old);  // the write fails (EFBIG) instead of ending the process
+  rlimit saved{};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
+  rlimit small = saved;
+  small.rlim_cur = 32 << 10;  // the trace is megabytes
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  std::string message;
+  try {
+    materialize_trace(exp.runs.at(0), (top / "plan" / ".traces").string());
+  } catch (const InputError& e) {
+    message = e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  ::sigaction(SIGXFSZ, &old, nullptr);
+  INFO(message);
+  CHECK(message.find("write failed: File too large") != std::string::npos);
+  CHECK_FALSE(fs::exists(top));
 }

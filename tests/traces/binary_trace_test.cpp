@@ -2,6 +2,9 @@
 // record number as the position, and damaged files rejected.
 #include "traces/binary_trace.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -303,4 +306,52 @@ TEST_CASE("convert leaves nothing behind on bad input") {
   CHECK_THROWS_AS(convert_trace(bad, out), InputError);
   CHECK_FALSE(fs::exists(out));
   CHECK_FALSE(fs::exists(out + ".tmp"));
+}
+
+namespace {
+
+/// The names in `dir`, sorted.
+std::vector<std::string> names_in(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<FactId> fact_ids(const std::string& path) {
+  std::vector<FactId> ids;
+  for (const auto& r : read_all(path)) ids.push_back(r.fact.id);
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("two binary writers of one trace write apart, and a dropped one leaves nothing") {
+  // Before: every writer wrote `<path>.tmp`; the second truncated the first's file, the first
+  // close() renamed a mix of both and the second close() threw filesystem_error.
+  const fs::path dir = temp_path("writers_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string out = (dir / "t.bin").string();
+  {
+    BinaryTraceWriter a(out), b(out);
+    const auto tmp = names_in(dir);
+    REQUIRE(tmp.size() == 2);  // one temporary file each, beside the target
+    for (const auto& n : tmp) CHECK((n.rfind("t.bin.", 0) == 0 && n.ends_with(".tmp")));
+    a.write_fact(fact(1, 1, 5), false);
+    a.write_fact(fact(2, 1, 6), false);
+    b.write_fact(fact(7, 2, 9), false);
+    a.close();
+    CHECK(fact_ids(out) == std::vector<FactId>{1, 2});
+    b.close();  // the later one replaces it, whole
+    CHECK(fact_ids(out) == std::vector<FactId>{7});
+  }
+  CHECK(names_in(dir) == std::vector<std::string>{"t.bin"});
+  {
+    BinaryTraceWriter dropped((dir / "dropped.bin").string());
+    dropped.write_fact(fact(3, 1, 5), false);
+    CHECK(names_in(dir).size() == 2);
+  }  // destroyed without close()
+  CHECK(names_in(dir) == std::vector<std::string>{"t.bin"});
+  fs::remove_all(dir);
 }
