@@ -226,6 +226,8 @@ std::vector<RunOutcome> run_partitioned(const ExperimentConfig& exp, const Runne
   validate_experiment(exp);
   if (const std::string why = partition_check(exp, opts); !why.empty()) throw InputError("", why);
   std::vector<RunOutcome> outcomes;
+  const RankFault fault = test_rank_fault();
+  long started = 0;
   for (const auto& run : exp.runs) {
     if (!selected(opts, run)) continue;
     const fs::path base = fs::path(opts.out_dir.empty() ? run.output.dir : opts.out_dir) / exp.name;
@@ -276,6 +278,7 @@ std::vector<RunOutcome> run_partitioned(const ExperimentConfig& exp, const Runne
       return std::make_pair(first, last);
     };
     set_doing("simulating its part of run " + exp.name + "/" + run.name);
+    fault.fail_if_due(w.rank, started++, "runs");
     RunSummary mine;
     RequestValues values;
     {

@@ -187,24 +187,6 @@ class Runner final : public RankRunner {
   std::vector<std::string> working_;  // by rank: the probe it runs
 };
 
-/// INFERSCALE_TEST_RANK_FAULT=RANK:N:abort|throw: that worker rank aborts (or throws) when it is
-/// handed its probe N+1, after N probes done. For the tests of a failed rank; unset: nothing.
-struct Fault {
-  int rank = -1;
-  long after = 0;
-  bool abort = false;
-};
-
-Fault test_fault() {
-  Fault f;
-  const char* v = std::getenv("INFERSCALE_TEST_RANK_FAULT");
-  if (v == nullptr) return f;
-  char how[16] = "";
-  if (std::sscanf(v, "%d:%ld:%15s", &f.rank, &f.after, how) != 3) return Fault{};
-  f.abort = std::string(how) == "abort";
-  return f;
-}
-
 }  // namespace
 
 std::unique_ptr<RankRunner> make_rank_runner(unsigned jobs) {
@@ -213,7 +195,7 @@ std::unique_ptr<RankRunner> make_rank_runner(unsigned jobs) {
 
 int run_plan_worker(const plan::PlanConfig& plan, unsigned jobs) {
   jobs = std::max(1u, jobs);
-  const Fault fault = test_fault();
+  const RankFault fault = test_rank_fault();
   const int rank = world().rank;
   std::mutex m;
   std::condition_variable cv;
@@ -238,10 +220,7 @@ int run_plan_worker(const plan::PlanConfig& plan, unsigned jobs) {
                     task.value("candidate", std::size_t{0}), task.value("replicas", 0u));
       set_doing(what);
       try {
-        if (fault.rank == rank && started++ == fault.after) {
-          if (fault.abort) std::abort();
-          throw std::runtime_error("test fault after " + std::to_string(fault.after) + " probes");
-        }
+        fault.fail_if_due(rank, started++, "probes");
         plan::Candidate c;
         c.run = task.at("run");
         c.sets = task.at("sets").get<std::vector<std::string>>();

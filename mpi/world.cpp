@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include "traces/partial_files.h"
 
@@ -91,6 +93,22 @@ void set_others_doing(const std::string& what) {
   const std::size_t n = std::min(what.size(), sizeof g_others - 1);
   std::memcpy(g_others, what.data(), n);
   g_others[n] = '\0';
+}
+
+RankFault test_rank_fault() {
+  RankFault f;
+  const char* v = std::getenv("INFERSCALE_TEST_RANK_FAULT");
+  if (v == nullptr) return f;
+  char how[16] = "";
+  if (std::sscanf(v, "%d:%ld:%15s", &f.rank, &f.after, how) != 3) return RankFault{};
+  f.abort = std::string(how) == "abort";
+  return f;
+}
+
+void RankFault::fail_if_due(int at_rank, long done, const char* what) const {
+  if (at_rank != rank || done != after) return;
+  if (abort) std::abort();
+  throw std::runtime_error("test fault after " + std::to_string(after) + " " + what);
 }
 
 void install_rank_signal_notes() {

@@ -35,6 +35,20 @@ void set_doing(const std::string& what);
 /// printed with set_doing's text.
 void set_others_doing(const std::string& what);
 
+/// A failure on purpose, for the tests of a failed rank: INFERSCALE_TEST_RANK_FAULT=RANK:N:how
+/// (how: abort or throw) names the rank that fails when handed its task N + 1 (a plan's probe, a
+/// fleet's run) after N done. Unset or malformed: rank -1, nobody fails.
+struct RankFault {
+  int rank = -1;
+  long after = 0;
+  bool abort = false;
+
+  /// Fails as the variable says if it names `rank` and `done` tasks (`what`: "probes", "runs")
+  /// are done: std::abort(), or a std::runtime_error "test fault after N what".
+  void fail_if_due(int rank, long done, const char* what) const;
+};
+RankFault test_rank_fault();
+
 /// Installs the handlers that print "inferscale rank R: signal S while DOING" before the
 /// default action (done by init_world for jobs of several ranks).
 void install_rank_signal_notes();

@@ -4,7 +4,8 @@
 # (simulator.wall_s, events_per_s differ between any two runs); on 2 and 3 ranks, with memory
 # writes and a host tier, and on a trace whose arrivals tie (rows of equal times from
 # different replicas, ordered as one process orders them). Runs that cannot be partitioned
-# (least_loaded, round_robin; nodes) are refused with status 2, naming the reason, writing nothing.
+# (least_loaded, round_robin; nodes) are refused with status 2, naming the reason, writing nothing;
+# a rank that aborts or throws mid-run fails the job, named, leaving no results.
 #   tests/mpi/fleet_ranks_test.sh INFERSCALE MPIEXEC WORK_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -98,4 +99,23 @@ status=0
 grep -q "nodes (node:) and the disk and remote tiers cannot be partitioned" "$work/node.log" ||
   fail "unclear refusal: $(cat "$work/node.log")"
 [ ! -e "$work/node" ] || fail "a refused run wrote $work/node"
+# A rank that dies in the middle of a run (rank 1 aborts while rank 0 simulates its part): the
+# job fails, the message names the rank and the run, and nothing is left of the run's folder.
+status=0
+INFERSCALE_TEST_RANK_FAULT=1:0:abort "${mpi[@]}" -n 2 "$bin" run "$work/fleet.yaml" \
+  --out "$work/killed" --no-progress >"$work/killed.log" 2>&1 || status=$?
+[ "$status" -ne 0 ] || fail "a run whose rank aborted succeeded"
+grep -q "inferscale rank 1: stopped by signal 6 .* while simulating its part of run fleet/default" \
+  "$work/killed.log" || fail "no message naming the aborted rank: $(cat "$work/killed.log")"
+[ ! -e "$work/killed/fleet/default" ] || fail "a failed run left its results"
+[ -z "$(find "$work/killed" -name '*.tmp*' 2>/dev/null)" ] || fail "temporary files left"
+# A rank that throws: status 1 and its error, with the rank, on one line.
+status=0
+INFERSCALE_TEST_RANK_FAULT=1:0:throw "${mpi[@]}" -n 2 "$bin" run "$work/fleet.yaml" \
+  --out "$work/threw" --no-progress >"$work/threw.log" 2>&1 || status=$?
+[ "$status" = 1 ] || fail "a rank's exception gave status $status"
+grep -q "^error: rank 1: test fault after 0 runs" "$work/threw.log" ||
+  fail "no message naming the failed rank: $(cat "$work/threw.log")"
+[ ! -e "$work/threw/fleet/default" ] || fail "a failed run left its results"
+[ -z "$(find "$work/threw" -name '*.tmp*' 2>/dev/null)" ] || fail "temporary files left"
 echo "ok: $rows requests, $ties shared finish times"
