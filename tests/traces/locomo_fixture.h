@@ -1,7 +1,26 @@
 #pragma once
-// @brief A hand-made LoCoMo input shared by the loader and importer tests.
+// @brief A hand-made LoCoMo input shared by the loader and importer tests, and where the tests
+// on the real LoCoMo find it.
+
+#include <string>
+
+#include "traces/error.h"
+#include "traces/locomo.h"
 
 namespace inferscale::test {
+
+/// The real LoCoMo, found as the program finds it (traces/locomo.h: $INFERSCALE_LOCOMO, else
+/// the repository's data/locomo10/, else ../shared/data/locomo10); "" with `why` set (what
+/// LoCoMo is, where it is published, where to put it) when it is in none of them. The tests on
+/// it FAIL (not skip) then: CI has it beside the checkout.
+inline std::string real_locomo(std::string& why) {
+  try {
+    return find_locomo(locomo_search(""), "LoCoMo for the tests");
+  } catch (const InputError& e) {
+    why = e.what();
+    return "";
+  }
+}
 
 // Two conversations in the single-list layout (locomo10.json): X with Ann and Bob, Y with Cid
 // and Dee. The questions exercise each rule of locomo_question_speaker.

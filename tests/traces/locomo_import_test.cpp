@@ -229,10 +229,10 @@ TEST_CASE("importer options are validated with the option's name") {
 }
 
 TEST_CASE("importer on LoCoMo: N=20 reproduces the 20 speakers and recall is sane") {
-  const char* env = std::getenv("INFERSCALE_LOCOMO");
-  const std::string dir = env ? env : INFERSCALE_SOURCE_DIR "/../shared/data/locomo10";
-  INFO("LoCoMo data not found at " << dir << " (set INFERSCALE_LOCOMO)");
-  REQUIRE(std::filesystem::exists(dir));
+  std::string why;
+  const std::string dir = test::real_locomo(why);
+  INFO(why);
+  REQUIRE(!dir.empty());
   const auto d = load_locomo(dir);
   LocomoImportOptions o;
   const auto p = temp_path("locomo20.jsonl");

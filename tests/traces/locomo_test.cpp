@@ -14,20 +14,13 @@ using namespace inferscale;
 
 namespace {
 
-/// The shared LoCoMo directory; FAILS (not skips) when absent: CI has it beside the checkout.
-std::string locomo_dir() {
-  if (const char* env = std::getenv("INFERSCALE_LOCOMO")) return env;
-  return INFERSCALE_SOURCE_DIR "/../shared/data/locomo10";
-}
-
 const LocomoData& locomo() {
   static const LocomoData data = [] {
-    const auto dir = locomo_dir();
-    INFO("LoCoMo data not found at " << dir
-                                     << " (set INFERSCALE_LOCOMO to a directory of <id>.json "
-                                        "files or to locomo10.json)");
-    REQUIRE(std::filesystem::exists(dir));
-    return load_locomo(dir);
+    std::string why;
+    const std::string path = test::real_locomo(why);
+    INFO(why);
+    REQUIRE(!path.empty());
+    return load_locomo(path);
   }();
   return data;
 }
