@@ -23,6 +23,7 @@
 #include "sim/config/experiment.h"
 #include "sim/runner.h"
 #include "tests/catch.h"
+#include "tests/file_size_limit.h"
 #include "tests/traces/locomo_fixture.h"
 #include "traces/arrival_replay.h"
 #include "traces/error.h"
@@ -623,23 +624,15 @@ TEST_CASE("plan: a re-sized trace that does not fit takes the folders made for i
                                "probe: {warmup_s: 2, window_s: 8, cooldown_s: 1}\n");
   auto plan = load_plan(file);
   plan.out_dir = (dir / "out" / "deeper").string();
-  struct sigaction ignore {};
-  struct sigaction old {};
-  ignore.sa_handler = SIG_IGN;
-  ::sigaction(SIGXFSZ, &ignore, &old);  // the write fails (EFBIG) instead of ending the process
-  rlimit saved{};
-  REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
-  rlimit small = saved;
-  small.rlim_cur = 32 << 10;  // 55,000 requests: megabytes
-  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
   std::string message;
-  try {
-    probe_overrides(plan, plan.load.users, 1.0, 1);
-  } catch (const InputError& e) {
-    message = e.what();
+  {
+    test::FileSizeLimit limit(32 << 10);  // 55,000 requests: megabytes
+    try {
+      probe_overrides(plan, plan.load.users, 1.0, 1);
+    } catch (const InputError& e) {
+      message = e.what();
+    }
   }
-  ::setrlimit(RLIMIT_FSIZE, &saved);
-  ::sigaction(SIGXFSZ, &old, nullptr);
   INFO(message);
   CHECK(message.find("write failed: File too large") != std::string::npos);
   CHECK_FALSE(fs::exists(dir / "out"));

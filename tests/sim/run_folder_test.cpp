@@ -19,6 +19,7 @@
 #include "sim/config/experiment.h"
 #include "sim/trace_source.h"
 #include "tests/catch.h"
+#include "tests/file_size_limit.h"
 #include "tests/sim/sim_test_util.h"
 #include "traces/error.h"
 
@@ -340,23 +341,15 @@ TEST_CASE("a generated trace that does not fit takes the folders made for it") {
                  "trace: {generate: {users: 100, requests: 20000, write_trace: true}}\n"),
       {});
   const fs::path top = dir / "out";
-  struct sigaction ignore {};
-  struct sigaction old {};
-  ignore.sa_handler = SIG_IGN;
-  ::sigaction(SIGXFSZ, &ignore, &old);  // the write fails (EFBIG) instead of ending the process
-  rlimit saved{};
-  REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
-  rlimit small = saved;
-  small.rlim_cur = 32 << 10;  // the trace is megabytes
-  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
   std::string message;
-  try {
-    materialize_trace(exp.runs.at(0), (top / "plan" / ".traces").string());
-  } catch (const InputError& e) {
-    message = e.what();
+  {
+    test::FileSizeLimit limit(32 << 10);  // the trace is megabytes
+    try {
+      materialize_trace(exp.runs.at(0), (top / "plan" / ".traces").string());
+    } catch (const InputError& e) {
+      message = e.what();
+    }
   }
-  ::setrlimit(RLIMIT_FSIZE, &saved);
-  ::sigaction(SIGXFSZ, &old, nullptr);
   INFO(message);
   CHECK(message.find("write failed: File too large") != std::string::npos);
   CHECK_FALSE(fs::exists(top));
