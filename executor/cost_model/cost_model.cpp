@@ -36,6 +36,18 @@ bool exact_decode_sums(double attention, double hbm, std::uint64_t context_plus1
          double(context_plus1) < kExactDoubleBound;
 }
 
+/// `rate` x the curve's factor at each whole number 0 .. the curve's last point (rounded up);
+/// empty without a curve.
+std::vector<double> rate_table(const std::vector<std::pair<double, double>>& curve, double rate) {
+  std::vector<double> table;
+  if (curve.empty()) return table;
+  table.resize(std::size_t(std::ceil(curve.back().first)) + 1);
+  for (std::size_t x = 0; x < table.size(); ++x) {
+    table[x] = rate * GpuConfig::curve_factor(curve, double(x));
+  }
+  return table;
+}
+
 }  // namespace
 
 CostRates CostRates::from_gpu(const GpuConfig& gpu, bool fp8_weights) {
@@ -81,22 +93,8 @@ CostModel::CostModel(ModelConfig model, CostRates rates, TensorParallel parallel
       decode_attention_flops_(model_.attention_flops(1, 0, parallel_.tp)),
       hbm_rate_positive_(rates_.hbm_bytes_per_s > 0),
       pcie_rate_positive_(rates_.pcie_bytes_per_s > 0) {
-  if (!rates_.gemm_curve.empty()) {
-    const auto last = std::size_t(std::ceil(rates_.gemm_curve.back().first));
-    gemm_rate_by_tokens_.resize(last + 1);
-    for (std::size_t t = 0; t <= last; ++t) {
-      gemm_rate_by_tokens_[t] =
-          rates_.gemm_flops_per_s * GpuConfig::curve_factor(rates_.gemm_curve, double(t));
-    }
-  }
-  if (!rates_.decode_kv_curve.empty()) {
-    const auto last = std::size_t(std::ceil(rates_.decode_kv_curve.back().first));
-    decode_kv_rate_by_decodes_.resize(last + 1);
-    for (std::size_t d = 0; d <= last; ++d) {
-      decode_kv_rate_by_decodes_[d] =
-          rates_.hbm_bytes_per_s * GpuConfig::curve_factor(rates_.decode_kv_curve, double(d));
-    }
-  }
+  gemm_rate_by_tokens_ = rate_table(rates_.gemm_curve, rates_.gemm_flops_per_s);
+  decode_kv_rate_by_decodes_ = rate_table(rates_.decode_kv_curve, rates_.hbm_bytes_per_s);
 }
 
 StepWork CostModel::work(const BatchPlan& plan) const {
