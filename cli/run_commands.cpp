@@ -2,12 +2,49 @@
 #include <cstdio>
 #include <memory>
 
+#include <yaml-cpp/yaml.h>
+
 #include "cli/commands.h"
 #include "cli/ranks.h"
+#include "plan/plan_config.h"
 #include "sim/config/experiment.h"
 #include "sim/runner.h"
+#include "traces/error.h"
 
 namespace inferscale::cli {
+
+namespace {
+
+/// A plan file is a map with a top-level `plan:` key (docs/plan.md); anything else, unreadable
+/// YAML included, is read as an experiment (whose loader reports the error's place).
+bool is_plan_file(const std::string& file) {
+  try {
+    const YAML::Node top = YAML::LoadFile(file);
+    return top.IsMap() && top["plan"];
+  } catch (const YAML::Exception&) {
+    return false;
+  }
+}
+
+/// `inferscale validate PLAN.yaml`: the plan's checks (load_plan: the search keys against the
+/// base experiment, the SLO metrics, the load), then what the plan would search.
+int validate_plan(const std::string& file, const std::vector<std::string>& sets) {
+  if (!sets.empty()) {
+    throw InputError("--set", "a plan file takes no --set (its search space names the keys)");
+  }
+  const plan::PlanConfig p = plan::load_plan(file);
+  std::uint64_t candidates = 1;
+  for (const plan::SearchAxis& a : p.axes) candidates *= a.values.size();
+  std::printf(
+      "plan %s: ok (%llu users, %.2f requests/s at the sizing peak, %zu SLO targets, %llu "
+      "candidates over %zu search keys, objective %s)\n",
+      p.name.c_str(), static_cast<unsigned long long>(p.load.users), p.load.sizing_rate_per_s(),
+      p.slo.size(), static_cast<unsigned long long>(candidates), p.axes.size(),
+      plan::to_string(p.objective));
+  return 0;
+}
+
+}  // namespace
 
 void add_run_commands(CLI::App& app, Action& action) {
   struct RunArgs {
@@ -44,13 +81,15 @@ void add_run_commands(CLI::App& app, Action& action) {
   });
 
   auto vargs = std::make_shared<RunArgs>();
-  auto* validate = app.add_subcommand("validate", "Check an experiment config without running it");
-  validate->add_option("CONFIG", vargs->config, "experiment YAML")
+  auto* validate = app.add_subcommand(
+      "validate", "Check an experiment config (or a plan file) without running it");
+  validate->add_option("CONFIG", vargs->config, "experiment or plan YAML")
       ->required()
       ->check(CLI::ExistingFile);
   validate->add_option("--set", vargs->sets, "override a key: serving.k=20");
   validate->callback([&action, vargs] {
     action = [vargs] {
+      if (is_plan_file(vargs->config)) return validate_plan(vargs->config, vargs->sets);
       const ExperimentConfig exp = load_experiment(vargs->config, vargs->sets);
       validate_experiment(exp);
       for (const auto& r : exp.runs) {

@@ -323,7 +323,26 @@ TEST_CASE("plan: a bad plan file is an error at its position", "[plan]") {
     CHECK(WEXITSTATUS(status) == 2);
     CHECK(read_text(dir / "err.txt").find(file + cases[i].where) != std::string::npos);
     CHECK(!fs::exists(dir / "results"));
+    // `inferscale validate` checks a plan file the same way.
+    const std::string check = std::string(INFERSCALE_BINARY_DIR) + "/inferscale validate " + file +
+                              " 2> " + (dir / "err.txt").string();
+    const int checked = std::system(check.c_str());
+    REQUIRE(WIFEXITED(checked));
+    CHECK(WEXITSTATUS(checked) == 2);
+    CHECK(read_text(dir / "err.txt").find(file + cases[i].where) != std::string::npos);
   }
+  // And passes a good one, saying what it would search.
+  const auto good = write_text(
+      dir / "good.yaml", head +
+                             "slo: {ttft_ms: {p99: 500}}\n"
+                             "search: {gpu: [h100, h200], serving.mode: [text, kv_inject]}\n");
+  const std::string check = std::string(INFERSCALE_BINARY_DIR) + "/inferscale validate " + good +
+                            " > " + (dir / "out.txt").string();
+  const int status = std::system(check.c_str());
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(read_text(dir / "out.txt").find("plan bad: ok (10 users") == 0);
+  CHECK(read_text(dir / "out.txt").find("4 candidates over 2 search keys") != std::string::npos);
   fs::remove_all(dir);
 }
 
