@@ -58,14 +58,17 @@ SimTime Link::transfer(std::uint64_t bytes, SimTime now) {
   return arrival;
 }
 
-RemoteStore::RemoteStore(const RunConfig& cfg, const FactTable&)
-    : tier_(make_store_tier("remote", cfg.store.remote, cfg.seed * 1000003ull + 0x7e3077e,
+RemoteStore::RemoteStore(const RunConfig& cfg, const FactTable& facts)
+    : facts_(facts),
+      tier_(make_store_tier("remote", cfg.store.remote, cfg.seed * 1000003ull + 0x7e3077e,
                             cfg.fast_paths)) {
   view_.store = this;
   tier_->set_view(&view_);
+  global_ids_ = tier_->slot_ids();
 }
 
 FactId RemoteStore::id_of(FactId global) {
+  if (global_ids_) return global;
   const std::uint32_t i = ids_.find(global);
   if (i != 0) return i - 1;
   globals_.push_back(global);

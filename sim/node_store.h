@@ -74,14 +74,16 @@ class RemoteStore {
   RemoteStore(const RunConfig& cfg, const FactTable& facts);
   StoreTier& tier() { return *tier_; }
   const StoreTier& tier() const { return *tier_; }
-  /// This store's id of `global`, numbered on first sight.
+  /// This store's id of `global`, numbered on first sight (the global id itself where the
+  /// tier's policy sees slots, not ids).
   FactId id_of(FactId global);
-  /// Its id, or kAbsent when never seen.
+  /// Its id, or kAbsent when never seen (with global ids: the id, held or not).
   FactId find(FactId global) const {
+    if (global_ids_) return global;
     const std::uint32_t i = ids_.find(global);
     return i == 0 ? kAbsent : i - 1;
   }
-  FactId global_of(FactId id) const { return globals_[id]; }
+  FactId global_of(FactId id) const { return global_ids_ ? id : globals_[id]; }
   static constexpr FactId kAbsent = ~FactId{0};
   TierFlow flow;
 
@@ -96,9 +98,16 @@ class RemoteStore {
     SimTime user_last_active(UserId) const override { return kNever; }
     std::int64_t next_access(FactId) const override { return kNever; }
     std::int64_t position() const override { return 0; }
-    FactId fact_id_bound() const override { return store->globals_.size(); }
+    FactId fact_id_bound() const override {
+      return store->global_ids_ ? store->facts_.size() : store->globals_.size();
+    }
   };
+  const FactTable& facts_;
   std::unique_ptr<StoreTier> tier_;
+  /// One store for the fleet, which may come to hold the whole population: where no decision
+  /// depends on id values (StoreTier::slot_ids), its ids are the global ids (no map entry and
+  /// reverse entry a fact).
+  bool global_ids_ = false;
   FactIdMap ids_;
   std::vector<FactId> globals_;
   View view_;

@@ -125,12 +125,6 @@ struct Simulator::Impl {
                                                    *executors.back(), next_access, node));
       if (node != nullptr) node->add_replica(replicas.back().get());
     }
-    const bool compact =
-        outputs.compact_ids < 0 ? c.replicas > kCompactReplicas : outputs.compact_ids > 0;
-    if (compact) {
-      for (auto& r : replicas) r->set_compact_ids();
-      for (auto& n : nodes) n->set_recycle_ids();
-    }
     if (c.lower_tiers()) {
       auto model = std::make_shared<CostModel>(
           c.model, CostRates::from_gpu(c.gpu, c.model.weight_dtype_bytes() == 1),
@@ -530,6 +524,10 @@ struct Simulator::Impl {
     // the old and the new table at once). Bounded (6.6 GB of address space) so that a larger
     // population does not ask for more address space than a machine lends at once.
     facts.reserve(std::min<std::uint64_t>(reader.population_facts(), std::uint64_t{1} << 27));
+    if (compact_records(outputs.compact_ids, cfg.replicas, reader.population_facts())) {
+      for (auto& r : replicas) r->set_compact_ids();
+      for (auto& n : nodes) n->set_recycle_ids();
+    }
     TraceRecord rec;
     bool have = reader.next(rec);
     closed_loop =

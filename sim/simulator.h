@@ -40,8 +40,8 @@ struct SimOutputs {
   /// only on that replica's plans (cost model, calibrated), since the replicas' execute() calls
   /// then interleave differently.
   bool fuse_quiet_steps = false;
-  /// Replica-local fact and user records (Replica::set_compact_ids): -1 for fleets of more
-  /// than kCompactReplicas replicas, 0 never, 1 always. Same results either way.
+  /// Replica-local fact and user records (Replica::set_compact_ids): -1 where compact_records
+  /// chooses them, 0 never, 1 always. Same results either way.
   int compact_ids = -1;
   /// Called with each request as it completes (after its metrics are recorded), e.g. by the
   /// planner, which measures a window of the run and may end it early by throwing.
@@ -60,6 +60,19 @@ struct SimOutputs {
 
 /// Fleets larger than this keep replica-local records (SimOutputs::compact_ids).
 inline constexpr std::uint32_t kCompactReplicas = 16;
+/// Records indexed by fact id cost about 6 bytes a fact in every replica (its pins and its GPU
+/// tier's slot): past this many facts times replicas (about 200 MB of them), replicas keep
+/// local records instead, which cost what their tiers hold.
+inline constexpr std::uint64_t kCompactFactSlots = std::uint64_t{1} << 25;
+
+/// Whether a run keeps replica-local records: `setting` as SimOutputs::compact_ids; automatic
+/// (-1) for fleets of more than kCompactReplicas replicas and for populations whose facts
+/// (when the trace knows them beforehand, as a generated one does) times the replicas exceed
+/// kCompactFactSlots, such as a warm store of a million users on a few replicas.
+inline bool compact_records(int setting, std::uint32_t replicas, std::uint64_t population_facts) {
+  if (setting >= 0) return setting > 0;
+  return replicas > kCompactReplicas || population_facts * replicas > kCompactFactSlots;
+}
 
 /// One tier of the store over the run (GPU, host, disk, remote): its instances added up.
 struct TierSummary {
