@@ -24,7 +24,7 @@ namespace inferscale::cli {
 namespace {
 
 struct FidelityArgs {
-  std::string config, out, device, dtype, kv_dtype;
+  std::string config, out, device, dtype, kv_dtype, kv_reference;
   std::uint32_t questions = 0;
   bool questions_set = false;
 };
@@ -71,12 +71,14 @@ int run_fidelity_command(const FidelityArgs& a) {
     }
     c.dtype = a.dtype;
   }
-  if (!a.kv_dtype.empty()) {
-    if (a.kv_dtype != "bf16" && a.kv_dtype != "fp8" && a.kv_dtype != "int8") {
-      throw InputError("--kv-dtype", "expected bf16, fp8 or int8");
+  const auto kv_format = [](const char* flag, const std::string& v) {
+    if (v != "bf16" && v != "fp8" && v != "int8") {
+      throw InputError(flag, "expected bf16, fp8 or int8");
     }
-    c.kv_dtype = a.kv_dtype;
-  }
+    return v;
+  };
+  if (!a.kv_dtype.empty()) c.kv_dtype = kv_format("--kv-dtype", a.kv_dtype);
+  if (!a.kv_reference.empty()) c.kv_reference = kv_format("--kv-reference", a.kv_reference);
   if (a.questions_set) c.questions = a.questions;
   const FidelityResult r =
       run_fidelity(c, [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
@@ -124,6 +126,9 @@ void add_eval_commands(CLI::App& app, Action& action) {
   fid->add_option("--dtype", fa->dtype, "f32, bf16 or f16 (overrides `dtype`)");
   fid->add_option("--kv-dtype", fa->kv_dtype,
                   "bf16, fp8 or int8: the format fact KV is stored in (overrides `kv_dtype`)");
+  fid->add_option("--kv-reference", fa->kv_reference,
+                  "bf16, fp8 or int8: also score kv_inject against kv_inject with fact KV in "
+                  "this format (overrides `kv_reference`)");
   auto* qopt = fid->add_option("--questions", fa->questions,
                                "evaluate the first n answerable questions (0: all)");
   fid->callback([&action, fa, qopt] {

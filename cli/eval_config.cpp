@@ -70,10 +70,26 @@ RecomputeSetting recompute_item(const YamlView& list_owner, const YAML::Node& it
 
 FidelityConfig load_fidelity_config(const std::string& path) {
   const YamlView root({{load_yaml_file(path), path}}, "");
-  root.reject_unknown({"model", "data", "device", "dtype", "rope", "kv_dtype", "k", "w",
-                       "questions", "categories", "answer_tokens", "batch", "recompute",
-                       "recompute_w", "recompute_layer", "exactness", "system_prompt", "out",
-                       "agreement_words"});
+  root.reject_unknown({"model",
+                       "data",
+                       "device",
+                       "dtype",
+                       "rope",
+                       "kv_dtype",
+                       "k",
+                       "w",
+                       "questions",
+                       "categories",
+                       "answer_tokens",
+                       "batch",
+                       "recompute",
+                       "recompute_w",
+                       "recompute_layer",
+                       "exactness",
+                       "system_prompt",
+                       "out",
+                       "agreement_words",
+                       "kv_reference"});
   FidelityConfig c;
   c.source = path;
   c.model = root.text("model", "");
@@ -84,6 +100,9 @@ FidelityConfig load_fidelity_config(const std::string& path) {
   c.dtype = root.choice("dtype", c.device == "cuda" ? "bf16" : "f32", {"f32", "bf16", "f16"});
   c.rope = root.choice("rope", c.rope, {"pre_rope", "delta"});
   if (root.has("kv_dtype")) c.kv_dtype = root.choice("kv_dtype", "bf16", {"bf16", "fp8", "int8"});
+  if (root.has("kv_reference")) {
+    c.kv_reference = root.choice("kv_reference", "bf16", {"bf16", "fp8", "int8"});
+  }
   c.agreement_words = std::uint32_t(root.integer("agreement_words", c.agreement_words, 1, 64));
   c.ks = uints(root, "k", c.ks, 1, 200);
   c.windows = uints(root, "w", c.windows, 0, 200);

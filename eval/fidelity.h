@@ -31,13 +31,17 @@ struct RecomputeSetting {
 };
 
 struct FidelityConfig {
-  std::string model;                  // GGUF or safetensors checkpoint
-  std::string data;                   // LoCoMo: a directory or file that holds it; "": searched for
-  std::string data_where;             // position of `data:` (or of the file), for errors
-  std::string device = "cpu";         // cpu | cuda
-  std::string dtype;                  // f32 | bf16 | f16 (default: f32 cpu, bf16 cuda)
-  std::string rope = "pre_rope";      // pre_rope | delta
-  std::string kv_dtype;               // stored fact KV: "" (as computed) | bf16 | fp8 | int8
+  std::string model;              // GGUF or safetensors checkpoint
+  std::string data;               // LoCoMo: a directory or file that holds it; "": searched for
+  std::string data_where;         // position of `data:` (or of the file), for errors
+  std::string device = "cpu";     // cpu | cuda
+  std::string dtype;              // f32 | bf16 | f16 (default: f32 cpu, bf16 cuda)
+  std::string rope = "pre_rope";  // pre_rope | delta
+  std::string kv_dtype;           // stored fact KV: "" (as computed) | bf16 | fp8 | int8
+  /// "" or bf16 | fp8 | int8: kv_inject is also scored against kv_inject with fact KV stored in
+  /// this format (rows of setting "vs_<format>": KL(reference || kv_dtype), the first token
+  /// and the answers compared with the reference run's instead of text mode's).
+  std::string kv_reference;
   std::uint32_t agreement_words = 3;  // the "first n words agree" column's n
   std::vector<std::uint32_t> ks = {5, 10, 20, 50};
   std::vector<std::uint32_t> windows = {0, 5, 20, 50};
@@ -60,7 +64,7 @@ struct FidelityConfig {
 struct FidelitySummaryRow {
   std::uint32_t k = 0;
   int w = -1;
-  std::string setting;  // text | none | first_tokens=n | ratio=r
+  std::string setting;  // text | none | first_tokens=n | ratio=r | vs_<kv_reference>
   std::uint32_t questions = 0;
   double top1_agreement = 0;  // first token equal to text's
   double kl_mean = 0;         // KL(text || mode) of the first next-token distribution, nats

@@ -135,6 +135,11 @@ std::string fidelity_table(const FidelityResult& r) {
       << fmt("%.3f", s.f1_text) << " | " << fmt("%.2f", s.ttft_ms) << " | "
       << fmt("%.0f", s.computed_tokens) << " | " << fmt("%.1f", s.recomputed_tokens) << " |\n";
   }
+  if (!r.config.kv_reference.empty()) {
+    o << "\nRows vs_" << r.config.kv_reference << ": kv_inject against kv_inject with fact KV in "
+      << r.config.kv_reference << " (KL of that run's distribution to this one's; its answers in "
+      << "place of text mode's, its F1 under F1 text).\n";
+  }
   const ExactnessResult& e = r.exactness;
   if (e.questions > 0) {
     o << "\nExactness (k = 1, fact encoded after the header it follows): " << e.top1_equal << "/"

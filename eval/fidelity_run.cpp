@@ -123,6 +123,15 @@ class Runner {
                                          blocks + scratch_blocks + 16, rows, positions);
     result_.machine = ex_->machine();
     ex_->encode(specs);
+    if (!c_.kv_reference.empty()) {
+      // The same model and encodes with fact KV stored in the reference format.
+      FidelityConfig rc = c_;
+      rc.kv_dtype = c_.kv_reference;
+      ref_ = std::make_unique<EvalExecutor>(rc, m, std::make_shared<CheckpointWeightLoader>(ckpt),
+                                            tokens_, corpus_->header_ids(), corpus_->footer_ids(),
+                                            blocks + 16, rows, positions);
+      ref_->encode(specs);
+    }
     log_("encoded in " + seconds_since(t0));
 
     for (std::size_t b = 0; b < qs.size(); b += c_.batch) {
@@ -322,6 +331,7 @@ class Runner {
       for (const EvalQuestion* q : batch) plain.push_back(inject_prompt(*q, k, w, {}));
       const EvalRun inj = ex_->run(plain, ratio && rec);
       score(k, int(w), "none", plain, inj, text);
+      if (ref_) score(k, int(w), "vs_" + c_.kv_reference, plain, inj, ref_->run(plain, false));
       if (!rec) continue;
       for (const RecomputeSetting& r : c_.recompute) {
         if (r.kind == RecomputeSetting::Kind::kFirstTokens) {
@@ -449,6 +459,7 @@ class Runner {
   std::unique_ptr<FidelityCorpus> corpus_;
   std::shared_ptr<TextTokenSource> tokens_;
   std::unique_ptr<EvalExecutor> ex_;
+  std::unique_ptr<EvalExecutor> ref_;  // fact KV in kv_reference's format (or none)
   std::map<FactKey, FactId> ids_;
   FactId next_fact_ = 1;
   std::uint32_t k_max_ = 0;

@@ -90,6 +90,50 @@ TEST_CASE("exactness: k = 1 with the header as context reproduces text mode (fp3
   CHECK(any_kl);
 }
 
+TEST_CASE("kv_reference: the same format agrees with itself, fp8 is scored against bf16",
+          "[eval][model]") {
+  if (!std::filesystem::exists(test::smollm2_gguf())) {
+    INFERSCALE_SKIP("model not fetched: run scripts/fetch-model.sh (" << test::smollm2_gguf()
+                                                                      << ")");
+  }
+  if (!std::filesystem::exists(test::locomo_dir())) {
+    INFERSCALE_SKIP("LoCoMo not found at " << test::locomo_dir());
+  }
+  FidelityConfig c;
+  c.model = test::smollm2_gguf();
+  c.data = test::locomo_dir();
+  c.device = "cpu";
+  c.dtype = "f32";
+  c.ks = {3};
+  c.windows = {0};
+  c.questions = 4;
+  c.answer_tokens = 4;
+  c.batch = 4;
+  c.exactness = false;
+  auto row = [](const FidelityResult& r, const std::string& setting) {
+    for (const auto& s : r.summary) {
+      if (s.setting == setting) return s;
+    }
+    FAIL("no row " << setting);
+    return FidelitySummaryRow{};
+  };
+  c.kv_dtype = "bf16";
+  c.kv_reference = "bf16";
+  const FidelityResult same = run_fidelity(c, [](const std::string&) {});
+  const FidelitySummaryRow s = row(same, "vs_bf16");
+  CHECK(s.questions == 4);
+  CHECK(s.kl_mean < 1e-9);
+  CHECK(s.top1_agreement == 1.0);
+  CHECK(s.greedy_agreement == 1.0);
+  // Against text mode the same run differs (w = 0): the reference rows are not text's.
+  CHECK(row(same, "none").kl_mean > 1e-3);
+  c.kv_dtype = "fp8";
+  const FidelityResult fp8 = run_fidelity(c, [](const std::string&) {});
+  const FidelitySummaryRow f = row(fp8, "vs_bf16");
+  CHECK(f.kl_mean > 0);
+  CHECK(f.kl_mean < row(fp8, "none").kl_mean);
+}
+
 TEST_CASE("answer agreement strips list markers and compares cut answers on shared words",
           "[eval]") {
   using W = std::vector<std::string>;
@@ -122,4 +166,9 @@ TEST_CASE("fidelity config: kv_dtype and agreement_words", "[eval]") {
   CHECK(load_fidelity_config(write_config("kv0.yaml", "model: m.gguf\n")).kv_dtype.empty());
   CHECK_THROWS_WITH(load_fidelity_config(write_config("kvbad.yaml", "model: m\nkv_dtype: fp4\n")),
                     Catch::Contains("kv_dtype") && Catch::Contains("fp8"));
+  CHECK(load_fidelity_config(write_config("kvr.yaml", "model: m\nkv_reference: bf16\n"))
+            .kv_reference == "bf16");
+  CHECK_THROWS_WITH(
+      load_fidelity_config(write_config("kvrbad.yaml", "model: m\nkv_reference: x\n")),
+      Catch::Contains("kv_reference") && Catch::Contains("int8"));
 }
