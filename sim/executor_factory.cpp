@@ -35,6 +35,7 @@ CostModel roofline(const RunConfig& run) {
   CostModel m(run.model, CostRates::from_gpu(run.gpu, run.model.weight_dtype_bytes() == 1),
               TensorParallel::from_gpu(run.gpu, run.tp));
   m.set_inject(run.executor.inject);
+  m.set_fact_kv_bytes(double(run.fact_kv_bytes_per_token_per_gpu()));
   return m;
 }
 
@@ -104,6 +105,7 @@ std::unique_ptr<Executor> make_executor(const RunConfig& run, int replica) {
             : RowPadding{};
     CalibratedCostModel model(run.model, std::move(profile), padding);
     model.set_inject(run.executor.inject);
+    model.set_fact_kv_bytes(double(run.fact_kv_bytes_per_token_per_gpu()));
     return std::make_unique<CalibratedExecutor>(std::move(model), run.executor.copies_beside_pass);
   }
   return std::make_unique<CostModelExecutor>(roofline(run));

@@ -15,7 +15,7 @@ namespace inferscale {
 /// for the same configuration (a scheduler, cost model, store or policy fix; not a refactor that
 /// keeps the golden figures). summary.json echoes it; the planner's probe cache keys include it,
 /// so a rebuilt simulator that simulates differently does not reuse an older one's probes.
-inline constexpr int kResultsVersion = 2;
+inline constexpr int kResultsVersion = 3;
 
 struct RunnerOptions {
   std::vector<std::string> only_runs;  // empty: all

@@ -87,6 +87,7 @@ CostModel::CostModel(ModelConfig model, CostRates rates, TensorParallel parallel
       parallel_(parallel),
       moe_(model_.moe()),
       kv_bytes_(double(model_.kv_bytes_per_token(parallel_.tp))),
+      fact_kv_bytes_(kv_bytes_),
       layer_flops_(model_.layer_flops_per_token(parallel_.tp)),
       head_flops_(model_.lm_head_flops(parallel_.tp)),
       weight_bytes_(double(model_.weight_bytes(parallel_.tp))),
@@ -122,9 +123,11 @@ StepWork CostModel::work(const BatchPlan& plan) const {
     }
   }
   if (inject_tokens > 0) {
-    // Each fact's term is an integer, so below 2^53 one product of the summed tokens is the
-    // per-fact sum bit for bit (as for the decodes below).
-    const double total = 2.0 * double(inject_tokens) * kv_bytes_;
+    // Read in the stored format, written in the model's. Each fact's term is an integer, so
+    // below 2^53 one product of the summed tokens is the per-fact sum bit for bit (as for the
+    // decodes below).
+    const double per_token = fact_kv_bytes_ + kv_bytes_;
+    const double total = double(inject_tokens) * per_token;
     if (total < kExactDoubleBound && double(inject_tokens) < kExactDoubleBound) {
       inject_bytes = total;
     } else {
@@ -133,7 +136,7 @@ StepWork CostModel::work(const BatchPlan& plan) const {
         const bool in_place = zero_copy_applies(inject_, p.computed_total);
         for (auto i = p.facts_begin; i < p.facts_end; ++i) {
           const auto& f = plan.prompt_facts[i];
-          if (f.inject && (!in_place || f.private_kv)) inject_bytes += 2.0 * f.tokens * kv_bytes_;
+          if (f.inject && (!in_place || f.private_kv)) inject_bytes += f.tokens * per_token;
         }
       }
     }

@@ -395,6 +395,30 @@ TEST_CASE("cost model: the attention mbu curve prices decode KV reads and nothin
   CHECK(a.price(a.work(prefill)).duration_ns == b.price(b.work(prefill)).duration_ns);
 }
 
+TEST_CASE("cost model: an injection reads fact KV in its stored format, writes the model's") {
+  const ModelConfig m = llama_8b();
+  BatchPlan plan;
+  PrefillItem p;
+  p.computed_now = 16;
+  p.first_chunk = true;
+  plan.prompt_facts.push_back(PromptFact{0, 19, 0, true, false});
+  plan.prompt_facts.push_back(PromptFact{1, 30, 0, true, false});
+  plan.prompt_facts.push_back(PromptFact{2, 7, 0, false, false});  // inlined as text: no copy
+  p.facts_end = 3;
+  plan.prefills.push_back(p);
+  const double kv = double(m.kv_bytes_per_token());
+  CostModel model(m, h200_rates());
+  CHECK(model.work(plan).inject_bytes == 49 * 2 * kv);
+  // fp8 fact KV: a byte a value plus an fp32 scale per head vector.
+  const double fp8 = 2.0 * m.layers * m.kv_heads * (m.head_dim + 4);
+  model.set_fact_kv_bytes(fp8);
+  const StepWork w = model.work(plan);
+  CHECK(w.inject_bytes == 49 * (fp8 + kv));
+  CHECK(w.inject_bytes < 49 * 2 * kv);
+  // Only the injection moves: the prefill's own KV reads and writes stay the model's.
+  CHECK(w.hbm_bytes == CostModel(m, h200_rates()).work(plan).hbm_bytes);
+}
+
 TEST_CASE("cost model: a step too long to price saturates at 2^60 ns instead of wrapping") {
   const CostModel model(llama_8b(), h200_rates());
   constexpr SimTime kMax = SimTime{1} << 60;
