@@ -21,6 +21,27 @@ std::string write_config(const std::string& name, const std::string& text) {
   return path;
 }
 
+/// Why the real-model tests cannot run here ("" when they can).
+std::string model_missing() {
+  if (!std::filesystem::exists(test::smollm2_gguf())) {
+    return "model not fetched: run scripts/fetch-model.sh (" + test::smollm2_gguf() + ")";
+  }
+  if (!std::filesystem::exists(test::locomo_dir())) {
+    return "LoCoMo not found at " + test::locomo_dir();
+  }
+  return "";
+}
+
+/// SmolLM2 on the CPU in fp32 over LoCoMo.
+FidelityConfig smollm2_cpu() {
+  FidelityConfig c;
+  c.model = test::smollm2_gguf();
+  c.data = test::locomo_dir();
+  c.device = "cpu";
+  c.dtype = "f32";
+  return c;
+}
+
 }  // namespace
 
 TEST_CASE("fidelity config: values, defaults and errors with their position", "[eval]") {
@@ -59,18 +80,8 @@ TEST_CASE("answer F1 is SQuAD's: case, punctuation and articles ignored", "[eval
 
 TEST_CASE("exactness: k = 1 with the header as context reproduces text mode (fp32)",
           "[eval][model]") {
-  if (!std::filesystem::exists(test::smollm2_gguf())) {
-    INFERSCALE_SKIP("model not fetched: run scripts/fetch-model.sh (" << test::smollm2_gguf()
-                                                                      << ")");
-  }
-  if (!std::filesystem::exists(test::locomo_dir())) {
-    INFERSCALE_SKIP("LoCoMo not found at " << test::locomo_dir());
-  }
-  FidelityConfig c;
-  c.model = test::smollm2_gguf();
-  c.data = test::locomo_dir();
-  c.device = "cpu";
-  c.dtype = "f32";
+  if (const std::string why = model_missing(); !why.empty()) INFERSCALE_SKIP(why);
+  FidelityConfig c = smollm2_cpu();
   c.ks = {1};
   c.windows = {0};
   c.questions = 6;
@@ -92,18 +103,8 @@ TEST_CASE("exactness: k = 1 with the header as context reproduces text mode (fp3
 
 TEST_CASE("kv_reference: the same format agrees with itself, fp8 is scored against bf16",
           "[eval][model]") {
-  if (!std::filesystem::exists(test::smollm2_gguf())) {
-    INFERSCALE_SKIP("model not fetched: run scripts/fetch-model.sh (" << test::smollm2_gguf()
-                                                                      << ")");
-  }
-  if (!std::filesystem::exists(test::locomo_dir())) {
-    INFERSCALE_SKIP("LoCoMo not found at " << test::locomo_dir());
-  }
-  FidelityConfig c;
-  c.model = test::smollm2_gguf();
-  c.data = test::locomo_dir();
-  c.device = "cpu";
-  c.dtype = "f32";
+  if (const std::string why = model_missing(); !why.empty()) INFERSCALE_SKIP(why);
+  FidelityConfig c = smollm2_cpu();
   c.ks = {3};
   c.windows = {0};
   c.questions = 4;
