@@ -274,3 +274,20 @@ TEST_CASE("replica-local fact and user records decide as the tables by id") {
     }
   }
 }
+
+TEST_CASE("compact records are chosen for big fleets and big known populations") {
+  // The setting wins when given.
+  CHECK(compact_records(1, 1, 0));
+  CHECK_FALSE(compact_records(0, 1024, std::uint64_t{1} << 40));
+  // Automatic: more than kCompactReplicas replicas...
+  CHECK(compact_records(-1, kCompactReplicas + 1, 0));
+  CHECK_FALSE(compact_records(-1, kCompactReplicas, 0));
+  // ...or facts known beforehand times replicas past kCompactFactSlots (a warm store of a big
+  // population on a few replicas), whatever the replicas.
+  const std::uint64_t per_replica = kCompactFactSlots / 8;
+  CHECK_FALSE(compact_records(-1, 8, per_replica));
+  CHECK(compact_records(-1, 8, per_replica + 1));
+  CHECK(compact_records(-1, 1, kCompactFactSlots + 1));
+  // A trace that does not know its population (a file: 0 facts before the first record).
+  CHECK_FALSE(compact_records(-1, 8, 0));
+}
