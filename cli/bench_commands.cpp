@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/cuda_check.h"
 #include "executor/gpu/executor_bench.h"
 #include "executor/gpu/model_presets.h"
 #include "traces/error.h"
@@ -49,6 +50,7 @@ int run_bench(const BenchArgs& a, const std::string& command) {
   ExecutorBenchOptions o = a.o;
   o.model = parse_model_spec(a.model, "--model");
   if (a.device != "cuda" && a.device != "cpu") throw InputError("--device", "expected cuda or cpu");
+  if (a.device == "cuda") require_cuda("--device");
   o.device = a.device;
   const std::string dtype = a.dtype.empty() ? (a.device == "cuda" ? "bf16" : "f32") : a.dtype;
   if (dtype == "bf16") {

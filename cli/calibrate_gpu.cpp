@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cli/calibrate.h"
+#include "cli/cuda_check.h"
 #include "executor/gpu/gpu_executor.h"
 #include "traces/error.h"
 
@@ -33,11 +34,7 @@ void check_fits(const CalibrationTarget& t, const GpuExecutorOptions& o) {
 }
 
 ProfiledExecutor make_gpu_executor(const CalibrationTarget& t) {
-  if (t.device == "cuda" && !cuda_ops_available()) {
-    throw InputError("--device",
-                     "no CUDA device here (or this build has no CUDA kernels); "
-                     "--device cpu runs the same steps on the CPU");
-  }
+  if (t.device == "cuda") require_cuda("--device");
   const CalibrationNeeds& n = t.needs;
   GpuExecutorOptions o;
   o.model = t.model;

@@ -10,9 +10,11 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "executor/gpu/device_ops.h"
 #include "tests/catch.h"
 #include "tests/sim/sim_test_util.h"
 
@@ -137,4 +139,25 @@ TEST_CASE("a gpu run whose host tier cannot be page-locked on this machine is an
   CHECK(rc == 2);
   CHECK(log.find("page-locks the host tier") != std::string::npos);
   CHECK(log.find("store.host") != std::string::npos);
+}
+
+TEST_CASE("device cuda without a CUDA device: an input error naming --device") {
+  if (inferscale::cuda_ops_available()) {
+    INFERSCALE_SKIP("this machine runs CUDA: the check is for machines and builds without it");
+  }
+  const fs::path dir = fresh_dir("no_cuda");
+  const std::vector<std::string> cmds = {
+      "bench executor --model llama-3.1-8b --device cuda",
+      "calibrate --executor gpu --out " + (dir / "p.yaml").string()};
+  for (const std::string& cmd : cmds) {
+    INFO(cmd);
+    const int rc = run_cli(cmd, dir / "log.txt");
+    const std::string log = read_text(dir / "log.txt");
+    INFO(log);
+    CHECK(rc == 2);
+    CHECK(log.find("--device") != std::string::npos);
+    CHECK(log.find("--device cpu") != std::string::npos);
+    CHECK(log.find("internal error") == std::string::npos);
+  }
+  CHECK_FALSE(fs::exists(dir / "p.yaml"));
 }
