@@ -5,6 +5,7 @@
 #include <c10/core/InferenceMode.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -72,7 +73,8 @@ int run_fidelity_command(const FidelityArgs& a) {
     c.dtype = a.dtype;
   }
   const auto kv_format = [](const char* flag, const std::string& v) {
-    if (v != "bf16" && v != "fp8" && v != "int8") {
+    const auto& f = fact_kv_formats();
+    if (std::find(f.begin(), f.end(), v) == f.end()) {
       throw InputError(flag, "expected bf16, fp8 or int8");
     }
     return v;

@@ -99,9 +99,9 @@ FidelityConfig load_fidelity_config(const std::string& path) {
   c.device = root.choice("device", c.device, {"cpu", "cuda"});
   c.dtype = root.choice("dtype", c.device == "cuda" ? "bf16" : "f32", {"f32", "bf16", "f16"});
   c.rope = root.choice("rope", c.rope, {"pre_rope", "delta"});
-  if (root.has("kv_dtype")) c.kv_dtype = root.choice("kv_dtype", "bf16", {"bf16", "fp8", "int8"});
+  if (root.has("kv_dtype")) c.kv_dtype = root.choice("kv_dtype", "bf16", fact_kv_formats());
   if (root.has("kv_reference")) {
-    c.kv_reference = root.choice("kv_reference", "bf16", {"bf16", "fp8", "int8"});
+    c.kv_reference = root.choice("kv_reference", "bf16", fact_kv_formats());
   }
   c.agreement_words = std::uint32_t(root.integer("agreement_words", c.agreement_words, 1, 64));
   c.ks = uints(root, "k", c.ks, 1, 200);
