@@ -240,8 +240,9 @@ std::vector<RunOutcome> run_partitioned(const ExperimentConfig& exp, const Runne
     }
     tmp = broadcast(tmp);  // each rank writes its part's files beside rank 0's
     const bool warm = run.store.warm && run.serving.mode == ServingMode::kKvInject;
-    // A generated trace: other ranks' users' requests come without their facts (their draws
-    // are still made, so this rank's records are the same).
+    // A generated trace: other ranks' users' facts and memory writes are never generated and
+    // their requests come without facts (the requests' draws are still made, so this rank's
+    // records are the same, and the records left out still count in trace positions).
     const HashRing home(static_cast<int>(run.replicas));
     TraceOpener open = streamed_trace(
         run, warm, [home, w](std::uint64_t user) { return home.owner(user) % w.size == w.rank; });

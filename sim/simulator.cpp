@@ -82,7 +82,9 @@ struct Simulator::Impl {
 
   // partitioned (SimOutputs::part of parts)
   bool partitioned = false;
-  std::uint64_t record_index = 0;  // trace records handled (all parts')
+  // Trace records handled (all parts'), counting those a partial stream left out: the handled
+  // record's position in the whole trace while it is handled.
+  std::uint64_t record_index = 0;
   OrderLog requests_order, timeline_order;
   bool owned(int rep) const {
     return !partitioned || std::uint32_t(rep) % outputs.parts == outputs.part;
@@ -421,6 +423,7 @@ struct Simulator::Impl {
     have = !ahead.empty();
     SimTime now = 0;
     std::uint64_t tick = 0;
+    std::uint64_t records_handled = 0;  // this stream's records
     while (true) {
       const TraceRecord& rec = ahead.front();
       const SimTime trace_t = have ? rec.time() : kInfinity;
@@ -432,6 +435,7 @@ struct Simulator::Impl {
       }
       if (trace_t <= event_t) {
         now = trace_t;
+        record_index = records_handled++ + ahead.front_omitted();
         // Partitioned: records that reach other parts' replicas only declare their facts
         // (fact ids stay the whole trace's) and count.
         switch (rec.kind) {
@@ -460,7 +464,6 @@ struct Simulator::Impl {
             break;
           }
         }
-        ++record_index;
         have = ahead.pop();
       } else {
         const Event e = heap.top();

@@ -23,6 +23,7 @@ TraceAhead::TraceAhead(RecordStream& reader, TraceRecord& first, bool have, int 
 
 void TraceAhead::hold(Slot& s) {
   s.replica = reach_ ? reach_(s.record, requests_) : -1;
+  s.omitted = reader_.records_omitted();
   if (s.record.kind == RecordKind::kRequest) ++requests_;
   if (s.replica >= 0 && held_[s.replica]++ == 0) first_[s.replica] = tail_;
   ++tail_;

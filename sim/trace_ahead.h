@@ -25,6 +25,8 @@ class TraceAhead {
   bool empty() const { return head_ == tail_; }
   /// The next record in trace order (not empty()).
   const TraceRecord& front() const { return at(head_).record; }
+  /// Records of the whole trace the reader left out before front() (RecordStream::records_omitted).
+  std::uint64_t front_omitted() const { return at(head_).omitted; }
   /// Dense fact ids of front() when it is a request (RecordStream::request_fact_indices).
   const std::vector<std::uint32_t>& front_facts() const {
     const Slot& f = at(head_);
@@ -42,6 +44,7 @@ class TraceAhead {
     std::vector<std::uint32_t> facts;
     bool own_facts = false;  // facts holds them; else the reader does (the last record read)
     int replica = -1;
+    std::uint64_t omitted = 0;  // RecordStream::records_omitted() when it was read
   };
   static constexpr std::size_t kMaxAhead = 4096;  // records; a few MiB at most
 

@@ -29,6 +29,10 @@ class RecordStream {
   /// Facts of the whole population (declared or not yet), when the stream knows it; else
   /// facts_declared().
   virtual std::uint64_t population_facts() const { return facts_declared(); }
+  /// Records of the whole trace this stream left out before the last record it returned (a
+  /// stream of some users' records only: SyntheticStream's keep_user); its position in the
+  /// whole trace is the records returned before it plus this.
+  virtual std::uint64_t records_omitted() const { return 0; }
   /// How far the stream is, in [0, 1] (progress bars).
   virtual double fraction_read() const = 0;
   /// The file's path, or what produced the records.

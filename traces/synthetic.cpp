@@ -101,6 +101,8 @@ struct UserState {
 };
 
 constexpr std::uint32_t kNotDeclared = 0xffffffffu;
+// A user of another process (keep_user): its facts are never declared here.
+constexpr std::uint32_t kLeftOut = 0xfffffffeu;
 
 /// One user's facts, regenerated identically from its own stream whenever needed.
 struct UserFacts {
@@ -262,7 +264,11 @@ struct SyntheticStream::Impl {
   std::uint64_t declared = 0;
   // Records ready to hand out, [head, ready) of `queue` (reused, so vectors keep capacity).
   std::vector<TraceRecord> queue;
+  std::vector<std::uint64_t> queue_omitted;  // by queue slot: `omitted` when it was pushed
   std::size_t head = 0, ready = 0;
+  // Records of the whole trace left out so far (other processes' users' facts and memory
+  // writes), and as of the last record handed out.
+  std::uint64_t omitted = 0, omitted_before_last = 0;
   std::vector<std::uint32_t> dense;  // of the last request
   enum class Phase { kHeader, kStatic, kRequests, kTail, kDone } phase = Phase::kHeader;
   std::uint64_t next_user = 0, next_request = 0;
@@ -344,7 +350,11 @@ struct SyntheticStream::Impl {
   }
 
   TraceRecord& push() {
-    if (ready == queue.size()) queue.emplace_back();
+    if (ready == queue.size()) {
+      queue.emplace_back();
+      queue_omitted.push_back(0);
+    }
+    queue_omitted[ready] = omitted;
     return queue[ready++];
   }
 
@@ -374,8 +384,20 @@ struct SyntheticStream::Impl {
     }
   }
 
+  /// Whether this process generates the user's facts, memory writes and requests in full.
+  bool kept(std::uint64_t user) const { return !keep_user || keep_user(user); }
+
   void push_write(const WriteEvent& w) {
     auto& st = users[w.user];
+    if (!kept(w.user)) {  // another process's user: only what its requests' draws depend on
+      if (lazy && st.dense_static == kNotDeclared) {
+        st.dense_static = kLeftOut;  // its static facts would be declared here
+        omitted += session_begin(st, st.sessions - o.live_sessions);
+      }
+      omitted += session_begin(st, w.session + 1) - session_begin(st, w.session);
+      st.available = std::max(st.available, session_begin(st, w.session + 1));
+      return;
+    }
     gen.generate(w.user, uf);
     if (lazy && st.dense_static == kNotDeclared) push_static(w.user);
     const std::uint32_t live = w.session - (st.sessions - o.live_sessions);
@@ -407,9 +429,15 @@ struct SyntheticStream::Impl {
     for (; wi < writes.size() && writes[wi].time <= time; ++wi) push_write(writes[wi]);
     const auto user = by_rank[user_zipf.draw(rng)];
     auto& st = users[user];
+    const bool full = kept(user);
     if (st.dense_static == kNotDeclared) {  // lazy: its facts, the first time it asks
-      gen.generate(user, uf);
-      push_static(user);
+      if (full) {
+        gen.generate(user, uf);
+        push_static(user);
+      } else {
+        st.dense_static = kLeftOut;  // counted once
+        omitted += session_begin(st, st.sessions - o.live_sessions);
+      }
     }
     TraceRecord& rec = push();
     rec.kind = RecordKind::kRequest;
@@ -432,8 +460,9 @@ struct SyntheticStream::Impl {
     // k distinct facts by Zipf over recency rank (rank 0: the newest fact the user has).
     const std::uint32_t n = st.available;
     const std::uint32_t k = std::min(o.k, n);
-    if (keep_user && !keep_user(user)) {
-      // Another process's user: the same draws (the sampler takes one uniform a fact), no facts.
+    if (!full) {
+      // Another process's user: the same draws (the sampler takes one uniform a fact), no facts
+      // (they were never generated: a process derives only its own users' facts).
       for (std::uint32_t j = 0; j < k; ++j) rng.uniform();
       r.facts.clear();
       return;
@@ -463,8 +492,15 @@ struct SyntheticStream::Impl {
             phase = Phase::kRequests;
             break;
           }
-          gen.generate(next_user, uf);
-          push_static(next_user++);
+          if (kept(next_user)) {
+            gen.generate(next_user, uf);
+            push_static(next_user);
+          } else {
+            auto& st = users[next_user];
+            st.dense_static = kLeftOut;
+            omitted += session_begin(st, st.sessions - o.live_sessions);
+          }
+          ++next_user;
           break;
         case Phase::kRequests:
           if (next_request == o.requests) {
@@ -490,6 +526,7 @@ struct SyntheticStream::Impl {
 
   bool next(TraceRecord& out) {
     if (head == ready && !produce()) return false;
+    omitted_before_last = queue_omitted[head];
     TraceRecord& rec = queue[head++];
     // Only the part of the record its kind uses (a whole record is a header, a fact and a
     // request, strings and vectors included).
@@ -541,9 +578,12 @@ std::uint32_t SyntheticStream::dense_of(FactId id) const {
   const auto u = static_cast<std::uint64_t>(it - users.begin()) - 1;
   const auto j = static_cast<std::uint32_t>(id - users[u].first_fact);
   const auto& st = users[u];
-  if (st.dense_static == kNotDeclared) return kNotDeclared;
+  if (st.dense_static == kNotDeclared || st.dense_static == kLeftOut) return kNotDeclared;
   if (j >= st.available) return kNotDeclared;
   return impl_->dense_index(u, j);
+}
+std::uint64_t SyntheticStream::records_omitted() const {
+  return impl_->omitted_before_last;
 }
 std::uint64_t SyntheticStream::facts_declared() const {
   return impl_->declared;

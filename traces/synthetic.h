@@ -73,9 +73,10 @@ void validate_synthetic_options(const SyntheticOptions& o);
 /// O(users + max facts per user), about 40 bytes a user.
 class SyntheticStream final : public RecordStream {
  public:
-  /// `keep_user` (if set): users whose requests come in full; the others' requests come
-  /// without their facts (the same random draws, so every other record is the same), for a
-  /// process that simulates only some users (a partitioned fleet run).
+  /// `keep_user` (if set): users whose facts, memory writes and requests come in full; the
+  /// others' facts and memory writes are never generated and their requests come without
+  /// facts (the same random draws, so every kept record is the same, but dense indices count
+  /// kept facts only), for a process that simulates only some users (a partitioned fleet run).
   SyntheticStream(const SyntheticOptions& o, bool lazy_facts,
                   std::function<bool(std::uint64_t user)> keep_user = {});
   ~SyntheticStream() override;
@@ -84,6 +85,7 @@ class SyntheticStream final : public RecordStream {
   const std::vector<std::uint32_t>& request_fact_indices() const override;
   std::uint32_t dense_of(FactId id) const override;
   std::uint64_t facts_declared() const override;
+  std::uint64_t records_omitted() const override;
   std::uint64_t population_facts() const override;
   double fraction_read() const override;
   const std::string& name() const override;

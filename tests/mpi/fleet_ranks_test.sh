@@ -2,8 +2,8 @@
 # A fleet run partitioned over MPI ranks against the same run in one process: requests.csv and
 # timeline.json byte-identical, summary.json identical but for the wall-clock figures
 # (simulator.wall_s, events_per_s differ between any two runs); on 2 and 3 ranks, with memory
-# writes and a host tier, and on a trace whose arrivals tie (rows of equal times from
-# different replicas, ordered as one process orders them). Runs that cannot be partitioned
+# writes and a host tier (and with a warm store on 2), and on a trace whose arrivals tie (rows
+# of equal times from different replicas, ordered as one process orders them). Runs that cannot be partitioned
 # (least_loaded, round_robin; nodes) are refused with status 2, naming the reason, writing nothing;
 # a rank that aborts or throws mid-run fails the job, named, leaving no results.
 #   tests/mpi/fleet_ranks_test.sh INFERSCALE MPIEXEC WORK_DIR
@@ -70,6 +70,12 @@ for n in 2 3; do
   grep -q "^default " "$work/ranks$n.log" || fail "no table printed by rank 0"
   [ "$(grep -c '^results:' "$work/ranks$n.log")" = 1 ] || fail "more than one rank printed"
 done
+
+# A warm store: every user's facts declared at the start (each rank generates only its users').
+"$bin" run "$work/fleet.yaml" --set store.warm=true --out "$work/warm1" --no-progress >/dev/null
+"${mpi[@]}" -n 2 "$bin" run "$work/fleet.yaml" --set store.warm=true --out "$work/warm2" \
+  --no-progress >/dev/null
+same_run "$work/warm1/fleet/default" "$work/warm2/fleet/default"
 
 "$bin" run "$work/ties.yaml" --out "$work/ties1" --no-progress >/dev/null
 # The test means something only if rows of different replicas share a finish time.

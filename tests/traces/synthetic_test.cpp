@@ -4,6 +4,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include "tests/catch.h"
 #include "traces/error.h"
@@ -138,4 +139,68 @@ TEST_CASE("generator options are validated with the option's name") {
   o = {};
   o.fact_zipf = -1;
   CHECK(where(o) == "--fact-zipf");
+}
+
+TEST_CASE("a stream that keeps some users generates only theirs, with the same draws") {
+  const auto o = small();  // live sessions: memory writes too
+  const auto kept = [](std::uint64_t user) { return user % 3 == 1; };
+  for (const bool lazy : {false, true}) {
+    CAPTURE(lazy);
+    SyntheticStream full(o, lazy);
+    SyntheticStream part(o, lazy, kept);
+    // The full stream's records of kept users, and every request (others' without facts).
+    std::vector<TraceRecord> want;
+    std::vector<std::vector<FactId>> want_facts;  // the kept requests' facts, by dense index
+    std::vector<FactId> full_dense;               // dense index -> fact id, full stream
+    std::vector<std::uint64_t> want_position;     // in the full stream
+    TraceRecord rec;
+    for (std::uint64_t position = 0; full.next(rec); ++position) {
+      if (rec.kind != RecordKind::kHeader &&
+          (rec.kind == RecordKind::kRequest || kept(rec.fact.user))) {
+        want_position.push_back(position);
+      }
+      if (rec.kind == RecordKind::kFact || rec.kind == RecordKind::kMemoryWrite) {
+        full_dense.push_back(rec.fact.id);
+        if (kept(rec.fact.user)) want.push_back(rec);
+      } else if (rec.kind == RecordKind::kRequest) {
+        if (!kept(rec.request.user)) rec.request.facts.clear();
+        std::vector<FactId> ids;
+        if (kept(rec.request.user)) {
+          for (const auto d : full.request_fact_indices()) ids.push_back(full_dense.at(d));
+        }
+        want_facts.push_back(ids);
+        want.push_back(rec);
+      }
+    }
+    std::vector<FactId> part_dense;
+    std::size_t i = 0, requests = 0;
+    std::uint64_t others_facts = 0;
+    for (std::uint64_t returned = 0; part.next(rec); ++returned) {
+      if (rec.kind == RecordKind::kHeader) continue;
+      REQUIRE(i < want.size());
+      CHECK(returned + part.records_omitted() == want_position[i]);
+      const TraceRecord& w = want[i++];
+      REQUIRE(rec.kind == w.kind);
+      if (rec.kind == RecordKind::kRequest) {
+        CHECK(rec.request.time == w.request.time);
+        CHECK(rec.request.id == w.request.id);
+        CHECK(rec.request.user == w.request.user);
+        CHECK(rec.request.query_tokens == w.request.query_tokens);
+        CHECK(rec.request.facts == w.request.facts);
+        std::vector<FactId> ids;
+        for (const auto d : part.request_fact_indices()) ids.push_back(part_dense.at(d));
+        CHECK(ids == want_facts[requests++]);
+      } else {
+        others_facts += kept(rec.fact.user) ? 0 : 1;
+        CHECK(rec.fact.id == w.fact.id);
+        CHECK(rec.fact.time == w.fact.time);
+        CHECK(rec.fact.tokens == w.fact.tokens);
+        part_dense.push_back(rec.fact.id);
+      }
+    }
+    CHECK(i == want.size());
+    CHECK(others_facts == 0);
+    CHECK(part.facts_declared() == part_dense.size());
+    CHECK(part.facts_declared() < full.facts_declared() / 2);
+  }
 }
