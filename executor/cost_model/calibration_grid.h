@@ -5,6 +5,7 @@
 // executor (the GPU one) can perform: requests are prefilled before they decode, facts are
 // encoded before they are injected or offloaded, and everything is released at the end.
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -158,9 +159,18 @@ struct CalibrationNeeds {
   std::uint32_t decode_reserve_tokens() const { return decode_steps + 8; }
   /// KV cache rows for a stateful executor: prompts, decode reserves and encode scratch live at
   /// once, plus half again for the allocator's fragmentation.
-  std::uint64_t cache_rows() const {
-    const std::uint64_t rows = cache_tokens + requests * decode_reserve_tokens();
-    return rows + rows / 2 + 4096;
+  std::uint64_t cache_rows() const { return min_cache_rows() + live_rows() / 2; }
+  /// The least of them: the rows live at once and 4,096 more, without the half again.
+  std::uint64_t min_cache_rows() const { return live_rows() + 4096; }
+  std::uint64_t live_rows() const { return cache_tokens + requests * decode_reserve_tokens(); }
+  /// cache_rows(), or fewer where a device has less memory free: `free` bytes less `fixed` (the
+  /// weights, fact pool and a workspace) over `row_bytes` a row, never below min_cache_rows();
+  /// 0 when not even those fit.
+  std::uint64_t cache_rows_within(std::uint64_t free, std::uint64_t fixed,
+                                  std::uint64_t row_bytes) const {
+    const std::uint64_t room = free > fixed ? (free - fixed) / row_bytes : 0;
+    if (room < min_cache_rows()) return 0;
+    return std::min(cache_rows(), room);
   }
   /// Rotary table rows: every position a step reaches.
   std::uint32_t positions() const { return max_position + decode_reserve_tokens() + 64; }

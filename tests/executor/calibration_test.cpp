@@ -689,3 +689,26 @@ TEST_CASE(
   const CopyLaneFit wrong = fit_copy_lanes(lanes, measured, profile, m, options);
   CHECK(std::abs(wrong.stall_ns - 1.5e6) > 1e5);
 }
+
+TEST_CASE(
+    "calibration KV cache: half again of the live rows where the card has room, less where not") {
+  CalibrationNeeds n;
+  n.cache_tokens = 100000;
+  n.requests = 512;
+  n.decode_steps = 56;  // 64 rows reserved a request
+  const std::uint64_t live = 100000 + 512 * 64;
+  CHECK(n.live_rows() == live);
+  CHECK(n.min_cache_rows() == live + 4096);
+  CHECK(n.cache_rows() == live + live / 2 + 4096);
+  const std::uint64_t row = 131072, fixed = 40ull << 30;
+  // Room for everything: the grid's rows.
+  CHECK(n.cache_rows_within(fixed + n.cache_rows() * row + row, fixed, row) == n.cache_rows());
+  // Room for part of the margin: all the room there is.
+  const std::uint64_t some = n.min_cache_rows() + 1000;
+  CHECK(n.cache_rows_within(fixed + some * row + row / 2, fixed, row) == some);
+  // Exactly the live rows and their 4,096: still runs.
+  CHECK(n.cache_rows_within(fixed + n.min_cache_rows() * row, fixed, row) == n.min_cache_rows());
+  // One row short, or less free than the fixed part: refused (0).
+  CHECK(n.cache_rows_within(fixed + (n.min_cache_rows() - 1) * row, fixed, row) == 0);
+  CHECK(n.cache_rows_within(fixed / 2, fixed, row) == 0);
+}
