@@ -1,6 +1,5 @@
 // `inferscale bench executor`: the real executor's TTFT, TPOT and throughput, text vs kv_inject.
 // Compiled only where the libtorch executor is built (sim/CMakeLists.txt); registers itself.
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -28,7 +27,6 @@ struct BenchArgs {
   std::string out = "bench/results/executor_h200.json";
   // The executor's switches under A/B (validated by CLI11: a bad value exits with status 2).
   std::string split_kv = "on", cuda_graphs = "on", pdl = "on";
-  std::string inject = "copy";  // copy | zero_copy | both (kv_inject rows of each, side by side)
   std::string blas = blas_library_name(BlasPolicy{}.library);
   ExecutorBenchOptions o;
 };
@@ -91,29 +89,8 @@ int run_bench(const BenchArgs& a, const std::string& command) {
     if (a.blas == blas_library_name(l)) o.blas.library = l;
   }
   o.command = command;
-  auto log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
-  o.inject = a.inject == "zero_copy" ? InjectPath::kZeroCopy : InjectPath::kCopy;
-  nlohmann::json doc = run_executor_bench(o, log);
-  if (a.inject == "both" &&
-      std::find(o.modes.begin(), o.modes.end(), "kv_inject") != o.modes.end()) {
-    // The zero-copy path's kv_inject rows beside the copy path's (a second executor, its KV
-    // cache sized for what a zero-copy request holds).
-    ExecutorBenchOptions z = o;
-    z.inject = InjectPath::kZeroCopy;
-    z.modes = {"kv_inject"};
-    const nlohmann::json zdoc = run_executor_bench(z, log);
-    nlohmann::json rows = nlohmann::json::array();
-    for (const auto& r : doc["rows"]) {
-      rows.push_back(r);
-      if (r["mode"] != "kv_inject") continue;
-      for (const auto& zr : zdoc["rows"]) {
-        if (zr["batch"] == r["batch"] && zr["k"] == r["k"]) rows.push_back(zr);
-      }
-    }
-    doc["rows"] = rows;
-    doc["zero_copy_settings"] = zdoc["settings"];
-    doc["zero_copy_fact_encode_ms"] = zdoc["fact_encode_ms"];
-  }
+  const nlohmann::json doc = run_executor_bench(
+      o, [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
   write_atomically(a.out, doc.dump(2));
   std::printf("%s", executor_bench_table(doc).c_str());
   std::printf("wrote %s (%s)\n", a.out.c_str(), doc["machine"].get<std::string>().c_str());
@@ -155,11 +132,6 @@ void add_bench_commands(CLI::App& app, Action& action) {
                   "split-KV attention for short queries over long contexts")
       ->check(on_off)
       ->capture_default_str();
-  cmd->add_option("--inject", args->inject,
-                  "kv_inject's path: copy (fused injection), zero_copy (attention reads the "
-                  "pool in place) or both, side by side")
-      ->check(CLI::IsMember({"copy", "zero_copy", "both"}))
-      ->capture_default_str();
   cmd->add_option("--split-kv-min-tiles", args->o.split_kv.min_chunk_tiles,
                   "shortest split-KV key split, in 64-key tiles")
       ->check(CLI::Range(1, 1 << 20))
@@ -196,7 +168,7 @@ void add_bench_commands(CLI::App& app, Action& action) {
                " --seed " + std::to_string(args->o.seed) + " --split-kv " + args->split_kv +
                " --split-kv-min-tiles " + std::to_string(args->o.split_kv.min_chunk_tiles) +
                " --cuda-graphs " + args->cuda_graphs + " --blas " + args->blas + " --pdl " +
-               args->pdl + " --inject " + args->inject + " --out " + args->out;
+               args->pdl + " --out " + args->out;
     action = [args, command] { return run_bench(*args, command); };
   });
 }

@@ -33,7 +33,6 @@ HilExecutorOptions hil_options(const RunConfig& run, int replica) {
   o.kv_cache_tokens = static_cast<std::uint32_t>(std::min<std::uint64_t>(sim_tokens, 0x7fffffffu));
   o.max_batch_tokens = run.scheduler.max_batch_tokens;
   o.rope_delta = run.serving.rope == RopeMode::kDelta;
-  o.inject = run.executor.inject;
   o.seed = run.seed;
   o.header_tokens = run.serving.header_cache ? run.serving.header_tokens : 0;
   o.warm_rows = run.executor.warm_rows;

@@ -147,17 +147,6 @@ class WallClock : public StepClock {
   std::vector<std::chrono::steady_clock::time_point> marks_;
 };
 
-/// split_kv_params with the batch's host segment tables (the reference reads them on the CPU).
-SplitKvAttentionParams host_split_kv_params(const at::Tensor& q, const at::Tensor& k,
-                                            const at::Tensor& v, at::Tensor& out,
-                                            const AttentionBatch& b, double scale) {
-  SplitKvAttentionParams p = split_kv_params(q, k, v, out, b, scale);
-  p.cu_q = b.host_cu_q.data();
-  p.k_start = b.host_k_start.data();
-  p.k_used = b.host_k_used.data();
-  return p;
-}
-
 class CpuOps : public DeviceOps {
  public:
   void kv_append(const KvAppendParams& p) override { kv_append_reference(p); }
@@ -175,20 +164,10 @@ class CpuOps : public DeviceOps {
     // The split-KV reference: what the kernel computes on CUDA, without the splitting.
     ++counts_.split_kv;
     at::Tensor out = at::empty_like(q);
-    SplitKvAttentionParams p = host_split_kv_params(q, k, v, out, b, scale);
-    split_kv_attention_reference(p);
-    return out;
-  }
-
-  at::Tensor paged_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                             const AttentionBatch& b, double scale,
-                             const PagedKvView& view) override {
-    ++counts_.split_kv;
-    at::Tensor out = at::empty_like(q);
-    SplitKvAttentionParams p = host_split_kv_params(q, k, v, out, b, scale);
-    p.paged = view;
-    p.paged.pages = b.host_pages.data();
-    p.paged.page_start = b.host_page_start.data();
+    SplitKvAttentionParams p = split_kv_params(q, k, v, out, b, scale);
+    p.cu_q = b.host_cu_q.data();
+    p.k_start = b.host_k_start.data();
+    p.k_used = b.host_k_used.data();
     split_kv_attention_reference(p);
     return out;
   }

@@ -179,46 +179,6 @@ class CudaOps : public DeviceOps {
     }
   }
 
-  at::Tensor paged_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                             const AttentionBatch& b, double scale,
-                             const PagedKvView& view) override {
-    at::Tensor out = at::empty_like(q);
-    SplitKvAttentionParams p = split_kv_params(q, k, v, out, b, scale);
-    p.paged = view;
-    p.paged.pages = reinterpret_cast<const PagedKvEntry*>(b.pages.data_ptr<std::int32_t>());
-    p.paged.page_start = b.page_start.data_ptr<std::int32_t>();
-    const at::Tensor workspace = plan_split_kv(p, b, q);
-    // No fallback: the executor pages a request only where the kernel takes the model.
-    const std::string why = split_kv_attention_check(p);
-    if (!why.empty()) throw std::runtime_error("paged split-KV attention: " + why);
-    INFERSCALE_CUDA_CHECK(split_kv_attention_launch(p, current_stream()));
-    ++counts_.split_kv;
-    return out;
-  }
-
-  /// The batch's device segment tables, the kernel's plan and its fp32 workspace for partials
-  /// from the caching allocator (stream-ordered reuse; the returned tensor holds it, undefined
-  /// when the plan needs none).
-  at::Tensor plan_split_kv(SplitKvAttentionParams& p, const AttentionBatch& b,
-                           const at::Tensor& q) const {
-    p.cu_q = b.cu_q.data_ptr<std::int32_t>();
-    p.k_start = b.k_start.data_ptr<std::int32_t>();
-    p.k_used = b.k_used.data_ptr<std::int32_t>();
-    p.plan = split_kv_plan({p.segments, p.max_q, p.max_k, p.heads, p.kv_heads}, sm_count_, 0, 0,
-                           split_kv_.min_chunk_tiles);
-    const std::int64_t floats = split_kv_workspace_floats(p.plan, p.tokens, p.heads, p.head_dim);
-    if (floats <= 0) return at::Tensor();
-    at::Tensor workspace = at::empty({floats}, q.options().dtype(at::kFloat));
-    p.workspace = workspace.data_ptr<float>();
-    return workspace;
-  }
-
-  std::string paged_attention_unsupported(DType dtype, std::int32_t head_dim) const override {
-    if (dtype != DType::kBF16 && dtype != DType::kF16) return "which takes bf16 or f16 models";
-    if (head_dim != 64 && head_dim != 128) return "which takes head_dim 64 or 128";
-    return "";
-  }
-
   /// The split-KV kernel on the KV cache in place, with an fp32 workspace for its partials from
   /// the caching allocator (stream-ordered reuse). Undefined where the kernel does not take
   /// these parameters (dtype, head_dim, alignment): said once, then the caller's path runs.
@@ -227,7 +187,17 @@ class CudaOps : public DeviceOps {
     if (!split_kv_ok_) return at::Tensor();
     at::Tensor out = at::empty_like(q);
     SplitKvAttentionParams p = split_kv_params(q, k, v, out, b, scale);
-    const at::Tensor workspace = plan_split_kv(p, b, q);
+    p.cu_q = b.cu_q.data_ptr<std::int32_t>();
+    p.k_start = b.k_start.data_ptr<std::int32_t>();
+    p.k_used = b.k_used.data_ptr<std::int32_t>();
+    p.plan = split_kv_plan({p.segments, p.max_q, p.max_k, p.heads, p.kv_heads}, sm_count_, 0, 0,
+                           split_kv_.min_chunk_tiles);
+    const std::int64_t floats = split_kv_workspace_floats(p.plan, p.tokens, p.heads, p.head_dim);
+    at::Tensor workspace;
+    if (floats > 0) {
+      workspace = at::empty({floats}, q.options().dtype(at::kFloat));
+      p.workspace = workspace.data_ptr<float>();
+    }
     const std::string why = split_kv_attention_check(p);
     if (!why.empty()) {
       std::fprintf(stderr,

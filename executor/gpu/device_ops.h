@@ -24,14 +24,6 @@ struct AttentionBatch {
   at::Tensor k_start;  // [segments + 1] int32 (last entry: cache rows), on the compute device
   at::Tensor k_used;   // [segments] int32, on the compute device
   std::vector<std::int32_t> host_cu_q, host_k_start, host_k_used;  // the same, on the host
-  /// A paged context (GpuExecutorOptions::inject zero_copy): segment s's keys are the pages
-  /// page_start[s] .. page_start[s + 1] - 1 (PagedKvView), k_used counts keys in page space and
-  /// k_start is not read. Always a split-KV call.
-  bool paged = false;
-  at::Tensor pages;       // [pages * 4] int32 (PagedKvEntry), on the compute device
-  at::Tensor page_start;  // [segments + 1] int32, on the compute device
-  std::vector<PagedKvEntry> host_pages;
-  std::vector<std::int32_t> host_page_start;
 };
 
 /// When a forward's attention runs split-KV (kernels/split_kv_attention.cu on CUDA, its reference
@@ -133,18 +125,6 @@ class DeviceOps {
   /// (one layer of the KV cache). Returns [tokens, heads, head_dim].
   virtual at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                const AttentionBatch& batch, double scale) = 0;
-  /// Attention of a paged batch (batch.paged): as attention(), with keys read through the
-  /// batch's pages; `view` gives this layer's pool, the rotary table and style (its page arrays
-  /// are set here). The split-KV kernel on CUDA, its reference on the CPU.
-  virtual at::Tensor paged_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                     const AttentionBatch& batch, double scale,
-                                     const PagedKvView& view) = 0;
-  /// Why paged_attention() cannot run a model of this dtype and head_dim here, or "".
-  virtual std::string paged_attention_unsupported(DType dtype, std::int32_t head_dim) const {
-    (void)dtype;
-    (void)head_dim;
-    return "";
-  }
   /// x w^T: x [rows, in], w [out, in] (a linear layer's weight). libtorch's matrix product (the
   /// CUDA ops pick its BLAS library by BlasPolicy).
   virtual at::Tensor linear(const at::Tensor& x, const at::Tensor& w) {

@@ -63,7 +63,6 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
   eo.cuda_graphs = o.cuda_graphs;
   eo.blas = o.blas;
   eo.programmatic_launch = o.programmatic_launch;
-  eo.inject = o.inject;
   const std::uint64_t block = FactPool::block_bytes(m, std::uint32_t(dtype_bytes(o.dtype)));
   const std::uint64_t blocks_per_fact = (o.fact + kBlockTokens - 1) / kBlockTokens;
   eo.pool_bytes =
@@ -71,13 +70,8 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
   eo.reserved_pool_tokens = o.header + 2 * kBlockTokens;
   eo.decode_reserve_tokens = o.output + 1;
   eo.max_batch_tokens = 16384;
-  // What a request holds in the cache: its whole prompt, or (zero-copy, kv_inject only) its
-  // footer and query, the header and facts read in place from the pool.
-  const bool text = std::find(o.modes.begin(), o.modes.end(), "text") != o.modes.end();
-  const std::uint32_t own_prompt =
-      o.inject == InjectPath::kZeroCopy && !text ? o.footer + o.query : max_prompt;
   eo.kv_cache_tokens =
-      max_batch * (own_prompt + eo.decode_reserve_tokens) + eo.max_batch_tokens + o.header + 64;
+      max_batch * (max_prompt + eo.decode_reserve_tokens) + eo.max_batch_tokens + o.header + 64;
   eo.rope_positions = std::int32_t(max_prompt + o.output + 64);
   log("building " + m.name + " (" + std::to_string(m.parameters() / 1000000) + "M parameters, " +
       dtype_name(o.dtype) + ") on " + o.device);
@@ -117,8 +111,7 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
   for (const Config& c : configs) {
     const bool inject = c.mode == "kv_inject";
     std::vector<double> ttft, tpot, inject_ns;
-    std::uint64_t injected = 0, computed = 0, paged = 0;
-    std::int64_t kv_rows = 0;  // cache rows the first request holds after its prefill
+    std::uint64_t injected = 0, computed = 0;
     double flops = 0;
     AttentionCounts ttft_calls, decode_calls;
     bool ttft_graph = false;
@@ -156,8 +149,6 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
       }
       const BatchResult first = ex.execute(plan);
       injected = ex.last_stats().injected_tokens;
-      paged = ex.last_stats().paged_tokens;
-      kv_rows = ex.request_rows(ids.front());
       computed = ex.last_stats().computed_tokens;
       ttft_calls = ex.last_stats().attention;
       ttft_graph = ex.last_stats().graph_replays > 0;
@@ -187,9 +178,6 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
     }
     nlohmann::json row;
     row["mode"] = c.mode;
-    row["inject"] = inject_path_name(o.inject);
-    row["kv_rows_per_request"] = kv_rows;
-    row["paged_tokens"] = paged;
     row["batch"] = c.batch;
     row["k"] = c.k;
     row["ttft_ms"] = median(ttft);
@@ -250,11 +238,6 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
       {"query", o.query},
       {"output", o.output},
       {"rope", o.rope == RopeMode::kPreRope ? "pre_rope" : "delta"},
-      {"inject",
-       {{"path", inject_path_name(o.inject)},
-        {"kv_cache_tokens", eo.kv_cache_tokens},
-        {"pool_bytes", eo.pool_bytes},
-        {"switch", "--inject copy|zero_copy|both"}}},
       {"split_kv",
        {{"enabled", eo.split_kv.enabled},
         {"max_query_tokens", eo.split_kv.max_query_tokens},
@@ -298,21 +281,17 @@ nlohmann::json run_executor_bench(const ExecutorBenchOptions& o,
 }
 
 std::string executor_bench_table(const nlohmann::json& results) {
-  std::string out =
-      "mode      inject     batch   k    ttft_ms   tpot_ms   tokens/s   TFLOP/s  inject TB/s  "
-      "rows/req\n";
+  std::string out = "mode       batch   k    ttft_ms   tpot_ms   tokens/s   TFLOP/s  inject TB/s\n";
   for (const auto& r : results["rows"]) {
     char line[200];
     std::snprintf(
-        line, sizeof line, "%-9s %-9s %6u %3u %10.3f %9.3f %10.1f %9s %12s %9lld\n",
-        r["mode"].get<std::string>().c_str(), r.value("inject", std::string("copy")).c_str(),
-        r["batch"].get<unsigned>(), r["k"].get<unsigned>(), r["ttft_ms"].get<double>(),
-        r["tpot_ms"].get<double>(), r["tokens_per_s"].get<double>(),
+        line, sizeof line, "%-9s %6u %3u %10.3f %9.3f %10.1f %9s %12s\n",
+        r["mode"].get<std::string>().c_str(), r["batch"].get<unsigned>(), r["k"].get<unsigned>(),
+        r["ttft_ms"].get<double>(), r["tpot_ms"].get<double>(), r["tokens_per_s"].get<double>(),
         r.contains("tflops") ? std::to_string(r["tflops"].get<double>()).substr(0, 7).c_str() : "-",
         r.contains("inject_tbps")
             ? std::to_string(r["inject_tbps"].get<double>()).substr(0, 6).c_str()
-            : "-",
-        static_cast<long long>(r.value("kv_rows_per_request", 0LL)));
+            : "-");
     out += line;
   }
   return out;

@@ -30,9 +30,7 @@ struct ExecutorBenchOptions {
   CudaGraphPolicy cuda_graphs{.enabled = true};
   BlasPolicy blas;                  // the products' BLAS library (the executor's default)
   bool programmatic_launch = true;  // GpuExecutorOptions::programmatic_launch
-  /// GpuExecutorOptions::inject; the KV cache is sized for what each request holds on that path.
-  InjectPath inject = InjectPath::kCopy;
-  std::string command;  // echoed into the results
+  std::string command;              // echoed into the results
 };
 
 /// Runs every (mode, batch, k) and returns the results document: settings, and one row per

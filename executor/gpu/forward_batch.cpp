@@ -1,7 +1,5 @@
 #include "executor/gpu/forward_batch.h"
 
-#include "kernels/paged_kv.h"
-
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
@@ -11,18 +9,12 @@ namespace inferscale {
 
 void ForwardBatch::add(std::int32_t region_start, std::int32_t position,
                        const std::vector<std::int32_t>& token_ids,
-                       const std::vector<std::int32_t>& pool_slots, std::int32_t sample,
-                       std::vector<PagedKvEntry> pages) {
+                       const std::vector<std::int32_t>& pool_slots, std::int32_t sample) {
   if (token_ids.empty()) return;
   if (!pool_slots.empty() && pool_slots.size() != token_ids.size()) {
     throw std::invalid_argument("ForwardBatch::add: one pool slot per token");
   }
-  if (!pages.empty() &&
-      paged_kv_keys(pages.data(), pages.data() + pages.size()) < std::int32_t(token_ids.size())) {
-    throw std::invalid_argument("ForwardBatch::add: pages shorter than the segment");
-  }
-  segments_.push_back(
-      Segment{region_start, position, token_ids, pool_slots, sample, std::move(pages)});
+  segments_.push_back(Segment{region_start, position, token_ids, pool_slots, sample});
   tokens_ += std::int64_t(token_ids.size());
   if (sample >= 0) samples_ = std::max(samples_, sample + 1);
 }
@@ -38,7 +30,7 @@ ForwardInputs ForwardBatch::finalize(DeviceOps& ops, std::int32_t cache_rows) co
   auto is_short = [&](const Segment& g) {
     return std::int32_t(g.ids.size()) <= policy.max_query_tokens;
   };
-  bool any_long = false, any_paged = false;
+  bool any_long = false;
   std::int32_t short_max_k = 0, short_segments = 0;
   for (const Segment& g : segments_) {
     if (is_short(g)) {
@@ -46,15 +38,10 @@ ForwardInputs ForwardBatch::finalize(DeviceOps& ops, std::int32_t cache_rows) co
       short_max_k = std::max(short_max_k, g.position + std::int32_t(g.ids.size()));
     } else {
       any_long = true;
-      if (!g.pages.empty()) {
-        throw std::invalid_argument("ForwardBatch: a paged segment longer than split-KV takes");
-      }
     }
-    any_paged |= !g.pages.empty();
   }
-  // Paged segments attend through split-KV whatever their context: the short group is paged.
-  const bool split = any_long && short_segments > 0 &&
-                     (any_paged || (policy.enabled && short_max_k >= policy.min_context_tokens));
+  const bool split =
+      policy.enabled && any_long && short_segments > 0 && short_max_k >= policy.min_context_tokens;
   // Segments sorted by first cache row within each group (stable: a request's segments keep
   // their order); with a split, the short group first.
   std::vector<std::size_t> order(segments_.size());
@@ -91,23 +78,9 @@ ForwardInputs ForwardBatch::finalize(DeviceOps& ops, std::int32_t cache_rows) co
     if (g.sample >= 0) sample_rows[std::size_t(g.sample)] = std::int32_t(ids.size()) - 1;
     a.host_cu_q.push_back(std::int32_t(ids.size() - std::size_t(second ? split_rows : 0)));
     a.host_k_start.push_back(g.region_start);
-    std::int32_t keys = g.position + len;
-    if (any_paged && !second) {  // the paged group: a segment without pages reads its rows
-      a.paged = true;
-      if (a.host_page_start.empty()) a.host_page_start.push_back(0);
-      if (g.pages.empty()) {
-        paged_kv_add_run(a.host_pages, PagedKvKind::kCache, g.region_start, keys, 0,
-                         kPagedKvPageKeys);
-      } else {
-        a.host_pages.insert(a.host_pages.end(), g.pages.begin(), g.pages.end());
-      }
-      const std::int32_t first = a.host_page_start.back();
-      a.host_page_start.push_back(std::int32_t(a.host_pages.size()));
-      keys = paged_kv_keys(a.host_pages.data() + first, a.host_pages.data() + a.host_pages.size());
-    }
-    a.host_k_used.push_back(keys);
+    a.host_k_used.push_back(g.position + len);
     a.max_q = std::max(a.max_q, len);
-    a.max_k = std::max(a.max_k, keys);
+    a.max_k = std::max(a.max_k, g.position + len);
     ++a.segments;
   }
   for (std::int32_t r : sample_rows) {
@@ -120,13 +93,6 @@ ForwardInputs ForwardBatch::finalize(DeviceOps& ops, std::int32_t cache_rows) co
       ops.device().is_cuda()) {
     for (AttentionBatch& a : groups) {
       a.max_k = (a.max_k + graphs.key_bucket - 1) / graphs.key_bucket * graphs.key_bucket;
-      // The page table padded too (page_start bounds each segment's pages): decode steps cross
-      // a page now and then, and a new table size would be a new shape to capture.
-      if (a.paged) {
-        const std::size_t bucket = std::size_t(std::max(1, graphs.key_bucket));
-        const std::size_t n = a.host_pages.size();
-        a.host_pages.resize((n + bucket - 1) / bucket * bucket);
-      }
     }
   }
 
@@ -149,12 +115,6 @@ ForwardInputs ForwardBatch::finalize(DeviceOps& ops, std::int32_t cache_rows) co
     buf.insert(buf.end(), a.host_cu_q.begin(), a.host_cu_q.end());
     buf.insert(buf.end(), a.host_k_start.begin(), a.host_k_start.end());
     buf.insert(buf.end(), a.host_k_used.begin(), a.host_k_used.end());
-    if (a.paged) {
-      buf.insert(buf.end(), a.host_page_start.begin(), a.host_page_start.end());
-      static_assert(sizeof(PagedKvEntry) == 4 * sizeof(std::int32_t));
-      const auto* words = reinterpret_cast<const std::int32_t*>(a.host_pages.data());
-      buf.insert(buf.end(), words, words + 4 * a.host_pages.size());
-    }
   }
   const at::Tensor dev = ops.upload(buf);
 
@@ -174,11 +134,6 @@ ForwardInputs ForwardBatch::finalize(DeviceOps& ops, std::int32_t cache_rows) co
     a.cu_q = dev.narrow(0, o, segs + 1);
     a.k_start = dev.narrow(0, o + segs + 1, segs + 1);
     a.k_used = dev.narrow(0, o + 2 * (segs + 1), segs);
-    if (a.paged) {
-      const std::int64_t ps = o + 2 * (segs + 1) + segs;
-      a.page_start = dev.narrow(0, ps, segs + 1);
-      a.pages = dev.narrow(0, ps + segs + 1, 4 * std::int64_t(a.host_pages.size()));
-    }
   }
   in.attn = std::move(groups[0]);
   if (split) {
@@ -201,8 +156,6 @@ ForwardInputs ForwardInputs::on(const at::Tensor& other) const {
     b.cu_q = view(a.cu_q);
     b.k_start = view(a.k_start);
     b.k_used = view(a.k_used);
-    b.page_start = view(a.page_start);
-    b.pages = view(a.pages);
     return b;
   };
   ForwardInputs in = *this;
@@ -219,11 +172,10 @@ ForwardInputs ForwardInputs::on(const at::Tensor& other) const {
 
 std::string ForwardInputs::shape() const {
   char key[256];
-  std::snprintf(key, sizeof key, "t%lld s%lld p%d b%lld r%lld a%d,%d,%d,%lld l%d,%d,%d",
+  std::snprintf(key, sizeof key, "t%lld s%lld p%d b%lld r%lld a%d,%d,%d l%d,%d,%d",
                 static_cast<long long>(tokens), static_cast<long long>(samples),
                 int(pool_slots.defined()), static_cast<long long>(buffer.numel()),
                 static_cast<long long>(split_rows), attn.segments, attn.max_q, attn.max_k,
-                attn.paged ? static_cast<long long>(attn.host_pages.size()) : -1LL,
                 attn_long.segments, attn_long.max_q, attn_long.max_k);
   return key;
 }

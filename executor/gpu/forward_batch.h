@@ -43,13 +43,9 @@ class ForwardBatch {
   /// sequence whose KV cache rows start at `region_start` (row = region_start + position). After
   /// it the sequence has position + n keys. `pool_slots` is empty or one per token (-1: not
   /// stored). `sample` >= 0 asks for the logits of the segment's last token as output `sample`.
-  /// `pages` non-empty: the segment's keys are read through these pages (a zero-copy request,
-  /// PagedKvView), the last of them ending with the segment's own tokens; a forward with any
-  /// such segment attends all its short segments (at most the split-KV policy's
-  /// max_query_tokens queries) through pages, the others' pages made of their cache rows.
   void add(std::int32_t region_start, std::int32_t position,
            const std::vector<std::int32_t>& token_ids, const std::vector<std::int32_t>& pool_slots,
-           std::int32_t sample, std::vector<PagedKvEntry> pages = {});
+           std::int32_t sample);
   /// Adds `n` one-token segments at position 0 of the sequences whose cache rows start at
   /// rows_start, rows_start + 1, ... (their keys land there; nothing samples them): padding, so
   /// that passes of nearby sizes share their matrix products' row count.
@@ -67,7 +63,6 @@ class ForwardBatch {
     std::int32_t region_start, position;
     std::vector<std::int32_t> ids, pool_slots;
     std::int32_t sample;
-    std::vector<PagedKvEntry> pages;
   };
   std::vector<Segment> segments_;
   std::int64_t tokens_ = 0;

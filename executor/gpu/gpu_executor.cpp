@@ -13,8 +13,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/paged_kv.h"
-
 namespace inferscale {
 
 namespace {
@@ -51,14 +49,6 @@ GpuExecutor::GpuExecutor(GpuExecutorOptions options)
     throw std::invalid_argument("GpuExecutor: device must be cuda or cpu, got " + options_.device);
   }
   ops_->set_split_kv(options_.split_kv);
-  if (options_.inject == InjectPath::kZeroCopy) {
-    const std::string why =
-        ops_->paged_attention_unsupported(options_.dtype, std::int32_t(options_.model.head_dim));
-    if (!why.empty()) {
-      throw std::invalid_argument("GpuExecutor: inject zero_copy needs paged split-KV attention, " +
-                                  why);
-    }
-  }
   ops_->set_cuda_graphs(options_.cuda_graphs);
   ops_->set_blas(options_.blas);
   if (options_.copy_inflight_mb == 0) {
@@ -138,95 +128,25 @@ std::int32_t GpuExecutor::alloc_rows(std::int32_t rows) {
   return start;
 }
 
-GpuExecutor::RequestState& GpuExecutor::new_request(RequestId request, std::uint32_t prompt_tokens,
-                                                    std::uint32_t own_tokens) {
+GpuExecutor::RequestState& GpuExecutor::new_request(RequestId request,
+                                                    std::uint32_t prompt_tokens) {
   RequestState s;
-  s.capacity = std::int32_t(own_tokens + options_.decode_reserve_tokens);
+  s.capacity = std::int32_t(prompt_tokens + options_.decode_reserve_tokens);
   s.region_start = alloc_rows(s.capacity);
   s.prompt_tokens = prompt_tokens;
   return requests_[request] = s;
 }
 
-GpuExecutor::RequestState& GpuExecutor::start_request(const PrefillItem& item,
-                                                      const BatchPlan& plan) {
-  // Zero-copy where every computed run fits a split-KV segment: the pool's pieces are read in
-  // place (their blocks are looked up once this step's loads and encodes are done).
-  std::vector<RequestState::PoolRef> refs;
-  std::uint32_t ref_tokens = 0;
-  if (options_.inject == InjectPath::kZeroCopy &&
-      item.computed_total <= std::uint32_t(std::max(0, options_.split_kv.max_query_tokens))) {
-    for (const PromptPiece& piece : compose_prompt(item, plan.prompt_facts)) {
-      if (!piece.injected) continue;
-      RequestState::PoolRef r;
-      r.position = piece.position;
-      r.tokens = piece.tokens;
-      r.fact = piece.kind == PromptPiece::Kind::kHeader ? kNoFact : piece.fact;
-      refs.push_back(std::move(r));
-      ref_tokens += piece.tokens;
-    }
-  }
+GpuExecutor::RequestState& GpuExecutor::start_request(const PrefillItem& item) {
   const auto it = requests_.find(item.request);
-  if (it == requests_.end()) {
-    RequestState& s =
-        new_request(item.request, item.prompt_tokens, item.prompt_tokens - ref_tokens);
-    s.refs = std::move(refs);
-    s.compact = true;
-    return s;
-  }
+  if (it == requests_.end()) return new_request(item.request, item.prompt_tokens);
   RequestState& s = it->second;
   if (!s.awaiting_first_chunk || s.prompt_tokens != item.prompt_tokens) {
     throw std::invalid_argument("plan: request " + std::to_string(item.request) +
                                 " starts (first_chunk) but is already running");
   }
   s.awaiting_first_chunk = false;
-  s.refs = std::move(refs);  // its rows were set up for the whole prompt: not compact
   return s;
-}
-
-std::uint32_t GpuExecutor::own_rows(const RequestState& s, std::uint32_t position) {
-  if (!s.compact) return position;
-  std::uint32_t skipped = 0;
-  for (const RequestState::PoolRef& r : s.refs) {
-    if (r.position >= position) break;
-    skipped += std::min(r.tokens, position - r.position);
-  }
-  return position - skipped;
-}
-
-std::vector<PagedKvEntry> GpuExecutor::request_pages(const RequestState& s,
-                                                     std::uint32_t end) const {
-  std::vector<PagedKvEntry> pages;
-  const bool delta = options_.rope == RopeMode::kDelta;
-  auto own = [&](std::uint32_t from, std::uint32_t to) {
-    if (to > from) {
-      paged_kv_add_run(pages, PagedKvKind::kCache, s.region_start + std::int32_t(own_rows(s, from)),
-                       std::int32_t(to - from), 0, kPagedKvPageKeys);
-    }
-  };
-  std::uint32_t pos = 0;
-  for (const RequestState::PoolRef& r : s.refs) {
-    if (r.position >= end) break;
-    own(pos, r.position);
-    for (std::uint32_t i = 0; i < r.tokens; i += kBlockTokens) {
-      // pre_rope: rotated to the composed position; delta: shifted from the encode position
-      // (GpuExecutor::add_injection's positions).
-      const std::int32_t rotation =
-          delta ? std::int32_t(r.position) - r.encode_position : std::int32_t(r.position + i);
-      paged_kv_add_run(pages, delta ? PagedKvKind::kPoolDelta : PagedKvKind::kPoolPreRope,
-                       r.blocks[i / kBlockTokens] * std::int32_t(kBlockTokens),
-                       std::int32_t(std::min(kBlockTokens, r.tokens - i)), rotation,
-                       std::int32_t(kBlockTokens));
-    }
-    pos = r.position + r.tokens;
-  }
-  own(pos, end);
-  return pages;
-}
-
-std::int32_t GpuExecutor::request_rows(RequestId request) const {
-  const auto it = requests_.find(request);
-  if (it == requests_.end()) throw std::invalid_argument("request_rows: request not running");
-  return it->second.capacity;
 }
 
 GpuExecutor::RequestState& GpuExecutor::private_target(RequestId request,
@@ -237,7 +157,7 @@ GpuExecutor::RequestState& GpuExecutor::private_target(RequestId request,
     throw std::invalid_argument("plan: KV for request " + std::to_string(request) +
                                 ", which is not running, names no prompt_tokens");
   }
-  RequestState& s = new_request(request, prompt_tokens, prompt_tokens);
+  RequestState& s = new_request(request, prompt_tokens);
   s.awaiting_first_chunk = true;
   return s;
 }
@@ -254,7 +174,7 @@ void GpuExecutor::grow_region(RequestState& s, std::uint32_t rows) {
   const std::int32_t capacity = std::max<std::int32_t>(
       std::int32_t(rows), s.capacity + std::int32_t(options_.decode_reserve_tokens));
   const std::int32_t start = alloc_rows(capacity);
-  const std::int64_t used = own_rows(s, s.next_position);
+  const std::int64_t used = s.next_position;
   cache_.k.narrow(1, start, used).copy_(cache_.k.narrow(1, s.region_start, used));
   cache_.v.narrow(1, start, used).copy_(cache_.v.narrow(1, s.region_start, used));
   rows_.free(s.region_start, s.capacity);

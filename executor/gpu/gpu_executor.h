@@ -47,10 +47,6 @@ struct GpuExecutorOptions {
   std::uint32_t decode_reserve_tokens = 64;  // rows reserved past a prompt for its output
   std::int32_t rope_positions = 0;           // rotary table rows; 0: min(max_positions, 32768)
   RopeMode rope = RopeMode::kPreRope;
-  /// zero_copy: a request whose computed tokens all fit one split-KV segment
-  /// (split_kv.max_query_tokens) reads its cached header and injected facts through a block
-  /// table; others, and KV written for one request only (not admitted), are copied as before.
-  InjectPath inject = InjectPath::kCopy;
   /// The format fact KV is kept in (store.kv_dtype): each encoded fact's KV is stored in it and
   /// loaded back before any request reads it; the model computes in `dtype`.
   KvFormat fact_kv = KvFormat::kNative;
@@ -102,7 +98,6 @@ class GpuExecutor : public Executor {
   /// What the last step did (for benchmarks and tests).
   struct StepStats {
     std::uint64_t injected_tokens = 0;  // gathered from the pool into request caches
-    std::uint64_t paged_tokens = 0;     // read in place from the pool (zero-copy), not copied
     std::uint64_t computed_tokens = 0;  // prefill and decode tokens of the forward pass
     std::uint64_t encoded_tokens = 0;   // fact and context tokens of encodes (and headers)
     std::uint64_t load_fallbacks = 0;   // loads of facts the host tier did not hold (encoded)
@@ -120,10 +115,7 @@ class GpuExecutor : public Executor {
   const GpuExecutorOptions& options() const { return options_; }
   /// Logits of the last step's samples, [samples, vocab] fp32 on the CPU (keep_logits only).
   const at::Tensor& last_logits() const { return last_logits_; }
-  /// Cache rows a running request holds (its own KV: with zero-copy, no header and facts).
-  std::int32_t request_rows(RequestId request) const;
-  /// K and V of a running request's composed positions [0, n): [layers, n, kv_heads, head_dim]
-  /// (copy path; a zero-copy request's header and fact positions hold no rows of its own).
+  /// K and V of a running request's composed positions [0, n): [layers, n, kv_heads, head_dim].
   std::pair<at::Tensor, at::Tensor> request_kv(RequestId request, std::uint32_t n) const;
   /// One layer's keys of a running request's positions [0, n), on the device (a view of the
   /// cache, valid until the request is released): [n, kv_heads, head_dim].
@@ -159,16 +151,6 @@ class GpuExecutor : public Executor {
     // The prompt's layout from its first chunk: the simulator lists a prompt's facts only
     // there (BatchPlan::prompt_facts), later chunks of a chunked prefill name none.
     std::vector<PromptPiece> layout;
-    /// Zero-copy: the pieces read in place from the pool, in position order. With `compact`
-    /// (set up at its first chunk) the request's own rows skip their positions.
-    struct PoolRef {
-      std::uint32_t position = 0, tokens = 0;
-      FactId fact = kNoFact;  // kNoFact: the cached header
-      std::vector<std::int32_t> blocks;
-      std::int32_t encode_position = 0;
-    };
-    std::vector<PoolRef> refs;
-    bool compact = false;
   };
   /// Host-side lists for one fused inject launch.
   struct Injections {
@@ -247,16 +229,10 @@ class GpuExecutor : public Executor {
                   const BatchResult& result);
 
   // gpu_executor.cpp: requests and the forward pass
-  RequestState& start_request(const PrefillItem& item, const BatchPlan& plan);
-  /// The request's own cache rows before composed position `position` (zero-copy: the pool's
-  /// pieces hold none), so that its row is region_start + own_rows(position).
-  static std::uint32_t own_rows(const RequestState& s, std::uint32_t position);
-  /// The block table of a zero-copy request's keys at positions [0, end).
-  std::vector<PagedKvEntry> request_pages(const RequestState& s, std::uint32_t end) const;
+  RequestState& start_request(const PrefillItem& item);
   /// The request that per-request KV goes to: running, or set up now from `prompt_tokens`.
   RequestState& private_target(RequestId request, std::uint32_t prompt_tokens);
-  RequestState& new_request(RequestId request, std::uint32_t prompt_tokens,
-                            std::uint32_t own_tokens);
+  RequestState& new_request(RequestId request, std::uint32_t prompt_tokens);
   RequestState& state(RequestId request);
   void grow_region(RequestState& s, std::uint32_t rows);
   std::int32_t alloc_rows(std::int32_t rows);
@@ -302,8 +278,6 @@ class GpuExecutor : public Executor {
     bool on = false;
     std::int64_t begin = 0, settle = 0, store = 0, end = 0, tickets = 0;
   } offload_parts_;
-  /// Zero-copy: running requests reading each fact in place (an eviction of one is a plan error).
-  std::unordered_map<FactId, std::uint32_t> paged_readers_;
   RowPadding padding_;                // pad()'s rule (warm_rows, row_bucket)
   std::int32_t pad_rows_start_ = -1;  // cache rows of pad()'s segments; -1: no padding
 };

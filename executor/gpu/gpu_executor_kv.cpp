@@ -253,8 +253,7 @@ void GpuExecutor::run_encodes(const std::vector<PendingEncode>& encodes, Injecti
 void GpuExecutor::add_injection(const FactPool::Entry& e, RequestId request, std::uint32_t position,
                                 Injections& inj) {
   const RequestState& s = state(request);
-  const std::uint32_t own = own_rows(s, position);
-  if (own + e.tokens > std::uint32_t(s.capacity)) {
+  if (position + e.tokens > std::uint32_t(s.capacity)) {
     throw std::invalid_argument("plan: injection past request " + std::to_string(request) +
                                 "'s prompt");
   }
@@ -262,7 +261,7 @@ void GpuExecutor::add_injection(const FactPool::Entry& e, RequestId request, std
   const bool delta = options_.rope == RopeMode::kDelta;
   for (std::uint32_t i = 0; i < e.tokens; ++i) {
     inj.src.push_back(e.slot(i));
-    inj.dst.push_back(s.region_start + std::int32_t(own + i));
+    inj.dst.push_back(s.region_start + std::int32_t(position + i));
     // pre_rope: rotate to the composed position; delta: shift from the encode position.
     inj.pos.push_back(delta ? std::int32_t(position) - e.encode_position
                             : std::int32_t(position + i));

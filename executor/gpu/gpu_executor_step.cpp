@@ -29,20 +29,9 @@ BatchResult GpuExecutor::execute(const BatchPlan& plan) {
   HostTrace trace;
   offload_parts_ = OffloadIssueParts{trace.on()};
 
-  // Released requests read nothing more: this step may evict the facts they read in place.
-  for (RequestId r : plan.released) {
-    const auto it = requests_.find(r);
-    if (it == requests_.end()) continue;
-    for (RequestState::PoolRef& ref : it->second.refs) {
-      if (ref.fact == kNoFact || ref.blocks.empty()) continue;
-      const auto reader = paged_readers_.find(ref.fact);
-      if (reader != paged_readers_.end() && --reader->second == 0) paged_readers_.erase(reader);
-      ref.blocks.clear();
-    }
-  }
   // Requests starting now own their cache rows before loads and encodes write into them.
   for (const PrefillItem& p : plan.prefills) {
-    if (p.first_chunk) start_request(p, plan);
+    if (p.first_chunk) start_request(p);
   }
 
   // Offloads, evictions, loads, host evictions, encodes: the documented order.
@@ -169,10 +158,6 @@ void GpuExecutor::issue_copies(const BatchPlan& plan, Injections& into,
   // asynchronous copies a load waits for the offload that frees its blocks: free in reverse,
   // so that the first loads take the blocks of the first offloads and wait only for those.
   auto evict = [&](FactId f) {
-    if (paged_readers_.count(f) > 0) {
-      throw std::invalid_argument("plan: evicts fact " + std::to_string(f) +
-                                  ", which a running request reads in place (inject zero_copy)");
-    }
     settle(f);
     pool_->free(f);
   };
@@ -235,7 +220,6 @@ void GpuExecutor::compose_prompts(const BatchPlan& plan, Injections& inj) {
                                   std::to_string(s.prompt_tokens));
     }
     if (!p.first_chunk) continue;
-    std::size_t next_ref = 0;
     for (const PromptPiece& piece : s.layout) {
       if (!piece.injected) continue;
       const FactPool::Entry* e = piece.kind == PromptPiece::Kind::kHeader
@@ -248,20 +232,7 @@ void GpuExecutor::compose_prompts(const BatchPlan& plan, Injections& inj) {
                                          : "fact " + std::to_string(piece.fact)) +
                                     " that the pool does not hold (with that many tokens)");
       }
-      if (s.refs.empty()) {
-        add_injection(*e, p.request, piece.position, inj);
-        continue;
-      }
-      // Zero-copy: the pool's blocks are the request's context, read in place while it runs
-      // (the simulator pins a running request's facts).
-      RequestState::PoolRef& ref = s.refs.at(next_ref++);
-      if (ref.position != piece.position || ref.tokens != piece.tokens) {
-        throw std::logic_error("zero-copy: the first chunk's layout changed");
-      }
-      ref.blocks = e->blocks;
-      ref.encode_position = e->encode_position;
-      if (ref.fact != kNoFact) ++paged_readers_[ref.fact];
-      stats_.paged_tokens += e->tokens;
+      add_injection(*e, p.request, piece.position, inj);
     }
   }
 }
@@ -291,12 +262,7 @@ void GpuExecutor::add_forward_items(const BatchPlan& plan, ForwardBatch& batch) 
         throw std::invalid_argument("plan: request " + std::to_string(p.request) +
                                     ": last chunk does not end with the prompt's last token");
       }
-      const std::uint32_t end = runs[r].position + runs[r].tokens;
-      // Rows: region_start + own_rows(position) (ForwardBatch adds the position back).
-      const std::int32_t base = s.region_start + std::int32_t(own_rows(s, runs[r].position)) -
-                                std::int32_t(runs[r].position);
-      batch.add(base, std::int32_t(runs[r].position), ids, {}, sample ? outputs++ : -1,
-                s.refs.empty() ? std::vector<PagedKvEntry>() : request_pages(s, end));
+      batch.add(s.region_start, std::int32_t(runs[r].position), ids, {}, sample ? outputs++ : -1);
     }
     if (p.last_chunk && runs.empty()) {
       throw std::invalid_argument("plan: request " + std::to_string(p.request) +
@@ -309,12 +275,9 @@ void GpuExecutor::add_forward_items(const BatchPlan& plan, ForwardBatch& batch) 
       throw std::invalid_argument("plan: request " + std::to_string(d.request) +
                                   " decodes before its prefill finished");
     }
-    const std::uint32_t own = own_rows(s, s.next_position);
-    if (std::int32_t(own) >= s.capacity) grow_region(s, own + 1);
+    if (std::int32_t(s.next_position) >= s.capacity) grow_region(s, s.next_position + 1);
     check_position(s.next_position);
-    batch.add(s.region_start + std::int32_t(own) - std::int32_t(s.next_position),
-              std::int32_t(s.next_position), {s.last_token}, {}, outputs++,
-              s.refs.empty() ? std::vector<PagedKvEntry>() : request_pages(s, s.next_position + 1));
+    batch.add(s.region_start, std::int32_t(s.next_position), {s.last_token}, {}, outputs++);
   }
   stats_.computed_tokens = std::uint64_t(batch.tokens());
   pad(batch);
@@ -333,7 +296,7 @@ at::Tensor GpuExecutor::run_forward_pass(const ForwardBatch& batch, HostTrace& t
           : std::string();
   const at::Tensor logits =
       ops_->run_forward(shape, in.tokens, in.buffer, [&](const at::Tensor& buffer) {
-        return model_->forward(in.on(buffer), cache_, nullptr, false, pool_.get());
+        return model_->forward(in.on(buffer), cache_, nullptr, false);
       });
   trace.at("forward");
   if (!logits.defined()) return at::Tensor();

@@ -29,7 +29,6 @@ class DeviceBoundExecutor final : public Executor {
     g.copies_beside_pass = o.copies_beside_pass;
     g.copy_inflight_mb = o.copy_inflight_mb;
     g.rope = o.rope_delta ? RopeMode::kDelta : RopeMode::kPreRope;
-    g.inject = o.inject;
     g.seed = o.seed;
     inner_ = std::make_unique<GpuExecutor>(std::move(g));
     inner_->warm_up();

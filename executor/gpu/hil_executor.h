@@ -20,12 +20,11 @@ struct HilExecutorOptions {
   std::uint32_t kv_cache_tokens = 0;  // request KV rows
   std::uint32_t max_batch_tokens = 8192;
   std::uint32_t decode_reserve_tokens = 64;
-  std::uint32_t warm_rows = 512;          // GpuExecutorOptions::warm_rows (executor.warm_rows)
-  double settle_ms = 200;                 // GpuExecutorOptions::settle_ms (executor.settle_ms)
-  bool copies_beside_pass = true;         // GpuExecutorOptions (executor.copies_beside_pass)
-  std::uint32_t copy_inflight_mb = 64;    // GpuExecutorOptions::copy_inflight_mb
-  bool rope_delta = false;                // serving.rope: delta
-  InjectPath inject = InjectPath::kCopy;  // executor.inject
+  std::uint32_t warm_rows = 512;        // GpuExecutorOptions::warm_rows (executor.warm_rows)
+  double settle_ms = 200;               // GpuExecutorOptions::settle_ms (executor.settle_ms)
+  bool copies_beside_pass = true;       // GpuExecutorOptions (executor.copies_beside_pass)
+  std::uint32_t copy_inflight_mb = 64;  // GpuExecutorOptions::copy_inflight_mb
+  bool rope_delta = false;              // serving.rope: delta
   /// The shared header's tokens when it is prefix-cached (0: not cached): computed before the
   /// run, as a server computes its system prompt at startup, so no measured step pays for it.
   std::uint32_t header_tokens = 0;

@@ -61,28 +61,16 @@ void LlamaModel::rms_norm(const at::Tensor& x, const at::Tensor& weight, at::Ten
 }
 
 at::Tensor LlamaModel::attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                 const ForwardInputs& in, double scale, FactPool* paged_pool,
-                                 std::uint32_t layer) {
-  auto first = [&](const at::Tensor& qs) {
-    if (!in.attn.paged) return ops_.attention(qs, k, v, in.attn, scale);
-    if (paged_pool == nullptr) {
-      throw std::invalid_argument("LlamaModel::forward: a paged batch without its pool");
-    }
-    PagedKvView view;
-    view.pool = paged_pool->layer_view(layer);
-    view.table = rope_table();
-    view.style = style_;
-    return ops_.paged_attention(qs, k, v, in.attn, scale, view);
-  };
-  if (in.split_rows == 0) return first(q);
+                                 const ForwardInputs& in, double scale) {
+  if (in.split_rows == 0) return ops_.attention(q, k, v, in.attn, scale);
   const std::int64_t n = q.size(0);
   return at::cat(
-      {first(q.narrow(0, 0, in.split_rows)),
+      {ops_.attention(q.narrow(0, 0, in.split_rows), k, v, in.attn, scale),
        ops_.attention(q.narrow(0, in.split_rows, n - in.split_rows), k, v, in.attn_long, scale)});
 }
 
 at::Tensor LlamaModel::forward(const ForwardInputs& in, KvCache& cache, FactPool* pool,
-                               bool pool_rotated, FactPool* paged_pool) {
+                               bool pool_rotated) {
   const std::int64_t T = in.tokens, H = config_.heads, KV = config_.kv_heads, D = config_.head_dim,
                      F = config_.ffn;
   const auto opts = at::TensorOptions().dtype(dtype_).device(ops_.device());
@@ -136,7 +124,7 @@ at::Tensor LlamaModel::forward(const ForwardInputs& in, KvCache& cache, FactPool
     kv.cache_v = v_layer.data_ptr();
     if (store) kv.pool = pool->layer_view(l);
     ops_.kv_append(kv);
-    const at::Tensor attn = attention(q, k_layer, v_layer, in, scale, paged_pool, l);  // [T, H, D]
+    const at::Tensor attn = attention(q, k_layer, v_layer, in, scale);  // [T, H, D]
     ops_.linear_add(h, attn.view({T, H * D}), lw.wo);        // the residual add in the product
     const at::Tensor gate_up = ops_.linear(h, lw.wgate_up);  // [T, 2F]: gate | up, unscaled
     sm.gate_up = gate_up.data_ptr();

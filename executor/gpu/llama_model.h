@@ -35,10 +35,8 @@ class LlamaModel {
   /// Runs every layer over `in`: K (rotated) and V go to the cache rows `in.cache_slots`; where
   /// `in.pool_slots` >= 0 they also go to the pool (K before RoPE, or after it when
   /// `pool_rotated`). Returns the logits of `in.sample_rows` [samples, vocab] (undefined when
-  /// there are none). A paged attention batch (zero-copy injection) reads fact keys from
-  /// `paged_pool`'s blocks, rotating them on load.
-  at::Tensor forward(const ForwardInputs& in, KvCache& cache, FactPool* pool, bool pool_rotated,
-                     FactPool* paged_pool = nullptr);
+  /// there are none).
+  at::Tensor forward(const ForwardInputs& in, KvCache& cache, FactPool* pool, bool pool_rotated);
 
   /// Runs each distinct matrix product of a forward pass (the first layer's QKV, O, gate/up and
   /// down, and the LM head) once on zeros for every row count 1..`max_rows`, and with bucket > 1
@@ -61,8 +59,7 @@ class LlamaModel {
   void rms_norm(const at::Tensor& x, const at::Tensor& weight, at::Tensor& out);
   /// One layer's attention over the forward's batch, in two calls when it is split.
   at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                       const ForwardInputs& in, double scale, FactPool* paged_pool,
-                       std::uint32_t layer);
+                       const ForwardInputs& in, double scale);
 
   ModelConfig config_;
   ModelWeights w_;

@@ -23,8 +23,6 @@
 #              with HIL_SET (extra --set arguments) if given, HIL_REPEATS times (default 1;
 #              more: results headline_hil_U_rN); HIL_RUNS="2 3" runs those numbers (_r2, _r3),
 #              so that repeats may span several device calls
-#   hil_inject kv_inject alone in hardware in the loop at INJECT_USERS (default 200), with
-#              executor.inject copy and then zero_copy (results headline_hil_U_inject_PATH)
 #   first_wave kv_inject alone at 50 users with executor.settle_ms 0 and 200 (forward passes
 #              before the first prefill step), SM clocks sampled (clocks_*.csv)
 #   bench      `inferscale bench executor` (Llama-3.1-8B shape, random weights) with split-KV
@@ -46,13 +44,6 @@
 #              each matrix product's cuBLAS / cuBLASLt algorithm, against the default choice
 #   profile    every kernel's duration (ncu) in a batch-1, k=50 kv_inject bench step
 #   ceilings   scripts/device/ceilings.py: copy bandwidth and bf16 matrix products with PyTorch
-#   zerocopy   zero-copy injection (docs/zero_copy.md): the paged split-KV kernel's tests and the
-#              executor's zero-copy tests, the kv_inject bench at k=50, batch 1, 16 and 64, copy
-#              and zero_copy side by side (--inject both; BENCH_REPS, default 5), then
-#              compute-sanitizer memcheck of the paged kernel's tests, then the largest batch
-#              that fits at k=50: each path at the batches of FIT_BATCHES (default "256 320 384
-#              448 512 640"), one short bench each, until one fails
-#              -> executor_h200_zero_copy.json, zero_copy_fit.txt
 #   fidelity   configs/eval/fidelity_h200.yaml over every answerable LoCoMo question
 #              (QUESTIONS=n: the first n)
 #
@@ -196,22 +187,6 @@ if want hil; then
   rm -rf "$WORK"/results/*/.traces
 fi
 
-if want hil_inject; then
-  # kv_inject alone, copy then zero-copy injection, at each of INJECT_USERS (default 200).
-  for u in ${INJECT_USERS:-200}; do
-    for path in copy zero_copy; do
-      step "hil_inject_${u}_$path" 240 "$WORK/hil_inject.log" "$BIN" run configs/headline.yaml \
-        --no-progress --runs kv_inject --set executor.kind=gpu --set gpu="$GPU_PRESET" \
-        --set trace.locomo.data="$LOCOMO" --set trace.locomo.users="$u" \
-        --set runs.kv_inject.executor.inject="$path" \
-        --set experiment="headline_hil_${u}_inject_$path" --out "$WORK/results"
-      tail -6 "$WORK/hil_inject.log" | sed 's/^/    /' >>"$SUMMARY"
-      symbolize "$WORK/hil_inject.log"
-    done
-  done
-  rm -rf "$WORK"/results/*/.traces
-fi
-
 if want first_wave; then
   # kv_inject alone at 50 users (no host-tier traffic), without and with 200 ms of forward passes
   # before the first prefill step (executor.settle_ms; INFERSCALE_PRESTEP_BUSY_MS at 2f31a52),
@@ -327,40 +302,6 @@ fi
 if want ceilings; then
   step ceilings 60 "$WORK/ceilings.log" python3 scripts/device/ceilings.py
   sed 's/^/    /' "$WORK/ceilings.log" >>"$SUMMARY"
-fi
-
-if want zerocopy; then
-  step zerocopy_kernel_tests 90 "$WORK/zerocopy_tests.log" \
-    "$BUILD/tests/kernels/kernels_paged_gpu_tests" --durations yes
-  step zerocopy_executor_tests 120 "$WORK/zerocopy_tests.log" \
-    "$BUILD/tests/executor/executor_gpu_tests" "*zero-copy*" --durations yes
-  grep -hE "test cases|assertions|All tests passed|FAILED|worst error|zero-copy vs copy" \
-    "$WORK/zerocopy_tests.log" | sed 's/^/    /' >>"$SUMMARY"
-  step zerocopy_bench 240 "$WORK/zerocopy_bench.log" "$BIN" bench executor \
-    --model llama-3.1-8b --device cuda --header 64 --fact 24 --query 24 --output 50 \
-    --batch 1,16,64 --k 50 --modes kv_inject --inject both --reps "${BENCH_REPS:-5}" \
-    --out "$WORK/executor_h200_zero_copy.json"
-  sed -n '/^mode/,$p' "$WORK/zerocopy_bench.log" | sed 's/^/    [zero_copy] /' >>"$SUMMARY"
-  step memcheck_kernels_paged_gpu_tests 150 "$WORK/zerocopy_tests.log" compute-sanitizer \
-    --tool memcheck --error-exitcode 99 --print-limit 20 "$BUILD/tests/kernels/kernels_paged_gpu_tests"
-  grep -hE "ERROR SUMMARY" "$WORK/zerocopy_tests.log" | sed 's/^/    memcheck paged: /' >>"$SUMMARY"
-  # The largest batch that fits at k=50 (facts distinct per request, so the pool grows with the
-  # batch on both paths; the KV cache by the prompt (copy) or by footer + query (zero_copy)).
-  for path in copy zero_copy; do
-    fit=0
-    for b in ${FIT_BATCHES:-256 320 384 448 512 640}; do
-      if step "fit_${path}_$b" 60 "$WORK/zerocopy_fit.log" "$BIN" bench executor \
-        --model llama-3.1-8b --device cuda --header 64 --fact 24 --query 24 --output 2 \
-        --batch "$b" --k 50 --modes kv_inject --inject "$path" --reps 1 --warmup 0 \
-        --cuda-graphs off --out "$WORK/fit_${path}_$b.json"; then
-        fit=$b
-      else
-        break
-      fi
-    done
-    note "  largest batch at k=50 that fits ($path, of ${FIT_BATCHES:-256 320 384 448 512 640}): $fit"
-    echo "$path $fit" >>"$WORK/zero_copy_fit.txt"
-  done
 fi
 
 if want fidelity; then
