@@ -25,22 +25,6 @@ struct PromptFact {
 
 inline constexpr RequestId kNoRequest = ~RequestId{0};
 
-/// How a kv_inject request gets its facts' KV (executor.inject): copied from the pool into its
-/// own KV rows (rotated on the way, the fused injection), or read in place from the pool by
-/// attention through a block table that rotates pre-RoPE keys on load (zero-copy: the request
-/// holds no KV of its own for its cached header and store-resident facts). docs/zero_copy.md.
-enum class InjectPath { kCopy, kZeroCopy };
-inline const char* inject_path_name(InjectPath p) {
-  return p == InjectPath::kZeroCopy ? "zero_copy" : "copy";
-}
-/// Zero-copy reads a request's facts in place only where all its computed tokens fit one
-/// split-KV segment (the GPU executor's split_kv.max_query_tokens, 64 by default: a query-only
-/// kv_inject prefill); others, and facts the store did not admit (private_kv), are copied.
-inline constexpr std::uint32_t kZeroCopyMaxComputedTokens = 64;
-inline bool zero_copy_applies(InjectPath path, std::uint32_t computed_total) {
-  return path == InjectPath::kZeroCopy && computed_total <= kZeroCopyMaxComputedTokens;
-}
-
 /// A (chunk of a) request prefill. Token ranges are in the request's *computed-token* space:
 /// the tokens that must go through the model (everything in text mode; inline facts, footer and
 /// query in kv_inject). The header is prefix-cached per replica and injected facts are copied.

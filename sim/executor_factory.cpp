@@ -34,7 +34,6 @@ const OptionalKind* find_optional(const std::string& name) {
 CostModel roofline(const RunConfig& run) {
   CostModel m(run.model, CostRates::from_gpu(run.gpu, run.model.weight_dtype_bytes() == 1),
               TensorParallel::from_gpu(run.gpu, run.tp));
-  m.set_inject(run.executor.inject);
   m.set_fact_kv_bytes(double(run.fact_kv_bytes_per_token_per_gpu()));
   return m;
 }
@@ -104,7 +103,6 @@ std::unique_ptr<Executor> make_executor(const RunConfig& run, int replica) {
             ? RowPadding::of_executor(run.executor.warm_rows, run.scheduler.max_batch_tokens)
             : RowPadding{};
     CalibratedCostModel model(run.model, std::move(profile), padding);
-    model.set_inject(run.executor.inject);
     model.set_fact_kv_bytes(double(run.fact_kv_bytes_per_token_per_gpu()));
     return std::make_unique<CalibratedExecutor>(std::move(model), run.executor.copies_beside_pass);
   }

@@ -77,23 +77,6 @@ void Replica::plan_first_chunk_facts(Request& r, PrefillItem& item) {
   item.facts_end = static_cast<std::uint32_t>(plan_.prompt_facts.size());
 }
 
-void Replica::release_in_place_kv(Request& r) {
-  // Zero-copy: the facts the store holds (pinned until the request is released) are read in
-  // place, like the cached header; admission reserved blocks for them (which facts the store
-  // holds was not known yet), given back now. Private facts stay in the request's own KV.
-  std::uint32_t in_place = 0;
-  for (const RequestFact& f : r.layout) {
-    if (f.source != FactSource::kText && !f.private_kv) in_place += f.tokens;
-  }
-  r.shared_tokens += in_place;
-  const std::uint64_t own = std::uint64_t(r.prompt_tokens) + r.generated - r.shared_tokens;
-  const std::uint64_t need = blocks_for(own + 1);
-  if (need < r.kv_blocks) {
-    free_blocks_ += r.kv_blocks - need;
-    r.kv_blocks = static_cast<std::uint32_t>(need);
-  }
-}
-
 bool Replica::plan_prefill_chunk(std::uint32_t ri, std::uint32_t& budget) {
   Request& r = pool_[ri];
   const std::uint32_t remaining = r.computed_total - r.computed_done;
@@ -125,10 +108,6 @@ bool Replica::plan_prefill_chunk(std::uint32_t ri, std::uint32_t& budget) {
     plan_first_chunk_facts(r, item);
     r.injected = true;
     r.context = r.present_base;
-    if (cfg_.serving.mode == ServingMode::kKvInject &&
-        zero_copy_applies(cfg_.executor.inject, r.computed_total)) {
-      release_in_place_kv(r);
-    }
   }
   item.present_tokens = r.context;
   item.last_chunk = r.computed_done + n == r.computed_total;

@@ -299,8 +299,6 @@ class Replica final : public RunView {
   }
   void plan_first_chunk_facts(Request& r, PrefillItem& item);
   bool plan_prefill_chunk(std::uint32_t ri, std::uint32_t& budget);
-  /// Zero-copy (executor.inject): the request's store-resident facts leave its own KV.
-  void release_in_place_kv(Request& r);
   void pin(Request& r, RequestFact& f);
   void unpin_all(Request& r);
   void preempt(std::uint32_t ri);

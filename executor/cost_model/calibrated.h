@@ -89,8 +89,6 @@ class CalibratedCostModel {
   /// The asynchronous copy lanes as the profile describes them.
   CopyEngineParams copy_engine_params() const;
   const CalibrationProfile& profile() const { return profile_; }
-  /// How injection is counted (CostModel::set_inject): zero-copy drops its copy term.
-  void set_inject(InjectPath path) { counter_.set_inject(path); }
   /// Stored fact KV's bytes per token (CostModel::set_fact_kv_bytes).
   void set_fact_kv_bytes(double bytes_per_token) { counter_.set_fact_kv_bytes(bytes_per_token); }
   /// `w` with the padding rows' work added (matrix products, one key each, their KV written),

@@ -113,12 +113,9 @@ StepWork CostModel::work(const BatchPlan& plan) const {
     hbm_bytes += (past + n) * kv_bytes_;  // read the context once (flash), write the new KV
     if (p.last_chunk) samples += 1;
     if (p.first_chunk) {
-      // Zero-copy: attention reads the facts in place; only KV written for this request alone
-      // (not admitted to the store) is still copied into its cache.
-      const bool in_place = zero_copy_applies(inject_, p.computed_total);
       for (auto i = p.facts_begin; i < p.facts_end; ++i) {
         const auto& f = plan.prompt_facts[i];
-        inject_tokens += f.inject && (!in_place || f.private_kv) ? f.tokens : 0;
+        inject_tokens += f.inject ? f.tokens : 0;
       }
     }
   }
@@ -133,10 +130,9 @@ StepWork CostModel::work(const BatchPlan& plan) const {
     } else {
       for (const auto& p : plan.prefills) {
         if (!p.first_chunk) continue;
-        const bool in_place = zero_copy_applies(inject_, p.computed_total);
         for (auto i = p.facts_begin; i < p.facts_end; ++i) {
           const auto& f = plan.prompt_facts[i];
-          if (f.inject && (!in_place || f.private_kv)) inject_bytes += f.tokens * per_token;
+          if (f.inject) inject_bytes += f.tokens * per_token;
         }
       }
     }

@@ -76,14 +76,10 @@ class CostModel {
   SimTime encode_cost_ns(std::uint32_t tokens, std::uint32_t context_tokens) const;
   /// Time to copy one fact of `bytes` from the host tier (PCIe only, no step overhead).
   SimTime load_cost_ns(std::uint64_t bytes) const;
-  /// How injection is priced (executor.inject): zero-copy drops the copy of every fact that a
-  /// request reads in place (zero_copy_applies; not its private_kv facts). Copy by default.
-  void set_inject(InjectPath path) { inject_ = path; }
   /// Bytes per token (per GPU) of stored fact KV (store.kv_dtype): an injection reads the fact
   /// in that format and writes it into the request's cache in the model's. The model's own
   /// bytes by default.
   void set_fact_kv_bytes(double bytes_per_token) { fact_kv_bytes_ = bytes_per_token; }
-  InjectPath inject() const { return inject_; }
   const ModelConfig& model() const { return model_; }
   const CostRates& rates() const { return rates_; }
   const TensorParallel& parallel() const { return parallel_; }
@@ -97,7 +93,6 @@ class CostModel {
   CostRates rates_;
   TensorParallel parallel_;
   bool moe_ = false;
-  InjectPath inject_ = InjectPath::kCopy;
   double kv_bytes_ = 0;
   double fact_kv_bytes_ = 0;  // set_fact_kv_bytes
   // The model's per-step constants, computed once.

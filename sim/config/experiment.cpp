@@ -360,7 +360,7 @@ ExecutorConfig parse_executor(const YamlView& v) {
   if (!v.has("executor")) return c;
   const auto e = v.child("executor");
   e.reject_unknown({"kind", "profile", "endpoints", "device", "connect_timeout_s", "timeout_s",
-                    "warm_rows", "settle_ms", "copies_beside_pass", "copy_inflight_mb", "inject"});
+                    "warm_rows", "settle_ms", "copies_beside_pass", "copy_inflight_mb"});
   c.kind = e.text("kind", "cost_model");
   c.where = e.where("kind");
   c.profile = e.text("profile", "");
@@ -371,10 +371,6 @@ ExecutorConfig parse_executor(const YamlView& v) {
   c.settle_ms = e.number("settle_ms", 200, 0, 60000);
   c.copies_beside_pass = e.boolean("copies_beside_pass", true);
   c.copy_inflight_mb = static_cast<std::uint32_t>(e.integer("copy_inflight_mb", 64, 1, 65536));
-  c.inject = e.choice("inject", "copy", {"copy", "zero_copy"}) == "zero_copy"
-                 ? InjectPath::kZeroCopy
-                 : InjectPath::kCopy;
-  c.inject_where = e.where("inject");
   if (e.is_sequence("endpoints")) {
     for (const auto& n : e.node("endpoints")) {
       const auto endpoint = remote::parse_endpoint(n.Scalar());
@@ -525,16 +521,6 @@ RunConfig parse_run(const YamlView& v, const std::string& experiment, const std:
                      std::string("store.kv_dtype ") + to_string(r.store.kv_dtype) +
                          " needs executor kind 'cost_model' or 'calibrated' (the '" +
                          r.executor.kind + "' executor stores fact KV in the model's dtype)");
-  }
-  if (r.executor.inject == InjectPath::kZeroCopy && r.serving.mode != ServingMode::kKvInject) {
-    throw InputError(r.executor.inject_where,
-                     "executor.inject: zero_copy reads injected facts in place, but serving.mode "
-                     "text injects none (use inject: copy, or mode: kv_inject)");
-  }
-  if (r.executor.inject == InjectPath::kZeroCopy && r.executor.kind == "remote") {
-    throw InputError(r.executor.inject_where,
-                     "executor.inject: zero_copy is not available with executor kind 'remote' "
-                     "(the server runs its executor's own inject path; expected copy)");
   }
   if (r.model.moe() && r.executor.kind != "cost_model") {
     v.fail("model", "model '" + r.model.name +

@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "executor/executor.h"
 #include "executor/model_config.h"
 #include "policies/params.h"
 #include "sim/config/yaml_view.h"
@@ -143,11 +142,7 @@ struct ExecutorConfig {
   /// gpu, calibrated: a step's copies that its pass does not need issued beside the pass
   bool copies_beside_pass = true;
   std::uint32_t copy_inflight_mb = 64;  // gpu: MiB of copies queued per copy lane before waiting
-  /// kv_inject: facts copied into each request's KV (copy) or read in place by attention
-  /// (zero_copy); every kind: the memory model and the price of injection follow it.
-  InjectPath inject = InjectPath::kCopy;
-  std::string inject_where;  // position of executor.inject, for errors
-  std::string where;         // position of executor.kind, for errors
+  std::string where;                    // position of executor.kind, for errors
 };
 
 struct SloConfig {

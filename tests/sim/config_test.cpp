@@ -65,13 +65,6 @@ TEST_CASE("config errors carry file:line:column, key path and what was expected"
        ":4:23: executor.copies_beside_pass", "expected true or false"},
       {"copy_inflight_zero", base + "executor:\n  copy_inflight_mb: 0\n",
        ":4:21: executor.copy_inflight_mb", "expected an integer in [1, 65536]"},
-      {"unknown_inject", base + "executor:\n  inject: zerocopy\n", ":4:11: executor.inject",
-       "expected one of copy, zero_copy"},
-      {"zero_copy_text", base + "serving: {mode: text}\nexecutor:\n  inject: zero_copy\n",
-       ":5:11: executor.inject", "serving.mode text injects none"},
-      {"zero_copy_remote",
-       base + "executor:\n  kind: remote\n  endpoints: [127.0.0.1:7070]\n  inject: zero_copy\n",
-       ":6:11: executor.inject", "executor kind 'remote'"},
   };
   check_config_errors(
       cases, [](const std::string& name, const std::string& yaml) { return error_of(name, yaml); });
