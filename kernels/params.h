@@ -138,43 +138,6 @@ struct SplitKvPlan {
   constexpr bool direct() const { return partials() == 1; }
 };
 
-/// Keys per page of a paged attention context (PagedKvView).
-constexpr std::int32_t kPagedKvPageKeys = 16;
-
-/// Where a page's keys come from and how they are rotated on load.
-enum class PagedKvKind : std::int32_t {
-  kCache = 0,        // rows of the request's own KV cache, stored rotated: read as they are
-  kPoolPreRope = 1,  // pool rows stored before RoPE: key i rotated to position + i on load
-  kPoolDelta = 2,    // pool rows stored after RoPE at their encode positions: every key shifted
-                     // by `position` (signed, InjectParams::positions' meaning)
-};
-
-/// One page of a paged context: `tokens` keys (1 .. kPagedKvPageKeys) at page offsets
-/// 0 .. tokens - 1, from consecutive rows starting at `row`: cache rows, or pool slots inside
-/// one pool block. Offsets tokens .. 15 hold no key (masked). 16 bytes.
-struct PagedKvEntry {
-  std::int32_t row = 0;
-  std::int32_t tokens = 0;
-  std::int32_t position = 0;  // rotation of the page's first key (pool kinds)
-  PagedKvKind kind = PagedKvKind::kCache;
-};
-
-/// A paged attention context: segment s's keys are the pages page_start[s] .. page_start[s +
-/// 1] - 1 in order, key j at offset j % 16 of page j / 16 (so k_used[s] = 16 * (pages - 1) +
-/// the last page's tokens, and k_start is not read). Fact pages point into the fact pool, shared
-/// by every request that injects the fact; pre-RoPE keys are rotated as they are loaded, with
-/// the same rounding as the fused injection (kv_inject), so that a page reads exactly the key
-/// the copy path would have written. The segment's own queries' keys must be its last n keys
-/// with no masked offset among them (the executor pages a request's own rows from the start of
-/// each run, so only a run's last page is partial).
-struct PagedKvView {
-  const PagedKvEntry* pages = nullptr;       // [pages]; null: the context is not paged
-  const std::int32_t* page_start = nullptr;  // [segments + 1]
-  PoolView pool;                             // this layer's pool: k / v at its block 0
-  RopeTableView table;
-  RopeStyle style = RopeStyle::kNeox;
-};
-
 /// Causal grouped-query attention of query segments over their rows of one layer's KV cache.
 /// Segment s has n = cu_q[s + 1] - cu_q[s] query tokens (rows cu_q[s] .. of q) and the keys and
 /// values of cache rows k_start[s] .. k_start[s] + k_used[s] - 1 (k_used[s] >= n); its query i
@@ -199,9 +162,6 @@ struct SplitKvAttentionParams {
   float scale = 1.0f;
   DType dtype = DType::kBF16;
   SplitKvPlan plan;  // the kernel's division of work; the reference ignores it
-  /// Paged: k and v are the cache rows that kCache pages name (same layout as unpaged), pool
-  /// pages are read through `paged.pool`, and k_start is ignored.
-  PagedKvView paged;
 };
 
 }  // namespace inferscale

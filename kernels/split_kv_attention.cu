@@ -11,13 +11,6 @@
 // domain). Each warp writes its slice's partial (unnormalized output, maximum, sum) to the
 // workspace, or, when the plan has a single partial, the normalized output itself.
 //
-// Paged contexts (p.paged): a key's row is found through its segment's page (PagedKvView). Its
-// K and V come by cp.async as above, from the request's own rows or the fact pool; once a tile
-// has landed, the K rows of fact-pool pages are rotated in shared memory to their positions
-// with the fused injection's RowChunk routine (so the tile holds exactly the key injection
-// would have written) while the next tile's copies are in flight; keys a page does not hold are
-// masked like keys past the causal limit.
-//
 // Combine kernel: one warp per (token, head) output row; it weighs the partials of the splits
 // that cover its segment's keys by exp2(m_j - max) and normalizes.
 #include <cuda_bf16.h>
@@ -99,7 +92,7 @@ __device__ __forceinline__ void cp_async_wait() {
 #endif
 }
 
-template <typename T, int D, int WM, bool Paged>
+template <typename T, int D, int WM>
 __global__ void __launch_bounds__(kThreads)
     split_kv_attention_kernel(const SplitKvAttentionParams p) {
   constexpr int WK = kSplitKvWarps / WM;  // warps that share rows, one key slice each
@@ -115,10 +108,6 @@ __global__ void __launch_bounds__(kThreads)
   T* qs = reinterpret_cast<T*>(smem);  // [TILE_ROWS][LD]
   T* ks = qs + TILE_ROWS * LD;         // [2][kTileKeys][LD]
   T* vs = ks + 2 * kTileKeys * LD;     // [2][kTileKeys][LD]
-  // Paged: whether each key of a stage's tile is present (a page's offsets past its tokens are
-  // not); written with the tile, read after the barrier that makes the tile visible.
-  __shared__ std::uint8_t present[2][kTileKeys];
-  constexpr bool paged = Paged;  // a template parameter: the unpaged kernel is unchanged
 
   device::wait_for_prior_grids();  // q, the cache rows kv_append wrote, the index arrays
   device::allow_dependent_grids();
@@ -132,8 +121,8 @@ __global__ void __launch_bounds__(kThreads)
   const int k_used = p.k_used[seg];
   const int c0 = int(blockIdx.y) * p.plan.chunk;
   if (c0 >= k_used) return;  // keys of a longer context: the combine does not read this split
-  const std::int64_t k_first = paged ? 0 : p.k_start[seg];  // paged: not read
-  const int past = k_used - n;                              // keys before the segment's first query
+  const std::int64_t k_first = p.k_start[seg];
+  const int past = k_used - n;  // keys before the segment's first query
   const int last_row = min(row0 + TILE_ROWS, rows) - 1;
   // Keys [c0, c1) are all this block needs: its split, up to its last row's causal limit.
   const int c1 = min(c0 + p.plan.chunk, past + last_row / group + 1);
@@ -174,80 +163,17 @@ __global__ void __launch_bounds__(kThreads)
                                      : 0;
       cp_async16(smem_addr(qs + r * LD + col), q_base + off, valid);
     }
-    // Paged: key j of the segment is offset j % 16 of its page j / 16 (PagedKvView).
-    const PagedKvEntry* seg_pages = paged ? p.paged.pages + p.paged.page_start[seg] : nullptr;
-    const std::int64_t pool_row = std::int64_t(p.kv_heads) * D;  // PoolView: a token of a layer
-    auto pool_offset = [&](int slot) {
-      return std::int64_t(slot / p.paged.pool.block_tokens) * p.paged.pool.block_stride +
-             std::int64_t(slot % p.paged.pool.block_tokens) * pool_row + std::int64_t(g) * D;
-    };
     auto load_kv = [&](int tile, int stage) {
       const int key0 = c0 + tile * kTileKeys;
       T* kd = ks + stage * kTileKeys * LD;
       T* vd = vs + stage * kTileKeys * LD;
-      if constexpr (!paged) {
-        for (int c = tid; c < kTileKeys * PIECES; c += kThreads) {
-          const int r = c / PIECES, col = (c % PIECES) * 8;
-          const int key = key0 + r;
-          const bool valid = key < c1;
-          const std::int64_t off = valid ? (k_first + key) * p.kv_row_stride + col : 0;
-          cp_async16(smem_addr(kd + r * LD + col), kg_base + off, valid);
-          cp_async16(smem_addr(vd + r * LD + col), vg_base + off, valid);
-        }
-        return;
-      } else {
-        // K and V of every page, the request's own rows or the pool's: asynchronous copies as
-        // above (pool keys still unrotated: rotate_pool_keys turns them once they have landed).
-        const T* pool_k = static_cast<const T*>(p.paged.pool.k);
-        const T* pool_v = static_cast<const T*>(p.paged.pool.v);
-        for (int c = tid; c < kTileKeys * PIECES; c += kThreads) {
-          const int r = c / PIECES, col = (c % PIECES) * 8;
-          const int key = key0 + r;
-          const PagedKvEntry* e = key < c1 ? seg_pages + (key >> 4) : nullptr;
-          const int o = key & (kPagedKvPageKeys - 1);
-          const bool valid = e != nullptr && o < e->tokens;
-          const T* ksrc = kg_base;
-          const T* vsrc = vg_base;
-          if (valid && e->kind == PagedKvKind::kCache) {
-            const std::int64_t off = std::int64_t(e->row + o) * p.kv_row_stride + col;
-            ksrc = kg_base + off;
-            vsrc = vg_base + off;
-          } else if (valid) {
-            const std::int64_t off = pool_offset(e->row + o) + col;
-            ksrc = pool_k + off;
-            vsrc = pool_v + off;
-          }
-          cp_async16(smem_addr(kd + r * LD + col), ksrc, valid);
-          cp_async16(smem_addr(vd + r * LD + col), vsrc, valid);
-          if (col == 0) present[stage][r] = valid ? 1 : 0;
-        }
-      }
-    };
-    // Paged: the K rows of pool pages in a landed tile, rotated in place to their positions by
-    // the routine (and rounding) of the fused injection (kv_inject_kernel): the key the copy
-    // path writes.
-    auto rotate_pool_keys = [&](int tile, int stage) {
-      if constexpr (paged) {
-        const int key0 = c0 + tile * kTileKeys;
-        T* kd = ks + stage * kTileKeys * LD;
-        constexpr int kChunks = D / 16;  // RowChunk<T, 8>: 8 rotary pairs each
-        const int half = D / 2;
-        for (int c = tid; c < kTileKeys * kChunks; c += kThreads) {
-          const int r = c / kChunks, ch = c % kChunks;
-          const int key = key0 + r;
-          if (key >= c1) continue;
-          const PagedKvEntry* e = seg_pages + (key >> 4);
-          const int o = key & (kPagedKvPageKeys - 1);
-          if (o >= e->tokens || e->kind == PagedKvKind::kCache) continue;
-          const int pos = e->kind == PagedKvKind::kPoolPreRope ? e->position + o : e->position;
-          const int table_row = pos < 0 ? -pos : pos;
-          device::RowChunk<T, 8> k;
-          k.load(kd + r * LD, ch, half, p.paged.style);
-          k.template rotate<true>(p.paged.table.cos + std::int64_t(table_row) * half,
-                                  p.paged.table.sin + std::int64_t(table_row) * half, ch, pos < 0,
-                                  p.paged.style);
-          k.store(kd + r * LD, ch, half, p.paged.style);
-        }
+      for (int c = tid; c < kTileKeys * PIECES; c += kThreads) {
+        const int r = c / PIECES, col = (c % PIECES) * 8;
+        const int key = key0 + r;
+        const bool valid = key < c1;
+        const std::int64_t off = valid ? (k_first + key) * p.kv_row_stride + col : 0;
+        cp_async16(smem_addr(kd + r * LD + col), kg_base + off, valid);
+        cp_async16(smem_addr(vd + r * LD + col), vg_base + off, valid);
       }
     };
     load_kv(0, 0);
@@ -262,11 +188,7 @@ __global__ void __launch_bounds__(kThreads)
       } else {
         cp_async_wait<0>();
       }
-      __syncthreads();  // tile i (and Q) visible to every warp
-      if constexpr (paged) {
-        rotate_pool_keys(i, i & 1);
-        __syncthreads();  // its rotated keys too
-      }
+      __syncthreads();                                // tile i (and Q) visible to every warp
       const int key0 = c0 + i * kTileKeys + kg * KW;  // first key of this warp's slice
       if (warp_active) {
         if (i == 0) {
@@ -309,8 +231,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             const int key = key0 + nb * 8 + tig * 2 + (e & 1);
-            const bool ok = key <= (e < 2 ? lim_lo : lim_hi) &&
-                            (!paged || present[i & 1][kg * KW + nb * 8 + tig * 2 + (e & 1)] != 0);
+            const bool ok = key <= (e < 2 ? lim_lo : lim_hi);
             s[nb][e] = ok ? s[nb][e] * scale_log2 : -INFINITY;
           }
           mx_lo = fmaxf(mx_lo, fmaxf(s[nb][0], s[nb][1]));
@@ -494,32 +415,26 @@ __global__ void __launch_bounds__(kThreads)
 
 /// Once per kernel and process: device code for sm_80 or later (not an empty body JIT-compiled
 /// from an older PTX), and the dynamic shared-memory limit raised past the default 48 KiB.
-template <typename T, int D, int WM, bool Paged>
+template <typename T, int D, int WM>
 cudaError_t prepare_main() {
   cudaFuncAttributes attrs{};
-  cudaError_t err = cudaFuncGetAttributes(&attrs, split_kv_attention_kernel<T, D, WM, Paged>);
+  cudaError_t err = cudaFuncGetAttributes(&attrs, split_kv_attention_kernel<T, D, WM>);
   if (err != cudaSuccess) return err;
   if (attrs.ptxVersion < 80) return cudaErrorNotSupported;
-  return cudaFuncSetAttribute(split_kv_attention_kernel<T, D, WM, Paged>,
+  return cudaFuncSetAttribute(split_kv_attention_kernel<T, D, WM>,
                               cudaFuncAttributeMaxDynamicSharedMemorySize,
                               main_smem_bytes<T, D, WM>());
 }
 
-template <typename T, int D, int WM, bool Paged>
-cudaError_t launch_paged(const SplitKvAttentionParams& p, cudaStream_t stream) {
+template <typename T, int D, int WM>
+cudaError_t launch_main(const SplitKvAttentionParams& p, cudaStream_t stream) {
   constexpr int smem = main_smem_bytes<T, D, WM>();
-  static const cudaError_t prepared = prepare_main<T, D, WM, Paged>();
+  static const cudaError_t prepared = prepare_main<T, D, WM>();
   if (prepared != cudaSuccess) return prepared;
   const dim3 grid(unsigned(p.plan.row_tiles), unsigned(p.plan.splits),
                   unsigned(p.segments * p.kv_heads));
-  return device::launch_kernel(split_kv_attention_kernel<T, D, WM, Paged>, grid, dim3(kThreads),
+  return device::launch_kernel(split_kv_attention_kernel<T, D, WM>, grid, dim3(kThreads),
                                std::size_t(smem), stream, p);
-}
-
-template <typename T, int D, int WM>
-cudaError_t launch_main(const SplitKvAttentionParams& p, cudaStream_t stream) {
-  return p.paged.pages != nullptr ? launch_paged<T, D, WM, true>(p, stream)
-                                  : launch_paged<T, D, WM, false>(p, stream);
 }
 
 template <typename T, int D>

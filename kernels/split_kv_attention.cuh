@@ -13,9 +13,7 @@ namespace inferscale {
 /// split_kv_attention_check() rejects return cudaErrorInvalidValue without a launch; a build
 /// whose device code for the kernel predates sm_80 returns cudaErrorNotSupported.
 /// Reference: split_kv_attention_reference (kernels/reference/split_kv_attention.h), within
-/// rounding of the 16-bit softmax weights that the matrix products take. A paged context
-/// (p.paged) reads keys through its pages, rotating pre-RoPE pool keys on load exactly as
-/// kv_inject_launch does.
+/// rounding of the 16-bit softmax weights that the matrix products take.
 cudaError_t split_kv_attention_launch(const SplitKvAttentionParams& p, cudaStream_t stream);
 
 }  // namespace inferscale

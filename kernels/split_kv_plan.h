@@ -71,8 +71,7 @@ inline std::int64_t split_kv_workspace_floats(const SplitKvPlan& plan, std::int3
 
 /// Why the split-KV kernel cannot run these parameters, or "" when it can: 16-bit types, head_dim
 /// 64 or 128, heads a multiple of kv_heads, 16-byte aligned rows, and a plan that covers the
-/// shape within the grid's limits; paged, an aligned pool and rotary table (the kernel reads
-/// them in 16-byte pieces; rotation positions must lie inside the table, not checked here).
+/// shape within the grid's limits.
 inline std::string split_kv_attention_check(const SplitKvAttentionParams& p) {
   auto aligned = [](const void* ptr) { return (reinterpret_cast<std::uintptr_t>(ptr) & 15u) == 0; };
   if (p.dtype != DType::kBF16 && p.dtype != DType::kF16) return "dtype must be bf16 or f16";
@@ -109,17 +108,6 @@ inline std::string split_kv_attention_check(const SplitKvAttentionParams& p) {
     return "grid too large (splits and segments * kv_heads must be <= 65535)";
   }
   if (!plan.direct() && p.workspace == nullptr) return "the plan needs a workspace";
-  if (p.paged.pages != nullptr) {
-    const PagedKvView& pv = p.paged;
-    if (pv.page_start == nullptr) return "a paged context needs page_start";
-    if (!aligned(pv.pool.k) || !aligned(pv.pool.v) || pv.pool.block_stride % 8 != 0 ||
-        pv.pool.block_tokens <= 0) {
-      return "the pool must be 16-byte aligned, its blocks a multiple of 8 elements apart";
-    }
-    if (!aligned(pv.table.cos) || !aligned(pv.table.sin) || pv.table.positions <= 0) {
-      return "a paged context needs a 16-byte aligned rotary table";
-    }
-  }
   return "";
 }
 

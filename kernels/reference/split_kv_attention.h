@@ -11,12 +11,9 @@ namespace inferscale {
 ///   w_j = exp(scale * q[token, h] . k[k_start[s] + j, g] - max),  j = 0 .. L
 ///   out[token, h] = sum_j w_j v[k_start[s] + j, g] / sum_j w_j
 /// in double, rounded once to the dtype. Index arrays are host pointers; plan and workspace are
-/// ignored. A paged context (p.paged.pages set) reads each segment's keys through its pages:
-/// the keys present, in page order, pre-RoPE pool keys rotated by rope_row_reference as
-/// kv_inject_reference rotates them, so that it equals injection into the cache followed by the
-/// unpaged reference bit for bit. Where `weighted_abs` ([tokens, heads, head_dim] fp32, contiguous)
-/// is given it receives sum_j w_j |v[.., d]| / sum_j w_j: the scale of the error that rounding the
-/// weights to 16 bits can make in out[.., d] (the kernel tests' tolerance).
+/// ignored. Where `weighted_abs` ([tokens, heads, head_dim] fp32, contiguous) is given it
+/// receives sum_j w_j |v[.., d]| / sum_j w_j: the scale of the error that rounding the weights
+/// to 16 bits can make in out[.., d] (the kernel tests' tolerance).
 void split_kv_attention_reference(const SplitKvAttentionParams& p, float* weighted_abs = nullptr);
 
 }  // namespace inferscale
