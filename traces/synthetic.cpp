@@ -387,13 +387,16 @@ struct SyntheticStream::Impl {
   /// Whether this process generates the user's facts, memory writes and requests in full.
   bool kept(std::uint64_t user) const { return !keep_user || keep_user(user); }
 
+  /// Another process's user's static facts: never generated, counted as left out (once).
+  void leave_out_static(UserState& st) {
+    st.dense_static = kLeftOut;
+    omitted += session_begin(st, st.sessions - o.live_sessions);
+  }
+
   void push_write(const WriteEvent& w) {
     auto& st = users[w.user];
     if (!kept(w.user)) {  // another process's user: only what its requests' draws depend on
-      if (lazy && st.dense_static == kNotDeclared) {
-        st.dense_static = kLeftOut;  // its static facts would be declared here
-        omitted += session_begin(st, st.sessions - o.live_sessions);
-      }
+      if (lazy && st.dense_static == kNotDeclared) leave_out_static(st);
       omitted += session_begin(st, w.session + 1) - session_begin(st, w.session);
       st.available = std::max(st.available, session_begin(st, w.session + 1));
       return;
@@ -435,8 +438,7 @@ struct SyntheticStream::Impl {
         gen.generate(user, uf);
         push_static(user);
       } else {
-        st.dense_static = kLeftOut;  // counted once
-        omitted += session_begin(st, st.sessions - o.live_sessions);
+        leave_out_static(st);
       }
     }
     TraceRecord& rec = push();
@@ -496,9 +498,7 @@ struct SyntheticStream::Impl {
             gen.generate(next_user, uf);
             push_static(next_user);
           } else {
-            auto& st = users[next_user];
-            st.dense_static = kLeftOut;
-            omitted += session_begin(st, st.sessions - o.live_sessions);
+            leave_out_static(users[next_user]);
           }
           ++next_user;
           break;
