@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/prefetch.h"
+
 namespace inferscale {
 
 class FactIdMap {
@@ -19,6 +21,11 @@ class FactIdMap {
       if (s.key == key) return s.value;
       if (s.key == 0) return 0;
     }
+  }
+  /// Starts loading the slot where find(global) begins (a hint).
+  void prefetch(std::uint64_t global) const {
+    if (!slots_.empty())
+      prefetch_kept(slots_.data() + slot_of(static_cast<std::uint32_t>(global) + 1));
   }
   /// Maps `global` (absent; below 2^32 - 1) to `value` (local + 1, not 0).
   void insert(std::uint64_t global, std::uint32_t value) {

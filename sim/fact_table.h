@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "policies/policy.h"
+#include "sim/prefetch.h"
 #include "traces/types.h"
 
 namespace inferscale {
@@ -100,6 +101,12 @@ class NarrowCodes {
     return width_ == 1 ? c1_[i] : width_ == 2 ? c2_[i] : c4_[i];
   }
   std::size_t size() const { return size_; }
+  /// Starts loading the line of entry `i` (a hint).
+  void prefetch(std::size_t i) const {
+    if (width_ == 1) prefetch_kept(c1_.data() + i);
+    if (width_ == 2) prefetch_kept(c2_.data() + i);
+    if (width_ == 4) prefetch_kept(c4_.data() + i);
+  }
   void reserve(std::size_t n) {
     reserved_ = n;
     if (width_ == 1) c1_.reserve(n);
@@ -163,6 +170,9 @@ class FactTable {
     const Shape& s = shapes_[shape_[id]];
     return FactTokens{s.tokens, s.encode_context_tokens};
   }
+  /// Starts loading what tokens(id) reads (a hint: a loop over a request's facts issues these
+  /// first, so that their misses overlap).
+  void prefetch_tokens(FactId id) const { shape_.prefetch(id); }
   UserId user(FactId id) const {
     if (!flat_) return run_of(id).user;
     return user_[id];

@@ -220,6 +220,25 @@ bool NodeStore::resident(FactId global, TierLevel t) const {
   return id != kAbsent && s->resident(id);
 }
 
+void NodeStore::prefetch_host_victims(int stage, std::uint32_t n) {
+  if (!host_) return;
+  StoreTier::VictimWalk& w = host_walk_;
+  if (stage == 0) {
+    host_->start_victim_walk(w, n);
+    host_->finish_victim_walk(w);
+    return;
+  }
+  for (std::uint32_t i = 0; i < w.n; ++i) {
+    const FactId id = host_->walked_fact(w, i);
+    if (id >= globals_.size()) continue;
+    if (stage == 1) {
+      __builtin_prefetch(globals_.data() + id);
+    } else {
+      for (const Replica* r : view_.replicas) r->prefetch_pin_record(globals_[id]);
+    }
+  }
+}
+
 TierLevel NodeStore::highest(FactId global) const {
   for (const TierLevel t : {TierLevel::kHost, TierLevel::kDisk, TierLevel::kRemote}) {
     if (resident(global, t)) return t;

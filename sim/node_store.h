@@ -131,6 +131,15 @@ class NodeStore {
   /// Looks `global` up in each tier below the GPU, top down, as a request does (each tier
   /// counts a lookup until one holds it): the tier it is found in, kGpu when none holds it.
   TierLevel lookup(FactId global, SimTime now);
+  /// Starts loading this node's record of `global` (its id), which lookup, resident and write
+  /// read first (a hint).
+  void prefetch(FactId global) const { ids_.prefetch(global); }
+  /// Starts loading what the host tier's next evictions read, in stages that a caller spreads
+  /// over its own work so that each stage's lines have arrived when the next reads them (hints:
+  /// they change nothing): 0: walks the host LRU's next `n` victims (their slots); 1: this
+  /// node's records of them; 2: its replicas' records of them (their pins, which an eviction
+  /// checks).
+  void prefetch_host_victims(int stage, std::uint32_t n = 0);
   /// Whether tier `t` holds `global` (no lookup counted).
   bool resident(FactId global, TierLevel t) const;
   /// The highest tier below the GPU holding `global`, kGpu when none (no lookup counted).
@@ -232,6 +241,7 @@ class NodeStore {
   std::array<TierFlow, 3> flows_;  // gpu (loads into it), host, disk
   TierFlow no_remote_;             // stays empty: the fleet has no remote tier
   std::vector<FactId> host_evicted_;
+  StoreTier::VictimWalk host_walk_;  // prefetch_host_victims'
   bool warming_ = false;
   View view_;
 };

@@ -116,6 +116,16 @@ class Replica final : public RunView {
   const NodeStore* node() const { return node_; }
   /// Whether a running request (or this step's placement) holds global fact `global`.
   bool pinned_global(FactId global) const;
+  /// Starts loading what pinned_global(global) reads first (a hint).
+  void prefetch_pin_record(FactId global) const {
+    if (global_ids_) {
+      if (global < pins_.size()) prefetch_kept(pins_.data() + global);
+    } else if (compact_ids_) {
+      local_map_.prefetch(global);
+    } else if (global < local_plus1_.size()) {
+      prefetch_kept(local_plus1_.data() + global);
+    }
+  }
   std::uint64_t total_kv_blocks() const { return total_blocks_; }
   std::uint64_t free_kv_blocks() const { return free_blocks_; }
   int index() const { return index_; }
@@ -181,6 +191,19 @@ class Replica final : public RunView {
     if (global < local_plus1_.size() && local_plus1_[global] != 0) return local_plus1_[global] - 1;
     return add_local(global);
   }
+  /// Starts loading the records resolve_facts reads first of a fact (its entries in the
+  /// replica's and the node's id maps), so that a request's lookups do not wait on each in turn.
+  void prefetch_records(FactId global) const {
+    if (compact_ids_) local_map_.prefetch(global);
+    if (node_ != nullptr) node_->prefetch(global);
+  }
+  /// Starts loading what a request's evictions will read, in stages spread over
+  /// resolve_facts (hints, as NodeStore::prefetch_host_victims): 0: the GPU and host tiers'
+  /// next `n` victims' slots; 1: this replica's and the node's records of them; 2: the node's
+  /// record and the fact table's entry of each GPU victim (its demotion reads them), the
+  /// replicas' pins of each host victim.
+  void prefetch_victims(int stage, std::uint32_t n = 0);
+  StoreTier::VictimWalk gpu_walk_;  // prefetch_victims'
   FactId add_local(FactId global);  // first sight of `global` here
   void add_global(FactId global);   // with global_ids_: records up to `global`
   CacheEntry entry(FactId global, FactId local, SimTime) const {

@@ -309,6 +309,28 @@ bool Replica::insert_gpu_tiers(FactId global, SimTime now, bool use_admission, R
   return ok;
 }
 
+void Replica::prefetch_victims(int stage, std::uint32_t n) {
+  if (node_ != nullptr) node_->prefetch_host_victims(stage, n);
+  StoreTier::VictimWalk& w = gpu_walk_;
+  if (stage == 0) {
+    gpu_->start_victim_walk(w, n);
+    gpu_->finish_victim_walk(w);
+    return;
+  }
+  for (std::uint32_t i = 0; i < w.n; ++i) {
+    const FactId local = gpu_->walked_fact(w, i);
+    if (local >= local_bound()) continue;
+    if (stage == 1) {
+      if (!global_ids_) __builtin_prefetch(local_.data() + local);
+      continue;
+    }
+    const FactId global = global_of(local);
+    if (global == kFreeLocal) continue;
+    facts_.prefetch_tokens(global);
+    if (node_ != nullptr) node_->prefetch(global);
+  }
+}
+
 void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget) {
   if (direct_) {
     resolve_facts_direct(ri, budget);
@@ -322,6 +344,12 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
   std::uint32_t gpu_hits = 0, host_hits = 0, disk_hits = 0, remote_hits = 0, misses = 0;
   const FactSource miss_source =
       s.miss_path == MissPath::kEncode ? FactSource::kEncoded : FactSource::kText;
+  if (kv_inject_) {
+    // The facts' records in the replica's and the node's maps are far apart: every first miss
+    // starts before the loop below waits on one.
+    for (const FactId g : r.facts) prefetch_records(g);
+    prefetch_victims(0, static_cast<std::uint32_t>(r.facts.size()));
+  }
   for (const FactId g : r.facts) {
     RequestFact& f = r.layout.emplace_back();  // in place, as in plan_encode_job
     f.global = static_cast<std::uint32_t>(g);
@@ -353,6 +381,7 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
     }
   }
   r.prompt_tokens = pos + s.footer_tokens + r.query_tokens;  // per-request loads name it
+  if (kv_inject_) prefetch_victims(1);
   if (first_admission) {
     r.gpu_hits += gpu_hits;
     r.host_hits += host_hits;
@@ -376,6 +405,7 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
       }
     }
   }
+  if (kv_inject_) prefetch_victims(2);
   // Then loads and encode jobs.
   for (std::uint32_t i = 0; i < r.layout.size(); ++i) {
     RequestFact& f = r.layout[i];

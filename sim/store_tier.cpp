@@ -139,7 +139,8 @@ std::optional<FactId> StoreTier::victim(const EvictionContext& ctx) const {
 
 bool StoreTier::make_room(const CacheEntry& e, SimTime now, std::vector<FactId>* evicted) {
   if (e.bytes > capacity_bytes_) return false;
-  if (used_bytes_ + e.bytes <= capacity_bytes_) return true;
+  evicting_ = used_bytes_ + e.bytes > capacity_bytes_;
+  if (!evicting_) return true;
   EvictionContext ctx;
   ctx.now = now;
   ctx.run = slots_on_ && view_ != nullptr ? &slot_view_ : view_;  // no view: none in slot ids

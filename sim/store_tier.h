@@ -193,7 +193,9 @@ class StoreTier {
   void start_victim_walk(VictimWalk& w, std::uint32_t steps) const {
     w.n = 0;
     w.steps = std::min(steps, VictimWalk::kMax);
-    w.active = evicting_ && unpinned_resident_ != 0 && w.steps > 0;
+    // Any LRU tier with slot ids (a tier not told of pins has no count of unpinned facts).
+    w.active =
+        lru_ != nullptr && evicting_ && (!tracks_pins_ || unpinned_resident_ != 0) && w.steps > 0;
     w.cursor = w.active ? lru_->walk_start() : 0;
   }
   void step_victim_walk(VictimWalk& w) const {
@@ -209,6 +211,9 @@ class StoreTier {
   /// Takes the walk's remaining steps, then starts loading the walked victims' residency words
   /// (drop writes them).
   void finish_victim_walk(VictimWalk& w) const;
+  /// The fact in the slot of a walk's `i`th victim, once its line has had time to arrive (for
+  /// the owner's next stage: its own records of the fact).
+  FactId walked_fact(const VictimWalk& w, std::uint32_t i) const { return slots_[w.ids[i]].fact; }
   /// insert() on a direct tier, of a fact of `bytes` that is `pinned` (RunView::pinned) now.
   /// Evicted ids are appended to `evicted`.
   bool insert_direct(FactId id, std::uint64_t bytes, bool pinned, std::vector<FactId>& evicted) {
@@ -390,7 +395,7 @@ class StoreTier {
   std::unique_ptr<AdmissionPolicy> admission_;
   Lru* lru_ = nullptr;          // the eviction policy, when it is the built-in LRU with slot ids
   bool ask_admission_ = false;  // an admission policy that does not admit everything
-  bool evicting_ = false;       // the last insert_direct evicted (start_victim_walk)
+  bool evicting_ = false;       // the last insertion evicted (start_victim_walk)
   const RunView* view_ = nullptr;
   // Residency is a bitmap (1M facts: 128 KiB, cache-resident), so a lookup touches no per-fact
   // memory of the tier; bytes (dictionary-coded) are read on eviction, last access only for
