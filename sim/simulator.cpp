@@ -15,6 +15,7 @@
 #include "sim/partition.h"
 #include "sim/router.h"
 #include "sim/sim_events.h"
+#include "sim/summarize.h"
 #include "sim/trace_ahead.h"
 #include "sim/user_map.h"
 #include "traces/error.h"
@@ -572,136 +573,16 @@ struct Simulator::Impl {
     return summarize();
   }
 
-  /// Per tier: its instances' statistics added up (peaks: the largest instance's), and per
-  /// node link the busiest node's.
-  void summarize_tiers(RunSummary& s, SimTime span) {
-    s.tiers[0].enabled = cfg.serving.mode == ServingMode::kKvInject;
-    s.tiers[0].hits = s.gpu_hits;
-    s.tiers[1].hits = s.host_hits;
-    s.tiers[2].hits = s.disk_hits;
-    s.tiers[3].hits = s.remote_hits;
-    for (const auto& n : nodes) {
-      // A partitioned run has a node per replica (sim/partition.cpp): another part's is not ours.
-      if (!owned(static_cast<int>(std::uint32_t(n->index()) * cfg.replicas_per_node()))) continue;
-      for (int l = 0; l < kTierLevels; ++l) {
-        const auto level = static_cast<TierLevel>(l);
-        TierSummary& t = s.tiers[l];
-        const TierFlow& f = n->flow(level);
-        if (level != TierLevel::kRemote || n->index() == 0) {
-          t.bytes_in += f.bytes_in;
-          t.bytes_out += f.bytes_out;
-          t.loads += f.loads;
-          t.writes += f.writes;
-          t.drops += f.drops;
-          t.load_wait_ns += f.load_wait_ns;
-        }
-        const StoreTier* st = n->tier(level);
-        if (st == nullptr || (level == TierLevel::kRemote && n->index() != 0)) continue;
-        t.enabled = true;
-        t.lookups += st->stats().lookups;
-        t.hit_bytes += st->stats().hit_bytes;
-        t.evictions += st->stats().evictions;
-        t.capacity_bytes += st->capacity_bytes();
-        t.peak_bytes = std::max(t.peak_bytes, st->stats().peak_bytes);
-        t.final_bytes += st->used_bytes();
-      }
-      const Link* links[] = {&n->disk_read(), &n->disk_write(), &n->net_in(), &n->net_out()};
-      for (int i = 0; i < 4; ++i) {
-        LinkSummary& ls = s.links[i];
-        ls.bytes += links[i]->bytes();
-        ls.transfers += links[i]->transfers();
-        if (span > 0) {
-          ls.busiest_fraction =
-              std::max(ls.busiest_fraction, double(links[i]->busy_ns()) / double(span));
-        }
-      }
-    }
-    s.host_hit_bytes = s.tiers[1].hit_bytes;
-  }
-
   RunSummary summarize() {
-    RunSummary s;
-    s.requests = metrics.completed();
-    s.output_tokens = metrics.output_tokens();
-    s.good = metrics.good();
-    SimTime first_arrival = metrics.first_arrival(), last_finish = metrics.last_finish();
-    if (outputs.fleet_span) {
-      std::tie(first_arrival, last_finish) = outputs.fleet_span(first_arrival, last_finish);
-    }
-    const SimTime span = first_arrival < 0 ? 0 : last_finish - first_arrival;
-    s.makespan_s = double(span) / 1e9;
-    if (s.makespan_s > 0) {
-      s.throughput_rps = double(s.requests) / s.makespan_s;
-      s.tokens_per_s = double(s.output_tokens) / s.makespan_s;
-      s.goodput_rps = double(s.good) / s.makespan_s;
-    }
-    s.ttft_ms = percentiles(metrics.ttft_ms());
-    s.tpot_ms = percentiles(metrics.tpot_ms());
-    s.e2e_ms = percentiles(metrics.e2e_ms());
-    s.queue_ms = percentiles(metrics.queue_ms());
-    s.gpu_hits = metrics.gpu_hits();
-    s.host_hits = metrics.host_hits();
-    s.disk_hits = metrics.disk_hits();
-    s.remote_hits = metrics.remote_hits();
-    s.misses = metrics.misses();
-    s.lookups = s.gpu_hits + s.host_hits + s.disk_hits + s.remote_hits + s.misses;
-    s.preemptions = metrics.preemptions();
-    s.prefill_tokens = metrics.prefill_tokens();
-    SimTime busy = 0;
-    s.store_mean_bytes_by_replica.assign(replicas.size(), 0.0);
-    for (const auto& r : replicas) {
-      if (!owned(r->index())) continue;  // another part's
-      const ReplicaStats& st = r->stats();
-      busy += st.busy_ns;
-      s.steps += st.steps;
-      s.encodes += st.encodes;
-      s.encode_tokens += st.encode_tokens;
-      s.memory_write_encodes += st.memory_write_encodes;
-      s.loads += st.loads;
-      s.max_batch_tokens_seen = std::max(s.max_batch_tokens_seen, st.max_batch_tokens_seen);
-      s.max_kv_blocks_used = std::max(s.max_kv_blocks_used, st.max_kv_blocks_used);
-      s.kv_blocks_total = r->total_kv_blocks();
-      if (const StoreTier* g = r->gpu_tier()) {
-        s.lookup_bytes += g->stats().lookup_bytes;
-        s.gpu_hit_bytes += g->stats().hit_bytes;
-        s.store_capacity_bytes += g->capacity_bytes();
-        s.store_peak_bytes = std::max(s.store_peak_bytes, g->stats().peak_bytes);
-        s.store_final_bytes += g->used_bytes();
-        if (span > 0) {
-          const double mean = st.store_bytes_time_integral / double(span);
-          s.store_mean_bytes += mean;
-          s.store_mean_bytes_by_replica[std::size_t(r->index())] = mean;
-        }
-      }
-      if (const StoreTier* g = r->gpu_tier()) {
-        s.resident_facts += g->resident_count();
-        TierSummary& t = s.tiers[0];
-        t.lookups += g->stats().lookups;
-        t.hit_bytes += g->stats().hit_bytes;
-        t.evictions += g->stats().evictions;
-        t.capacity_bytes += g->capacity_bytes();
-        t.peak_bytes = std::max(t.peak_bytes, g->stats().peak_bytes);
-        t.final_bytes += g->used_bytes();
-      }
-      r->sweep_local_facts();
-      s.local_facts += r->local_facts();
-      s.local_facts_freed += r->local_facts_freed();
-    }
-    for (auto& n : nodes) {
-      s.node_ids += n->ids_held();
-      s.node_resident_facts += n->resident_facts();
-    }
-    if (span > 0) s.busy_fraction = double(busy) / (double(span) * double(replicas.size()));
-    summarize_tiers(s, span);
-    s.busy_ns = busy;
-    s.events = events;
-    s.facts = std::max<std::uint64_t>(population_facts, facts.size());
-    s.users = users_seen.size();
-    s.wall_s = progress.wall_s();
-    s.events_per_s = s.wall_s > 0 ? double(events) / s.wall_s : 0;
-    s.fused_steps = fused_steps;
-    s.decode_run_steps = decode_run_steps;
-    return s;
+    SummaryInputs in{cfg, metrics, outputs, replicas, nodes};
+    in.owned = [this](int rep) { return owned(rep); };
+    in.events = events;
+    in.facts = std::max<std::uint64_t>(population_facts, facts.size());
+    in.users = users_seen.size();
+    in.wall_s = progress.wall_s();
+    in.fused_steps = fused_steps;
+    in.decode_run_steps = decode_run_steps;
+    return summarize_run(in);
   }
 };
 
