@@ -40,9 +40,11 @@ inline std::string read_text(const std::filesystem::path& p) {
 }
 
 /// Runs the built `inferscale` with `args`, its stdout and stderr to `log`; its exit status.
-inline int run_cli(const std::string& args, const std::filesystem::path& log) {
-  const std::string cmd =
-      std::string(INFERSCALE_BINARY_DIR) + "/inferscale " + args + " > " + log.string() + " 2>&1";
+/// `env`: assignments (`NAME=value ...`) for its environment.
+inline int run_cli(const std::string& args, const std::filesystem::path& log,
+                   const std::string& env = "") {
+  const std::string cmd = env + (env.empty() ? "" : " ") + std::string(INFERSCALE_BINARY_DIR) +
+                          "/inferscale " + args + " > " + log.string() + " 2>&1";
   const int status = std::system(cmd.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
