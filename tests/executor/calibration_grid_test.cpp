@@ -7,10 +7,10 @@
 #include "executor/copy_order.h"
 #include "executor/cost_model/calibration_profiler.h"
 #include "tests/catch.h"
-#include "tests/executor/calibration_shapes.h"
+#include "tests/executor/model_shapes.h"
 
 using namespace inferscale;
-using calibration_test::llama_8b;
+using test_shapes::llama_8b;
 
 TEST_CASE("calibration grid: step sequences are valid for a stateful executor") {
   const ModelConfig m = llama_8b();

@@ -9,11 +9,11 @@
 #include "executor/cost_model/calibration_copy_lanes.h"
 #include "executor/cost_model/calibration_profiler.h"
 #include "tests/catch.h"
-#include "tests/executor/calibration_shapes.h"
+#include "tests/executor/model_shapes.h"
 
 using namespace inferscale;
-using calibration_test::h200;
-using calibration_test::llama_8b;
+using test_shapes::h200;
+using test_shapes::llama_8b;
 
 namespace {
 

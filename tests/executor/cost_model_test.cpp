@@ -9,23 +9,12 @@
 
 #include "executor/cost_model/cost_model.h"
 #include "tests/catch.h"
+#include "tests/executor/model_shapes.h"
 
 using namespace inferscale;
+using test_shapes::llama_8b;
 
 namespace {
-
-ModelConfig llama_8b() {
-  ModelConfig m;
-  m.name = "llama-3.1-8b";
-  m.layers = 32;
-  m.hidden = 4096;
-  m.heads = 32;
-  m.kv_heads = 8;
-  m.head_dim = 128;
-  m.ffn = 14336;
-  m.vocab = 128256;
-  return m;
-}
 
 CostRates h200_rates() {
   GpuConfig g;

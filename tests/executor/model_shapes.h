@@ -1,9 +1,10 @@
 #pragma once
-// The model and GPU shapes the calibration tests price: Llama-3.1-8B and the H200's datasheet.
+// The model and GPU shapes the cost-model and calibration tests price: Llama-3.1-8B and the
+// H200's datasheet.
 
 #include "executor/cost_model/cost_model.h"
 
-namespace inferscale::calibration_test {
+namespace inferscale::test_shapes {
 
 inline ModelConfig llama_8b() {
   ModelConfig m;
@@ -31,4 +32,4 @@ inline GpuConfig h200() {
   return g;
 }
 
-}  // namespace inferscale::calibration_test
+}  // namespace inferscale::test_shapes
