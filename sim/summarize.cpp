@@ -7,6 +7,16 @@ namespace inferscale {
 
 namespace {
 
+/// One instance's statistics added to its tier's summary (peaks: the largest instance's).
+void add_tier(TierSummary& t, const StoreTier& st) {
+  t.lookups += st.stats().lookups;
+  t.hit_bytes += st.stats().hit_bytes;
+  t.evictions += st.stats().evictions;
+  t.capacity_bytes += st.capacity_bytes();
+  t.peak_bytes = std::max(t.peak_bytes, st.stats().peak_bytes);
+  t.final_bytes += st.used_bytes();
+}
+
 /// Per tier: its instances' statistics added up (peaks: the largest instance's), and per
 /// node link the busiest node's.
 void summarize_tiers(const SummaryInputs& in, RunSummary& s, SimTime span) {
@@ -34,12 +44,7 @@ void summarize_tiers(const SummaryInputs& in, RunSummary& s, SimTime span) {
       const StoreTier* st = n->tier(level);
       if (st == nullptr || (level == TierLevel::kRemote && n->index() != 0)) continue;
       t.enabled = true;
-      t.lookups += st->stats().lookups;
-      t.hit_bytes += st->stats().hit_bytes;
-      t.evictions += st->stats().evictions;
-      t.capacity_bytes += st->capacity_bytes();
-      t.peak_bytes = std::max(t.peak_bytes, st->stats().peak_bytes);
-      t.final_bytes += st->used_bytes();
+      add_tier(t, *st);
     }
     const Link* links[] = {&n->disk_read(), &n->disk_write(), &n->net_in(), &n->net_out()};
     for (int i = 0; i < 4; ++i) {
@@ -113,13 +118,7 @@ RunSummary summarize_run(const SummaryInputs& in) {
     }
     if (const StoreTier* g = r->gpu_tier()) {
       s.resident_facts += g->resident_count();
-      TierSummary& t = s.tiers[0];
-      t.lookups += g->stats().lookups;
-      t.hit_bytes += g->stats().hit_bytes;
-      t.evictions += g->stats().evictions;
-      t.capacity_bytes += g->capacity_bytes();
-      t.peak_bytes = std::max(t.peak_bytes, g->stats().peak_bytes);
-      t.final_bytes += g->used_bytes();
+      add_tier(s.tiers[0], *g);
     }
     r->sweep_local_facts();
     s.local_facts += r->local_facts();
