@@ -203,7 +203,6 @@ class Replica final : public RunView {
   /// record and the fact table's entry of each GPU victim (its demotion reads them), the
   /// replicas' pins of each host victim.
   void prefetch_victims(int stage, std::uint32_t n = 0);
-  StoreTier::VictimWalk gpu_walk_;  // prefetch_victims'
   FactId add_local(FactId global);  // first sight of `global` here
   void add_global(FactId global);   // with global_ids_: records up to `global`
   CacheEntry entry(FactId global, FactId local, SimTime) const {
@@ -413,6 +412,7 @@ class Replica final : public RunView {
   std::vector<std::vector<std::uint32_t>> spare_pins_;
   std::uint64_t unpins_ = 0;        // pins that dropped to zero (RunView::unpin_count)
   std::uint32_t last_encodes_ = 0;  // misses to encode of the last request resolved (direct)
+  StoreTier::VictimWalk gpu_walk_;  // prefetch_victims' walk of the GPU tier's next victims
   UserMap<UserState> users_;
 
   std::deque<std::uint32_t> waiting_;
