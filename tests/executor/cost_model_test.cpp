@@ -17,15 +17,8 @@ using test_shapes::llama_8b;
 namespace {
 
 CostRates h200_rates() {
-  GpuConfig g;
-  g.name = "h200";
-  g.bf16_tflops = 989;
-  g.hbm_gbps = 4800;
-  g.pcie_gbps = 64;
-  g.step_overhead_us = 500;
+  GpuConfig g = test_shapes::h200();
   g.per_seq_overhead_us = 20;
-  g.mfu = 0.65;
-  g.mbu = 0.85;
   return CostRates::from_gpu(g);
 }
 
