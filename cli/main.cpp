@@ -114,14 +114,14 @@ void ask_for_huge_pages(int argc, char** argv) {
   const char* setting = std::getenv("INFERSCALE_HUGE_PAGES");
   if (setting != nullptr && std::strcmp(setting, "0") == 0) return;
   const char* given = std::getenv("GLIBC_TUNABLES");
-  std::string tunables = given != nullptr ? given : "";
-  if (tunables.find("glibc.malloc.hugetlb") != std::string::npos) return;
+  const std::string before = given != nullptr ? given : "";
+  if (before.find("glibc.malloc.hugetlb") != std::string::npos) return;
   if (access("/sys/kernel/mm/transparent_hugepage/enabled", R_OK) != 0) return;  // none here
-  tunables += tunables.empty() ? "glibc.malloc.hugetlb=1" : ":glibc.malloc.hugetlb=1";
+  const std::string tunables = before + (before.empty() ? "" : ":") + "glibc.malloc.hugetlb=1";
   setenv("GLIBC_TUNABLES", tunables.c_str(), 1);
   execv("/proc/self/exe", argv);  // returns only on failure: then it runs as it is
   if (given != nullptr) {
-    setenv("GLIBC_TUNABLES", given, 1);
+    setenv("GLIBC_TUNABLES", before.c_str(), 1);
   } else {
     unsetenv("GLIBC_TUNABLES");
   }
