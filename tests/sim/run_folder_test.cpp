@@ -277,7 +277,7 @@ TEST_CASE("CLI: a read-only output.dir is an input error naming it, and nothing 
     return false;
   };
   fs::path target;
-  for (const fs::path p : {ro, fs::path("/sys"), fs::path("/proc")}) {
+  for (const fs::path& p : {ro, fs::path("/sys"), fs::path("/proc")}) {
     if (refuses(p)) {
       target = p;
       break;
