@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "sim/config/experiment.h"
+#include "sim/progress.h"
 #include "traces/binary_trace.h"
 #include "traces/error.h"
 #include "traces/locomo_import.h"
@@ -63,6 +64,22 @@ void add_arrival_options(CLI::App* cmd, Common& c, ArrivalOptions& a) {
 
 FILE* report_stream(const std::string& out) {
   return out == "-" ? stderr : stdout;
+}
+
+/// The progress line of a command that streams a trace into a file: `phase`, counting records.
+/// `work` runs with the function that tells it how far it is.
+template <class Work>
+auto with_progress(bool enabled, const char* phase, Work work) {
+  Progress progress(enabled);
+  progress.phase(phase, "records");
+  auto result = work(
+      [&progress](double fraction, std::uint64_t records) { progress.update(fraction, records); });
+  progress.finish();
+  return result;
+}
+
+void add_no_progress(CLI::App* cmd, bool& no_progress) {
+  cmd->add_flag("--no-progress", no_progress, "no progress line on stderr");
 }
 
 void add_import_locomo(CLI::App* trace, Action& action) {
@@ -221,13 +238,15 @@ void add_generate(CLI::App* trace, Action& action) {
   cmd->add_option("--seed", o->seed, "seed of every random choice")->capture_default_str();
   add_arrival_options(cmd, *c, o->arrival);
   auto replay = std::make_shared<std::string>();
+  auto no_progress = std::make_shared<bool>(false);
+  add_no_progress(cmd, *no_progress);
   cmd->add_option("--replay", *replay,
                   "replay arrival times and token counts from a CSV in the Azure LLM inference "
                   "trace layout (traces/README.md)");
   cmd->add_option("--replay-speedup", o->replay_speedup, "the replay's time axis runs this fast")
       ->capture_default_str();
-  cmd->callback([&action, o, c, replay] {
-    action = [o, c, replay] {
+  cmd->callback([&action, o, c, replay, no_progress] {
+    action = [o, c, replay, no_progress] {
       o->arrival.mode = arrival_mode(c->arrival);
       if (c->arrival != "gamma" && o->arrival.cv != 1.0) {
         throw InputError("--cv", "applies to --arrival gamma");
@@ -237,8 +256,11 @@ void add_generate(CLI::App* trace, Action& action) {
       }
       validate_synthetic_options(*o);
       TraceWriter w(c->out);
-      const auto r = generate_synthetic(*o, w);
-      w.close();
+      const auto r = with_progress(!*no_progress, "generation", [&](const auto& tell) {
+        auto result = generate_synthetic(*o, w, tell);
+        w.close();
+        return result;
+      });
       std::fprintf(report_stream(c->out),
                    "wrote %s: %llu users, %llu facts, %llu memory writes, %llu requests\n",
                    c->out.c_str(), static_cast<unsigned long long>(o->users),
@@ -259,9 +281,13 @@ void add_convert(CLI::App* trace, Action& action) {
       "JSONL; every command that reads a trace reads both");
   cmd->add_option("in", *in, "trace to read (JSONL or binary)")->required();
   cmd->add_option("out", *out, "file to write, in the other format")->required();
-  cmd->callback([&action, in, out] {
-    action = [in, out] {
-      const ConvertResult r = convert_trace(*in, *out);
+  auto no_progress = std::make_shared<bool>(false);
+  add_no_progress(cmd, *no_progress);
+  cmd->callback([&action, in, out, no_progress] {
+    action = [in, out, no_progress] {
+      const ConvertResult r = with_progress(!*no_progress, "conversion", [&](const auto& tell) {
+        return convert_trace(*in, *out, tell);
+      });
       std::printf("wrote %s: %llu records, %s\n", out->c_str(),
                   static_cast<unsigned long long>(r.records), r.to_binary ? "binary" : "JSONL");
       return 0;

@@ -1,15 +1,8 @@
 #pragma once
-// @brief The simulator's event queue order (events, replicas' chains of steps) and its progress
-// bar; private to simulator.cpp.
+// @brief The simulator's event queue order (events, replicas' chains of steps); private to
+// simulator.cpp.
 
-#include <unistd.h>
-
-#include <algorithm>
-#include <chrono>
 #include <cstdint>
-#include <cstdio>
-#include <string>
-#include <utility>
 #include <vector>
 
 #include "traces/types.h"
@@ -65,56 +58,6 @@ struct EventAfter {
     if (a.kind == kStepDone) return chain_after((*chains)[a.arg], (*chains)[b.arg]);
     return a.seq > b.seq;
   }
-};
-
-/// Progress on stderr, only once a run has taken more than a second of wall time.
-class Progress {
- public:
-  /// `partial_dir`: where the run writes until it ends, said once when the bar first shows.
-  explicit Progress(bool enabled, std::string partial_dir = {})
-      : enabled_(enabled),
-        partial_dir_(std::move(partial_dir)),
-        start_(Clock::now()),
-        last_(start_) {}
-  void update(double fraction, std::uint64_t done, SimTime now) {
-    if (!enabled_) return;
-    const auto t = Clock::now();
-    if (t - start_ < std::chrono::seconds(1) || t - last_ < std::chrono::milliseconds(250)) return;
-    last_ = t;
-    if (!shown_ && !partial_dir_.empty()) {
-      std::fprintf(stderr, "writing %s/ (removed if the run is interrupted)\n",
-                   partial_dir_.c_str());
-    }
-    shown_ = true;
-    const double wall = std::chrono::duration<double>(t - start_).count();
-    const int width = 30;
-    const int filled = static_cast<int>(std::clamp(fraction, 0.0, 1.0) * width);
-    std::fprintf(stderr,
-                 "\r[%.*s%*s] %5.1f%%  %llu requests  sim %.2f s  %.0f req/s  RSS %.0f MiB ",
-                 filled, "==============================", width - filled, "", 100.0 * fraction,
-                 static_cast<unsigned long long>(done), double(now) / 1e9, double(done) / wall,
-                 resident_mib());
-  }
-  void finish() {
-    if (shown_) std::fprintf(stderr, "\n");
-  }
-  double wall_s() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
-  /// This process's resident memory (Linux /proc/self/statm; 0 elsewhere).
-  static double resident_mib() {
-    std::FILE* f = std::fopen("/proc/self/statm", "r");
-    if (f == nullptr) return 0;
-    unsigned long long size = 0, resident = 0;
-    const int n = std::fscanf(f, "%llu %llu", &size, &resident);
-    std::fclose(f);
-    return n == 2 ? double(resident) * double(::sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0) : 0;
-  }
-
- private:
-  using Clock = std::chrono::steady_clock;
-  bool enabled_;
-  std::string partial_dir_;
-  Clock::time_point start_, last_;
-  bool shown_ = false;
 };
 
 }  // namespace inferscale::sim_events

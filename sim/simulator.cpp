@@ -13,6 +13,7 @@
 #include "executor/cost_model/cost_model.h"
 #include "sim/node_store.h"
 #include "sim/partition.h"
+#include "sim/progress.h"
 #include "sim/router.h"
 #include "sim/sim_events.h"
 #include "sim/summarize.h"
@@ -156,6 +157,7 @@ struct Simulator::Impl {
     if (preloaded) return;
     preloaded = true;
     for (auto& r : replicas) r->preload();
+    progress.phase("simulation", "requests");
   }
 
   void kick(int rep, SimTime now) {
@@ -422,6 +424,8 @@ struct Simulator::Impl {
     }
     TraceAhead ahead(reader, first, have, static_cast<int>(replicas.size()), std::move(reach_fn));
     have = !ahead.empty();
+    // Until the first request: the facts declared at t = 0 (inserted with a warm store).
+    progress.phase(cfg.store.warm ? "warm start" : "reading facts", "facts");
     SimTime now = 0;
     std::uint64_t tick = 0;
     std::uint64_t records_handled = 0;  // this stream's records
@@ -432,6 +436,7 @@ struct Simulator::Impl {
       if (trace_t == kInfinity && event_t == kInfinity) break;
       if (!preloaded && (!have || trace_t > 0 ||
                          (rec.kind != RecordKind::kFact && rec.kind != RecordKind::kHeader))) {
+        progress.update(reader.fraction_read(), facts.size());  // the phase's last figures
         preload();
       }
       if (trace_t <= event_t) {
@@ -474,14 +479,22 @@ struct Simulator::Impl {
         handle(e, now);
       }
       if ((++tick & 0xffff) == 0) {
-        progress.update(reader.fraction_read(), metrics.completed(), now);
+        if (preloaded) {
+          progress.update(reader.fraction_read(), metrics.completed(), now);
+        } else {
+          progress.update(reader.fraction_read(), facts.size());
+        }
       }
     }
+    progress.update(1.0, metrics.completed(), now);
   }
 
   void run_closed(RecordStream& reader, TraceRecord& rec, bool have) {
     // A closed-loop trace is read whole: a user's next question waits for its previous answer.
+    progress.phase("reading the trace", "records");
+    std::uint64_t records = 0;
     while (have) {
+      if ((++records & 0xffff) == 0) progress.update(reader.fraction_read(), records);
       switch (rec.kind) {
         case RecordKind::kHeader:
           break;
@@ -507,6 +520,7 @@ struct Simulator::Impl {
       have = reader.next(rec);
     }
     preload();
+    SimTime now = 0;
     const std::uint32_t c = reader.header().concurrency;
     for (std::uint32_t i = 0; i < c; ++i) activate_next_user(0);
     std::uint64_t tick = 0;
@@ -518,7 +532,9 @@ struct Simulator::Impl {
         progress.update(closed_total ? double(metrics.completed()) / double(closed_total) : 1.0,
                         metrics.completed(), e.time);
       }
+      now = e.time;
     }
+    progress.update(1.0, metrics.completed(), now);
   }
 
   RunSummary run() {
@@ -548,12 +564,15 @@ struct Simulator::Impl {
       run_open(reader, rec, have);
     }
     population_facts = reader.population_facts();
-    progress.finish();
     if (pool.in_use() != 0) {
+      progress.finish();
       throw std::logic_error(std::to_string(pool.in_use()) + " requests never completed");
     }
+    progress.phase("writing results", nullptr);
     close_outputs();
-    return summarize();
+    RunSummary summary = summarize();
+    progress.finish();
+    return summary;
   }
 
   void close_outputs() {

@@ -465,43 +465,19 @@ void BinaryTraceReader::read_request(TraceRecord& out) {
 
 // ---- conversion -----------------------------------------------------------------------------
 
-namespace {
-
-template <class Writer>
-std::uint64_t copy_records(RecordStream& in, Writer& w) {
-  TraceRecord rec;
-  std::uint64_t n = 0;
-  while (in.next(rec)) {
-    switch (rec.kind) {
-      case RecordKind::kHeader:
-        w.write(rec.header);
-        break;
-      case RecordKind::kFact:
-      case RecordKind::kMemoryWrite:
-        w.write_fact(rec.fact, rec.kind == RecordKind::kMemoryWrite);
-        break;
-      case RecordKind::kRequest:
-        w.write(rec.request);
-        break;
-    }
-    ++n;
-  }
-  w.close();
-  return n;
-}
-
-}  // namespace
-
-ConvertResult convert_trace(const std::string& in, const std::string& out) {
+ConvertResult convert_trace(const std::string& in, const std::string& out,
+                            const StreamProgressFn& progress) {
   ConvertResult r;
   r.to_binary = !is_binary_trace(in);
   const auto stream = open_trace(in);
   if (r.to_binary) {
     BinaryTraceWriter w(out);
-    r.records = copy_records(*stream, w);
+    r.records = copy_records(*stream, w, progress).records;
+    w.close();
   } else {
     TraceWriter w(out);
-    r.records = copy_records(*stream, w);
+    r.records = copy_records(*stream, w, progress).records;
+    w.close();
   }
   return r;
 }

@@ -95,7 +95,7 @@ class BinaryTraceReader final : public RecordStream {
   std::size_t in_pos_ = 0, in_size_ = 0;
   bool in_eof_ = false;
   bool frame_done_ = false;  // the last zstd frame was decoded whole (checksum included)
-  std::string buf_;  // decompressed bytes [pos_, buf_.size()) not parsed yet
+  std::string buf_;          // decompressed bytes [pos_, buf_.size()) not parsed yet
   std::size_t pos_ = 0;
   std::uint64_t record_ = 0;
   bool ended_ = false;
@@ -113,6 +113,8 @@ struct ConvertResult {
 
 /// Converts the trace at `in` into the other format at `out` (JSONL to binary, binary to
 /// JSONL), streaming and validating as it reads; `out` appears only when all went well.
-ConvertResult convert_trace(const std::string& in, const std::string& out);
+/// `progress` (when set) is told how far the reading is every 65,536 records and at the end.
+ConvertResult convert_trace(const std::string& in, const std::string& out,
+                            const StreamProgressFn& progress = {});
 
 }  // namespace inferscale

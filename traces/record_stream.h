@@ -3,6 +3,7 @@
 // comes from a JSONL file, a binary file or a generator that never writes one.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +39,45 @@ class RecordStream {
   /// The file's path, or what produced the records.
   virtual const std::string& name() const = 0;
 };
+
+/// Told now and then by long work over a stream: the share read (fraction_read) and the
+/// records handled so far (progress lines).
+using StreamProgressFn = std::function<void(double fraction, std::uint64_t records)>;
+
+/// The records copy_records wrote, by kind (`records` counts them all, the header too).
+struct RecordCounts {
+  std::uint64_t records = 0, facts = 0, memory_writes = 0, requests = 0;
+};
+
+/// Writes every record of `in` to `w` (TraceWriter or BinaryTraceWriter; not closed), telling
+/// `progress` (when set) every 65,536 records and at the end.
+template <class Writer>
+RecordCounts copy_records(RecordStream& in, Writer& w, const StreamProgressFn& progress = {}) {
+  TraceRecord rec;
+  RecordCounts n;
+  while (in.next(rec)) {
+    switch (rec.kind) {
+      case RecordKind::kHeader:
+        w.write(rec.header);
+        break;
+      case RecordKind::kFact:
+        w.write_fact(rec.fact, false);
+        ++n.facts;
+        break;
+      case RecordKind::kMemoryWrite:
+        w.write_fact(rec.fact, true);
+        ++n.memory_writes;
+        break;
+      case RecordKind::kRequest:
+        w.write(rec.request);
+        ++n.requests;
+        break;
+    }
+    if ((++n.records & 0xffff) == 0 && progress) progress(in.fraction_read(), n.records);
+  }
+  if (progress) progress(1.0, n.records);
+  return n;
+}
 
 /// Opens a trace file, JSONL or binary (told apart by the binary format's magic bytes).
 /// `fast_parse` false: JSONL lines all take the general parser (TraceReader).

@@ -601,30 +601,11 @@ const std::string& SyntheticStream::name() const {
   return impl_->name;
 }
 
-SyntheticResult generate_synthetic(const SyntheticOptions& o, TraceWriter& out) {
-  SyntheticResult result;
+SyntheticResult generate_synthetic(const SyntheticOptions& o, TraceWriter& out,
+                                   const StreamProgressFn& progress) {
   SyntheticStream stream(o, false);
-  TraceRecord rec;
-  while (stream.next(rec)) {
-    switch (rec.kind) {
-      case RecordKind::kHeader:
-        out.write(rec.header);
-        break;
-      case RecordKind::kFact:
-        out.write_fact(rec.fact, false);
-        ++result.facts;
-        break;
-      case RecordKind::kMemoryWrite:
-        out.write_fact(rec.fact, true);
-        ++result.memory_writes;
-        break;
-      case RecordKind::kRequest:
-        out.write(rec.request);
-        ++result.requests;
-        break;
-    }
-  }
-  return result;
+  const RecordCounts n = copy_records(stream, out, progress);
+  return SyntheticResult{n.facts, n.memory_writes, n.requests};
 }
 
 }  // namespace inferscale

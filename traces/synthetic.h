@@ -97,7 +97,8 @@ class SyntheticStream final : public RecordStream {
 
 /// Writes the trace: header, every user's initial facts at t=0 (user by user), then requests
 /// and memory writes in time order (SyntheticStream, eager). Memory: O(users + max facts per
-/// user).
-SyntheticResult generate_synthetic(const SyntheticOptions& o, TraceWriter& out);
+/// user). `progress` (when set) is told how far it is every 65,536 records and at the end.
+SyntheticResult generate_synthetic(const SyntheticOptions& o, TraceWriter& out,
+                                   const StreamProgressFn& progress = {});
 
 }  // namespace inferscale

@@ -355,3 +355,44 @@ TEST_CASE("two binary writers of one trace write apart, and a dropped one leaves
   CHECK(names_in(dir) == std::vector<std::string>{"t.bin"});
   fs::remove_all(dir);
 }
+
+TEST_CASE("generation and conversion tell their progress: rising, then the whole at the end") {
+  SyntheticOptions o;
+  o.users = 1500;  // about 190,000 fact records: several reports
+  o.requests = 2000;
+  o.seed = 9;
+  struct Told {
+    double fraction;
+    std::uint64_t records;
+  };
+  auto check_told = [](const std::vector<Told>& told, std::uint64_t records) {
+    REQUIRE(told.size() >= 3);
+    for (std::size_t i = 1; i < told.size(); ++i) {
+      CHECK(told[i].records > told[i - 1].records);
+      CHECK(told[i].fraction >= told[i - 1].fraction);
+    }
+    CHECK(told.front().records == 65536);
+    CHECK(told.front().fraction > 0);
+    CHECK(told.front().fraction < 1);
+    CHECK(told.back().fraction == 1.0);
+    CHECK(told.back().records == records);
+  };
+  const auto jsonl = temp_path("progress.jsonl"), bin = temp_path("progress.bin");
+  std::vector<Told> generated;
+  SyntheticResult g;
+  {
+    TraceWriter w(jsonl);
+    g = generate_synthetic(o, w, [&](double f, std::uint64_t n) { generated.push_back({f, n}); });
+    w.close();
+  }
+  const std::uint64_t records = 1 + g.facts + g.memory_writes + g.requests;  // and the header
+  check_told(generated, records);
+  std::vector<Told> converted;
+  const ConvertResult r = convert_trace(jsonl, bin, [&](double f, std::uint64_t n) {
+    converted.push_back({f, n});
+  });
+  CHECK(r.records == records);
+  check_told(converted, records);
+  fs::remove(jsonl);
+  fs::remove(bin);
+}
