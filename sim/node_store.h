@@ -166,6 +166,11 @@ class NodeStore {
   void count_load(TierLevel t, std::uint64_t bytes, SimTime issued, SimTime ready);
   /// Before the clock starts (a warm store): writes take no link time and are not counted.
   void set_warming(bool on) { warming_ = on; }
+  /// The host and disk tiers' statistics from now on (StoreTier::restart_stats).
+  void restart_tier_stats() {
+    if (host_) host_->restart_stats();
+    if (disk_) disk_->restart_stats();
+  }
   /// Frees and reuses the ids of facts that no tier of the node holds (see sweep_ids), where
   /// the node's tiers allow it; the fleet's choice of compact records (SimOutputs::compact_ids).
   void set_recycle_ids();

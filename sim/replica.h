@@ -112,6 +112,10 @@ class Replica final : public RunView {
 
   const StepRecord& last_step() const { return last_step_; }
   const ReplicaStats& stats() const { return stats_; }
+  /// The GPU tier's statistics from now on (StoreTier::restart_stats).
+  void restart_tier_stats() {
+    if (gpu_) gpu_->restart_stats();
+  }
   const StoreTier* gpu_tier() const { return gpu_.get(); }
   const NodeStore* node() const { return node_; }
   /// Whether a running request (or this step's placement) holds global fact `global`.

@@ -157,6 +157,11 @@ struct Simulator::Impl {
     if (preloaded) return;
     preloaded = true;
     for (auto& r : replicas) r->preload();
+    // The tiers' statistics count from here: a warm start comes before the clock, and its
+    // evictions depend on how much of the population it was given (sim/warm_window.h).
+    for (auto& r : replicas) r->restart_tier_stats();
+    for (auto& n : nodes) n->restart_tier_stats();
+    if (remote) remote->tier().restart_stats();
     progress.phase("simulation", "requests");
   }
 
@@ -247,10 +252,11 @@ struct Simulator::Impl {
     return home_replica;
   }
 
-  void on_fact(const FactRecord& f, SimTime now) {
+  /// `at_start`: among the stream's start records (RecordStream::start_records), which a warm
+  /// store inserts.
+  void on_fact(const FactRecord& f, bool at_start) {
     const FactId id = add_fact(f, false);
-    if (cfg.store.warm) replicas[home_of(f.user)]->warm_insert(id);
-    (void)now;
+    if (cfg.store.warm && at_start) replicas[home_of(f.user)]->warm_insert(id);
   }
 
   void on_memory_write(FactId id, SimTime now) {
@@ -449,7 +455,7 @@ struct Simulator::Impl {
             break;
           case RecordKind::kFact:
             if (!partitioned || owned(home_of(rec.fact.user))) {
-              on_fact(rec.fact, now);
+              on_fact(rec.fact, records_handled <= reader.start_records());
             } else {
               add_fact(rec.fact, false);
             }
@@ -499,7 +505,7 @@ struct Simulator::Impl {
         case RecordKind::kHeader:
           break;
         case RecordKind::kFact:
-          on_fact(rec.fact, rec.fact.time);
+          on_fact(rec.fact, records <= reader.start_records());
           break;
         case RecordKind::kMemoryWrite: {
           const FactId id = add_fact(rec.fact, true);

@@ -306,6 +306,11 @@ class StoreTier {
   std::uint64_t capacity_bytes() const { return capacity_bytes_; }
   std::uint64_t resident_count() const { return resident_count_; }
   const TierStats& stats() const { return stats_; }
+  /// Statistics from now on, the peak from what the tier holds now.
+  void restart_stats() {
+    stats_ = TierStats{};
+    stats_.peak_bytes = used_bytes_;
+  }
   const std::string& name() const { return name_; }
   /// The eviction policy, for inspection (victim() is const and side-effect free). Its ids are
   /// slot ids when slot_ids(); StoreTier::victim translates.

@@ -1,10 +1,12 @@
 #include "sim/trace_source.h"
 
 #include <filesystem>
+#include <memory>
 #include <sstream>
 
 #include "sim/config/yaml_view.h"
 #include "sim/router.h"
+#include "sim/warm_window.h"
 #include "traces/arrival_replay.h"
 #include "traces/locomo.h"
 #include "traces/locomo_import.h"
@@ -165,8 +167,17 @@ std::function<std::unique_ptr<RecordStream>()> streamed_trace(
   const YamlView& v = run.trace.options;
   if (v.boolean("write_trace", false)) return {};
   const auto o = synthetic_options(v, run.seed);
-  return [o, eager_facts, keep_user]() -> std::unique_ptr<RecordStream> {
-    return std::make_unique<SyntheticStream>(o, !eager_facts, keep_user);
+  std::shared_ptr<const WarmWindow> window;
+  if (eager_facts) {
+    if (auto w = warm_window(run, o)) window = std::make_shared<const WarmWindow>(std::move(*w));
+  }
+  return [o, eager_facts, keep_user, window]() -> std::unique_ptr<RecordStream> {
+    auto stream = std::make_unique<SyntheticStream>(o, !eager_facts || window, keep_user);
+    if (window) {
+      stream->declare_at_start([window](std::uint64_t u) { return window->inserted(u); },
+                               window->first);
+    }
+    return stream;
   };
 }
 

@@ -36,8 +36,10 @@ class TraceFolder {
 /// InputErrors at the YAML position of the option.
 std::string materialize_trace(const RunConfig& run, const std::string& cache_dir);
 /// A generated trace (`generate:` without `write_trace: true`) as a stream that is never
-/// written: facts derived per user when first needed, or all at t=0 with `eager_facts` (a warm
-/// store is filled in the trace's order). Empty for other kinds (materialize_trace then).
+/// written: facts derived per user when first needed, or at t=0 with `eager_facts` (a warm
+/// store is filled in the trace's order): then only the users of the warm window where `run`'s
+/// tiers allow one (sim/warm_window.h), the others' when first needed. Empty for other kinds
+/// (materialize_trace then).
 /// `keep_user` (if set): only these users' requests carry their facts (SyntheticStream).
 std::function<std::unique_ptr<RecordStream>()> streamed_trace(
     const RunConfig& run, bool eager_facts, std::function<bool(std::uint64_t user)> keep_user = {});

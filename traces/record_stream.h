@@ -34,6 +34,13 @@ class RecordStream {
   /// stream of some users' records only: SyntheticStream's keep_user); its position in the
   /// whole trace is the records returned before it plus this.
   virtual std::uint64_t records_omitted() const { return 0; }
+  /// The records at the stream's start that a warm store inserts, counted from its first
+  /// (the header and the facts it declares at t=0 before its first request), once the stream
+  /// has returned a record past them; until then, and for a stream whose facts at t=0 before
+  /// its first record of another kind are all of them, UINT64_MAX. A stream that declares some
+  /// users' facts at t=0 only when they first ask (SyntheticStream::declare_at_start) says
+  /// where its start ends.
+  virtual std::uint64_t start_records() const { return UINT64_MAX; }
   /// How far the stream is, in [0, 1] (progress bars).
   virtual double fraction_read() const = 0;
   /// The file's path, or what produced the records.

@@ -242,6 +242,14 @@ void validate_synthetic_options(const SyntheticOptions& o) {
   check(o.start_s >= 0 && o.start_s <= 1e9, "--start-s", "expected seconds in [0, 1e9]");
 }
 
+namespace {
+/// The options, with at most as many requests as a replay has rows.
+SyntheticOptions clamped(SyntheticOptions o) {
+  if (o.replay) o.requests = std::min<std::uint64_t>(o.requests, o.replay->size());
+  return o;
+}
+}  // namespace
+
 struct SyntheticStream::Impl {
   const SyntheticOptions o;
   const bool lazy;
@@ -274,12 +282,11 @@ struct SyntheticStream::Impl {
   std::uint64_t next_user = 0, next_request = 0;
   std::size_t wi = 0;
   std::function<bool(std::uint64_t)> keep_user;  // empty: every user's requests in full
-
-  /// The options, with at most as many requests as a replay has rows.
-  static SyntheticOptions clamped(SyntheticOptions o) {
-    if (o.replay) o.requests = std::min<std::uint64_t>(o.requests, o.replay->size());
-    return o;
-  }
+  // Lazy with users declared at the start (declare_at_start): which, from which user on.
+  std::function<bool(std::uint64_t)> eager_user;
+  std::uint64_t first_eager = 0;
+  std::uint64_t pushed = 0;                  // records queued so far (not left out)
+  std::uint64_t start_records = UINT64_MAX;  // with eager_user, once the start is over
 
   Impl(const SyntheticOptions& opts, bool lazy_facts) : o(clamped(opts)), lazy(lazy_facts) {
     validate_synthetic_options(o);
@@ -355,6 +362,7 @@ struct SyntheticStream::Impl {
       queue_omitted.push_back(0);
     }
     queue_omitted[ready] = omitted;
+    ++pushed;
     return queue[ready++];
   }
 
@@ -396,13 +404,13 @@ struct SyntheticStream::Impl {
   void push_write(const WriteEvent& w) {
     auto& st = users[w.user];
     if (!kept(w.user)) {  // another process's user: only what its requests' draws depend on
-      if (lazy && st.dense_static == kNotDeclared) leave_out_static(st);
+      if (st.dense_static == kNotDeclared) leave_out_static(st);
       omitted += session_begin(st, w.session + 1) - session_begin(st, w.session);
       st.available = std::max(st.available, session_begin(st, w.session + 1));
       return;
     }
     gen.generate(w.user, uf);
-    if (lazy && st.dense_static == kNotDeclared) push_static(w.user);
+    if (st.dense_static == kNotDeclared) push_static(w.user);
     const std::uint32_t live = w.session - (st.sessions - o.live_sessions);
     live_dense[w.user * o.live_sessions + live] = static_cast<std::uint32_t>(declared);
     for (auto j = uf.session_begin[w.session]; j < uf.session_begin[w.session + 1]; ++j) {
@@ -486,15 +494,19 @@ struct SyntheticStream::Impl {
           TraceRecord& rec = push();
           rec.kind = RecordKind::kHeader;
           rec.header = header;
-          phase = lazy ? Phase::kRequests : Phase::kStatic;
+          phase = lazy && !eager_user ? Phase::kRequests : Phase::kStatic;
+          next_user = eager_user ? first_eager : 0;
           break;
         }
         case Phase::kStatic:
           if (next_user == o.users) {
             phase = Phase::kRequests;
+            if (eager_user) start_records = pushed;
             break;
           }
-          if (kept(next_user)) {
+          if (eager_user && !eager_user(next_user)) {
+            // Declared when it first asks or writes, as in a lazy stream.
+          } else if (kept(next_user)) {
             gen.generate(next_user, uf);
             push_static(next_user);
           } else {
@@ -593,9 +605,48 @@ std::uint64_t SyntheticStream::population_facts() const {
 }
 double SyntheticStream::fraction_read() const {
   const auto& m = *impl_;
-  const double total = double(m.o.requests) + (m.lazy ? 0.0 : double(m.o.users));
-  const double done = double(m.next_request) + (m.lazy ? 0.0 : double(m.next_user));
+  // The users declared at the start, then the requests.
+  const bool at_start = !m.lazy || m.eager_user;
+  const double users = at_start ? double(m.o.users - m.first_eager) : 0.0;
+  const double done_users =
+      m.phase == Impl::Phase::kHeader ? 0.0 : double(m.next_user - m.first_eager);
+  const double total = double(m.o.requests) + users;
+  const double done = double(m.next_request) + (at_start ? done_users : 0.0);
   return total > 0 ? done / total : 1.0;
+}
+
+void SyntheticStream::declare_at_start(std::function<bool(std::uint64_t user)> eager,
+                                       std::uint64_t first) {
+  INFERSCALE_ASSERT(impl_->lazy && impl_->phase == Impl::Phase::kHeader,
+                    "declare_at_start on an eager stream, or after its first record");
+  impl_->eager_user = std::move(eager);
+  impl_->first_eager = std::min(first, impl_->o.users);
+}
+
+struct SyntheticUsers::Impl {
+  explicit Impl(const SyntheticOptions& opts) : o(clamped(opts)) {}
+  const SyntheticOptions o;
+  UserGenerator gen{o};
+  UserFacts uf;
+  std::vector<std::uint32_t> tokens;
+};
+
+SyntheticUsers::SyntheticUsers(const SyntheticOptions& o) : impl_(std::make_unique<Impl>(o)) {
+  validate_synthetic_options(impl_->o);
+}
+SyntheticUsers::~SyntheticUsers() = default;
+std::uint64_t SyntheticUsers::users() const {
+  return impl_->o.users;
+}
+const std::vector<std::uint32_t>& SyntheticUsers::static_tokens(std::uint64_t user) {
+  Impl& m = *impl_;
+  m.gen.generate(user, m.uf);
+  const std::uint32_t end = m.uf.session_begin[m.uf.sessions - m.o.live_sessions];
+  m.tokens.assign(m.uf.tokens.begin(), m.uf.tokens.begin() + end);
+  return m.tokens;
+}
+std::uint64_t SyntheticStream::start_records() const {
+  return impl_->start_records;
 }
 const std::string& SyntheticStream::name() const {
   return impl_->name;

@@ -89,6 +89,28 @@ class SyntheticStream final : public RecordStream {
   std::uint64_t population_facts() const override;
   double fraction_read() const override;
   const std::string& name() const override;
+  std::uint64_t start_records() const override;
+  /// A lazy stream that declares, at t=0 before its first request, the facts of the users at or
+  /// after `first` for which `eager` is true (user by user, as an eager stream does), and the
+  /// others' as a lazy stream does: for a warm start that needs only some users' facts in
+  /// place (sim/warm_window.h). Before the first next().
+  void declare_at_start(std::function<bool(std::uint64_t user)> eager, std::uint64_t first);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// @brief The users of a generated population one at a time, without the trace: what each
+/// declares at t=0, derived from (seed, user) as the stream derives it.
+class SyntheticUsers {
+ public:
+  explicit SyntheticUsers(const SyntheticOptions& o);
+  ~SyntheticUsers();
+  std::uint64_t users() const;
+  /// Token counts of the facts `user` declares at t=0 (those of its sessions before the live
+  /// ones), in their order; valid until the next call.
+  const std::vector<std::uint32_t>& static_tokens(std::uint64_t user);
 
  private:
   struct Impl;

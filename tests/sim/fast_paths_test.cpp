@@ -85,3 +85,29 @@ TEST_CASE("fast paths: the key takes a boolean") {
   }
   CHECK(error.find("fast_paths") != std::string::npos);
 }
+
+TEST_CASE("fast paths: a warm start that inserts only its window's users ends as a full one") {
+  // About 20 facts a user of 4 MiB each (two 16-token blocks): the GPU tiers hold 12 facts, the
+  // host tier 64: the window is a few users a replica of 1,500 (sim/warm_window.h). Off, every
+  // user's facts are inserted.
+  const std::string users =
+      "users: 1500, requests: 1500, k: 20, facts_per_user: 20, arrival: poisson, rate: 40";
+  const std::string host = "host: {capacity: 256MiB, eviction: lru}";
+  const std::string tiers = "gpu: {capacity: 48MiB, eviction: lru}, " + host;
+  check_both_ways("warm_node",
+                  experiment(users,
+                             "node: hgx-h200-8\nrouter: least_loaded\n"
+                             "store: {warm: true, " +
+                                 tiers + ", disk: {capacity: 512MiB, eviction: lru}}\n"));
+  check_both_ways("warm_through",
+                  experiment(users + ", live_sessions: 2",
+                             "replicas: 4\nstore: {warm: true, " + host +
+                                 ", gpu: {capacity: 48MiB, eviction: lru, write: through}}\n"));
+  check_both_ways(
+      "warm_direct",
+      experiment(users, "store: {warm: true, gpu: {capacity: 48MiB, eviction: lru}}\n"));
+  check_both_ways("warm_closed",
+                  experiment("users: 1500, requests: 1500, k: 20, facts_per_user: 20, "
+                             "arrival: closed_loop, concurrency: 16",
+                             "replicas: 2\nstore: {warm: true, " + tiers + "}\n"));
+}

@@ -204,3 +204,89 @@ TEST_CASE("a stream that keeps some users generates only theirs, with the same d
     CHECK(part.facts_declared() < full.facts_declared() / 2);
   }
 }
+
+TEST_CASE("a stream that declares some users at the start: theirs first, the others' when asked") {
+  const auto o = small();  // live sessions: memory writes too
+  const auto at_start = [](std::uint64_t user) { return user % 4 == 0; };
+  const std::uint64_t first = 40;
+  SyntheticStream eager(o, false), lazy(o, true), mixed(o, true);
+  mixed.declare_at_start(at_start, first);
+  TraceRecord rec;
+  // What the eager stream declares at t=0 for the chosen users, in its order.
+  std::vector<TraceRecord> start;
+  while (eager.next(rec) && rec.kind != RecordKind::kRequest) {
+    if (rec.kind == RecordKind::kFact && rec.fact.user >= first && at_start(rec.fact.user)) {
+      start.push_back(rec);
+    }
+  }
+  REQUIRE(!start.empty());
+  CHECK(mixed.start_records() == UINT64_MAX);  // not known yet
+  REQUIRE(mixed.next(rec));
+  CHECK(rec.kind == RecordKind::kHeader);
+  for (const TraceRecord& want : start) {
+    REQUIRE(mixed.next(rec));
+    REQUIRE(rec.kind == RecordKind::kFact);
+    CHECK(rec.fact.id == want.fact.id);
+    CHECK(rec.fact.user == want.fact.user);
+    CHECK(rec.fact.tokens == want.fact.tokens);
+    CHECK(rec.fact.context_tokens == want.fact.context_tokens);
+    CHECK(rec.fact.time == 0);
+  }
+  // Then, as a lazy stream: the other users' facts just before their first request or memory
+  // write, and the same requests (ids, users, times, facts, resolved through dense indices).
+  std::vector<FactId> dense_lazy, dense_mixed;
+  for (const auto& f : start) dense_mixed.push_back(f.fact.id);
+  std::set<std::uint64_t> declared;
+  for (const auto& f : start) declared.insert(f.fact.user);
+  std::uint64_t requests = 0;
+  bool checked_start = false;
+  while (lazy.next(rec)) {
+    if (rec.kind == RecordKind::kHeader) continue;
+    if (rec.kind != RecordKind::kRequest) {
+      dense_lazy.push_back(rec.fact.id);
+      if (rec.kind == RecordKind::kFact && declared.count(rec.fact.user) != 0) continue;
+    }
+    TraceRecord got;
+    REQUIRE(mixed.next(got));
+    if (!checked_start) {
+      CHECK(mixed.start_records() == 1 + start.size());
+      checked_start = true;
+    }
+    REQUIRE(got.kind == rec.kind);
+    if (rec.kind == RecordKind::kRequest) {
+      ++requests;
+      CHECK(got.request.id == rec.request.id);
+      CHECK(got.request.user == rec.request.user);
+      CHECK(got.request.time == rec.request.time);
+      CHECK(got.request.facts == rec.request.facts);
+      std::vector<FactId> want, have;
+      for (const auto d : lazy.request_fact_indices()) want.push_back(dense_lazy.at(d));
+      for (const auto d : mixed.request_fact_indices()) have.push_back(dense_mixed.at(d));
+      CHECK(have == want);
+    } else {
+      CHECK(got.fact.id == rec.fact.id);
+      CHECK(got.fact.time == rec.fact.time);
+      if (got.kind == RecordKind::kFact) CHECK(declared.count(got.fact.user) == 0);
+      dense_mixed.push_back(got.fact.id);
+    }
+  }
+  CHECK_FALSE(mixed.next(rec));
+  CHECK(requests == o.requests);
+  CHECK(start.size() * 2 < eager.facts_declared());  // (all at t=0: it stopped at a request)
+}
+
+TEST_CASE("a population's users one at a time declare the stream's facts at t=0") {
+  auto o = small();
+  SyntheticStream eager(o, false);
+  SyntheticUsers users(o);
+  CHECK(users.users() == o.users);
+  std::vector<std::vector<std::uint32_t>> tokens(o.users);
+  TraceRecord rec;
+  while (eager.next(rec)) {
+    if (rec.kind == RecordKind::kFact) tokens[rec.fact.user].push_back(rec.fact.tokens);
+  }
+  for (std::uint64_t u = 0; u < o.users; ++u) {
+    CAPTURE(u);
+    CHECK(users.static_tokens(u) == tokens[u]);
+  }
+}
