@@ -248,7 +248,7 @@ TierLevel NodeStore::highest(FactId global) const {
 
 TierLevel NodeStore::lookup(FactId global, SimTime now) {
   // Here, where no caller holds a node id: a sweep frees ids that other calls are using.
-  if (recycle_ids_ && taken_since_sweep_ >= sweep_after_) sweep_ids();
+  sweep_ids_if_due();
   for (const TierLevel t : {TierLevel::kHost, TierLevel::kDisk, TierLevel::kRemote}) {
     StoreTier* s = tier(t);
     if (s == nullptr) continue;

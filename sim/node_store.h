@@ -174,9 +174,17 @@ class NodeStore {
   /// Frees and reuses the ids of facts that no tier of the node holds (see sweep_ids), where
   /// the node's tiers allow it; the fleet's choice of compact records (SimOutputs::compact_ids).
   void set_recycle_ids();
+  /// Frees the ids of facts that no tier of the node holds once as many were taken as were
+  /// live after the last sweep (where ids are recycled); only where no caller holds an id (a
+  /// lookup, the end of a warm insertion).
+  void sweep_ids_if_due() {
+    if (recycle_ids_ && taken_since_sweep_ >= sweep_after_) sweep_ids();
+  }
   /// The ids held now (after a last sweep where ids are recycled) and the facts the node's
   /// tiers hold (not written; checked by the tests).
   std::size_t ids_held();
+  /// The id records allocated: the most ids the node has held at once.
+  std::size_t id_records() const { return globals_.size(); }
   std::uint64_t resident_facts() const;
 
   const StoreTier* tier(TierLevel t) const;

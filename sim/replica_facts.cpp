@@ -160,6 +160,9 @@ void Replica::warm_insert(FactId global) {
     }
     node_->set_warming(false);
     node_->host_evicted().clear();  // before the clock starts: nothing for an executor to drop
+    // As during a run: the ids of the facts the node's tiers passed on are freed, or a warm
+    // start would hold one for every fact it demoted.
+    node_->sweep_ids_if_due();
   }
   // Nothing is pinned before the first request: the records of the warm facts that did not
   // stay are freed as they go, so that a warm start holds what the tiers hold.

@@ -128,6 +128,7 @@ struct RunSummary {
   // The nodes' fact ids held at the end (after a last sweep where they are recycled) and the
   // facts their host and disk tiers hold (not written).
   std::uint64_t node_ids = 0, node_resident_facts = 0;
+  std::uint64_t node_id_records = 0;  // the nodes' id records ever allocated (their peak)
   // For merging the parts of a partitioned run (not written): the executors' busy time, each
   // replica's mean store bytes (0 for replicas of other parts), the events handled.
   std::int64_t busy_ns = 0;

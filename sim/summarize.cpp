@@ -126,6 +126,7 @@ RunSummary summarize_run(const SummaryInputs& in) {
   }
   for (auto& n : in.nodes) {
     s.node_ids += n->ids_held();
+    s.node_id_records += n->id_records();
     s.node_resident_facts += n->resident_facts();
   }
   if (span > 0) s.busy_fraction = double(busy) / (double(span) * double(in.replicas.size()));

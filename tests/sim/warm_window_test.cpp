@@ -4,6 +4,9 @@
 #include "sim/warm_window.h"
 
 #include "sim/config/experiment.h"
+#include "sim/executor_factory.h"
+#include "sim/simulator.h"
+#include "sim/trace_source.h"
 #include "tests/catch.h"
 #include "tests/sim/sim_test_util.h"
 
@@ -88,4 +91,28 @@ TEST_CASE("a warm window of tiers larger than the population holds every user") 
   REQUIRE(w.has_value());
   CHECK(w->first == 0);
   for (std::uint64_t u = 0; u < 3000; ++u) CHECK(w->inserted(u));
+}
+
+TEST_CASE("a warm start frees the node ids of the facts its host tier passed on") {
+  // 2 MiB facts (one 16-token block): the GPU tier keeps 8,192, the host tier 4,096. The
+  // window gives the replica 3 x 12,288 facts, of which about 28,000 go through the host tier.
+  // Its node frees the ids of those it passed on as it goes, as during a run: it holds at most
+  // the 4,096 its tier holds and as many again (at least 4,096) taken since the last sweep.
+  const auto dir = temp_dir("warm_node_ids");
+  const std::string yaml =
+      "experiment: w\nseed: 3\nmodel: llama-3.1-8b\ngpu: h200\n"
+      "trace: {generate: {users: 3000, requests: 20, facts_per_user: 20, fact_words: 12, "
+      "fact_words_sd: 0, rate: 10}}\n"
+      "serving: {k: 20, mode: kv_inject}\n"
+      "store: {warm: true, gpu: {capacity: 16GiB, eviction: lru}, host: {capacity: 8GiB, "
+      "eviction: lru}}\n";
+  const RunConfig run = load_experiment(write_text(dir / "exp.yaml", yaml), {}).runs.at(0);
+  SimOutputs out;
+  out.progress = false;
+  out.compact_ids = 1;
+  Simulator sim(
+      run, streamed_trace(run, true), [&run](int i) { return make_executor(run, i); }, {}, out);
+  const RunSummary s = sim.run();
+  CHECK(s.node_resident_facts == 4096);
+  CHECK(s.node_id_records <= 3 * 4096);
 }
