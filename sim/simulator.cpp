@@ -413,6 +413,16 @@ struct Simulator::Impl {
     return -1;
   }
 
+  /// The progress line's figures: the facts declared until the first request, then the
+  /// requests done and the simulated time.
+  void show_progress(double fraction, SimTime now) {
+    if (preloaded) {
+      progress.update(fraction, metrics.completed(), now);
+    } else {
+      progress.update(fraction, facts.size());
+    }
+  }
+
   void run_open(RecordStream& reader, TraceRecord& first, bool have) {
     // Not with a timeline: its steps are written in the order they start.
     // Not with asynchronous loads: an idle replica's wake-up is an event the fusion bound does
@@ -442,7 +452,7 @@ struct Simulator::Impl {
       if (trace_t == kInfinity && event_t == kInfinity) break;
       if (!preloaded && (!have || trace_t > 0 ||
                          (rec.kind != RecordKind::kFact && rec.kind != RecordKind::kHeader))) {
-        progress.update(reader.fraction_read(), facts.size());  // the phase's last figures
+        show_progress(reader.fraction_read(), now);  // the warm start's last figures
         preload();
       }
       if (trace_t <= event_t) {
@@ -484,15 +494,9 @@ struct Simulator::Impl {
         if (fuse && e.kind == kStepDone) fuse_before = ahead.next_for(static_cast<int>(e.arg));
         handle(e, now);
       }
-      if ((++tick & 0xffff) == 0) {
-        if (preloaded) {
-          progress.update(reader.fraction_read(), metrics.completed(), now);
-        } else {
-          progress.update(reader.fraction_read(), facts.size());
-        }
-      }
+      if ((++tick & 0xffff) == 0) show_progress(reader.fraction_read(), now);
     }
-    progress.update(1.0, metrics.completed(), now);
+    show_progress(1.0, now);
   }
 
   void run_closed(RecordStream& reader, TraceRecord& rec, bool have) {
