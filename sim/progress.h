@@ -54,12 +54,13 @@ class Progress {
     if (shown_) draw(phase_start_);
   }
   /// `fraction` of the whole work done, `done` units of this phase; `sim_now` >= 0: the
-  /// simulated time reached.
+  /// simulated time reached (the line shows the latest of the phase: a fact declared when its
+  /// user first asks is a record at t = 0).
   void update(double fraction, std::uint64_t done, SimTime sim_now = -1) {
     if (!enabled_) return;
     fraction_ = fraction;
     done_ = done;
-    sim_now_ = sim_now;
+    sim_now_ = std::max(sim_now_, sim_now);
     const auto t = Clock::now();
     if (t - start_ < after_ || (shown_ && t - last_ < std::chrono::milliseconds(250))) return;
     if (!shown_ && !partial_dir_.empty()) {

@@ -68,3 +68,14 @@ TEST_CASE("a progress line shows nothing when off, or before its delay") {
   CHECK(printed(false, milliseconds(0), work).empty());
   CHECK(printed(true, milliseconds(3'600'000), work).empty());
 }
+
+TEST_CASE("a progress line keeps the latest simulated time of its phase") {
+  const std::string out = printed(true, milliseconds(0), [](Progress& p) {
+    p.phase("simulation", "requests");
+    p.update(0.5, 10, 2'000'000'000);
+    p.update(0.6, 11, 0);  // a fact declared when its user first asks is a record at t = 0
+    p.finish();
+  });
+  INFO(out);
+  CHECK(out.find("  60.0%  simulation  11 requests  sim 2.00 s  ") != std::string::npos);
+}
