@@ -2,6 +2,10 @@
 // @brief FactIdMap: global fact id -> replica-local id, an open-addressing hash table of 8 bytes
 // a slot, for replicas that see a small part of a large fleet's facts (a table by global id would
 // cost every replica 4 bytes per fact of the whole population).
+//
+// The hash keeps neighbours together: the eight ids of an aligned group (a user's facts have
+// consecutive ids) share one cache line of slots, so a request's lookups of one user's facts,
+// and the evictions of the facts one request placed, read a few lines instead of one each.
 
 #include <cstdint>
 #include <vector>
@@ -14,71 +18,85 @@ class FactIdMap {
  public:
   /// local + 1 of `global`, 0 when absent.
   std::uint32_t find(std::uint64_t global) const {
-    if (slots_.empty()) return 0;
+    if (lines_.empty()) return 0;
     const auto key = static_cast<std::uint32_t>(global) + 1;
     for (std::size_t i = slot_of(key);; i = (i + 1) & mask_) {
-      const Slot& s = slots_[i];
+      const Slot& s = slot(i);
       if (s.key == key) return s.value;
       if (s.key == 0) return 0;
     }
   }
   /// Starts loading the slot where find(global) begins (a hint).
   void prefetch(std::uint64_t global) const {
-    if (!slots_.empty())
-      prefetch_kept(slots_.data() + slot_of(static_cast<std::uint32_t>(global) + 1));
+    if (!lines_.empty()) prefetch_kept(&slot(slot_of(static_cast<std::uint32_t>(global) + 1)));
   }
   /// Maps `global` (absent; below 2^32 - 1) to `value` (local + 1, not 0).
   void insert(std::uint64_t global, std::uint32_t value) {
-    if (2 * (size_ + 1) > slots_.size()) grow();
+    if (2 * (size_ + 1) > capacity()) grow();
     place(static_cast<std::uint32_t>(global) + 1, value);
     ++size_;
   }
   /// Removes `global` if present (backward-shift deletion: no tombstones, so lookups stay as
   /// short as in a table that never held it).
   void erase(std::uint64_t global) {
-    if (slots_.empty()) return;
+    if (lines_.empty()) return;
     const auto key = static_cast<std::uint32_t>(global) + 1;
     std::size_t i = slot_of(key);
-    while (slots_[i].key != key) {
-      if (slots_[i].key == 0) return;
+    while (slot(i).key != key) {
+      if (slot(i).key == 0) return;
       i = (i + 1) & mask_;
     }
-    for (std::size_t j = (i + 1) & mask_; slots_[j].key != 0; j = (j + 1) & mask_) {
+    for (std::size_t j = (i + 1) & mask_; slot(j).key != 0; j = (j + 1) & mask_) {
       // The entry at j moves into the hole at i unless its home lies cyclically in (i, j].
-      const std::size_t home = slot_of(slots_[j].key);
+      const std::size_t home = slot_of(slot(j).key);
       const bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
       if (stays) continue;
-      slots_[i] = slots_[j];
+      slot(i) = slot(j);
       i = j;
     }
-    slots_[i] = Slot{};
+    slot(i) = Slot{};
     --size_;
   }
   std::size_t size() const { return size_; }
-  std::size_t bytes() const { return slots_.size() * sizeof(Slot); }
+  std::size_t bytes() const { return lines_.size() * sizeof(Line); }
 
  private:
   struct Slot {
     std::uint32_t key = 0;  // global + 1; 0: empty
     std::uint32_t value = 0;
   };
+  static constexpr unsigned kGroupBits = 3;  // 8 slots of 8 bytes: a cache line
+  static constexpr std::size_t kGroupMask = (std::size_t{1} << kGroupBits) - 1;
+  struct alignas(64) Line {
+    Slot slots[kGroupMask + 1];
+  };
+  std::size_t capacity() const { return lines_.size() << kGroupBits; }
+  Slot& slot(std::size_t i) { return lines_[i >> kGroupBits].slots[i & kGroupMask]; }
+  const Slot& slot(std::size_t i) const { return lines_[i >> kGroupBits].slots[i & kGroupMask]; }
+  /// The home slot of `key`: its group's line by a multiplicative hash, its place in the line
+  /// by the id's low bits.
   std::size_t slot_of(std::uint32_t key) const {
-    return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 20) & mask_;
+    const std::uint32_t id = key - 1;
+    const std::uint64_t group = id >> kGroupBits;
+    const auto line = static_cast<std::size_t>((group * 0x9E3779B97F4A7C15ull) >> 20);
+    return ((line << kGroupBits) | (id & kGroupMask)) & mask_;
   }
   void place(std::uint32_t key, std::uint32_t value) {
     std::size_t i = slot_of(key);
-    while (slots_[i].key != 0) i = (i + 1) & mask_;
-    slots_[i] = Slot{key, value};
+    while (slot(i).key != 0) i = (i + 1) & mask_;
+    slot(i) = Slot{key, value};
   }
   void grow() {
-    std::vector<Slot> old(slots_.empty() ? 64 : slots_.size() * 2);
-    old.swap(slots_);
-    mask_ = slots_.size() - 1;
-    for (const Slot& s : old) {
-      if (s.key != 0) place(s.key, s.value);
+    std::vector<Line> old(lines_.empty() ? 8 : lines_.size() * 2);
+    old.swap(lines_);
+    mask_ = capacity() - 1;
+    for (const Line& l : old) {
+      for (const Slot& s : l.slots) {
+        if (s.key != 0) place(s.key, s.value);
+      }
     }
   }
-  std::vector<Slot> slots_;
+  std::vector<Line> lines_;
   std::size_t mask_ = 0;
   std::size_t size_ = 0;
 };
