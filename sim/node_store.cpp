@@ -300,9 +300,11 @@ bool NodeStore::write(FactId global, TierLevel t, SimTime now) {
     const FactId vg = remote ? remote_->global_of(v) : globals_[v];
     if (t == TierLevel::kHost) host_evicted_.push_back(vg);
     // Demoted unless the tier writes through (its copy went below when it came) or not at all.
+    // A warm start's drops are not counted, as its writes (its share depends on how much of
+    // the population it was given).
     if (policy == WritePolicy::kBack && next != TierLevel::kGpu) {
-      if (demote(vg, t, now) == Demotion::kDropped) ++f.drops;
-    } else if (policy == WritePolicy::kNone || next == TierLevel::kGpu) {
+      if (demote(vg, t, now) == Demotion::kDropped && !warming_) ++f.drops;
+    } else if ((policy == WritePolicy::kNone || next == TierLevel::kGpu) && !warming_) {
       ++f.drops;
     }
   }

@@ -2,6 +2,8 @@
 // step, the built-in LRU through the policy interface like a user's policy, the general trace
 // parser). Each run here is made both ways and must give a byte-identical requests.csv and the
 // same summary.
+#include <nlohmann/json.hpp>
+
 #include "sim/config/experiment.h"
 #include "sim/runner.h"
 #include "tests/catch.h"
@@ -37,6 +39,13 @@ std::uint64_t check_both_ways(const std::string& name, const std::string& yaml) 
   CHECK(read_text(std::filesystem::path(fast.dir) / "requests.csv") ==
         read_text(std::filesystem::path(general.dir) / "requests.csv"));
   check_same_summary(fast.summary, general.summary);
+  // And what the tiers and links did, as summary.json has it (a warm start's share left out).
+  const auto written = [](const RunOutcome& o) {
+    return nlohmann::json::parse(read_text(std::filesystem::path(o.dir) / "summary.json"));
+  };
+  const auto fast_json = written(fast), general_json = written(general);
+  CHECK(fast_json.at("tiers") == general_json.at("tiers"));
+  CHECK(fast_json.at("links") == general_json.at("links"));
   std::filesystem::remove_all(dir);
   return fast.summary.fused_steps;
 }
