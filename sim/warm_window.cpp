@@ -1,5 +1,6 @@
 #include "sim/warm_window.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace inferscale {
@@ -25,24 +26,29 @@ std::optional<WarmWindow> warm_window(const RunConfig& run, const SyntheticOptio
   auto add = [](std::uint64_t a, std::uint64_t b) {
     return a > UINT64_MAX - b ? UINT64_MAX : a + b;
   };
-  const std::uint64_t capacities = add(
-      s.gpu.capacity_bytes,
-      add(s.host.enabled ? s.host.capacity_bytes : 0, s.disk.enabled ? s.disk.capacity_bytes : 0));
-  const std::uint64_t need = add(capacities, add(capacities, capacities));
-  std::vector<std::uint64_t> given(replicas, 0);
+  const std::uint64_t gpu = s.gpu.capacity_bytes;
+  const std::uint64_t host = s.host.enabled ? s.host.capacity_bytes : 0;
+  const std::uint64_t disk = s.disk.enabled ? s.disk.capacity_bytes : 0;
+  const std::uint64_t need = add(add(gpu, host), disk);
+  std::vector<std::uint64_t> given(replicas, 0), largest(replicas, 0);
   const std::uint64_t bytes_per_token = run.fact_kv_bytes_per_token_per_gpu();
   SyntheticUsers users(o);
+  // Given enough: beyond `need` by more than a fact (the header's argument), here four of its
+  // largest.
+  auto enough = [&](int r) { return given[r] >= add(need, 4 * largest[r]); };
   int short_of = replicas;  // replicas given less than they need
   for (std::uint64_t u = o.users; u-- > 0 && short_of > 0;) {
     const int r = w.home.owner(u);
-    if (given[r] >= need) continue;
+    if (enough(r)) continue;
     for (const std::uint32_t tokens : users.static_tokens(u)) {
-      given[r] +=
+      const std::uint64_t bytes =
           std::uint64_t(tokens + kBlockTokens - 1) / kBlockTokens * kBlockTokens * bytes_per_token;
+      given[r] = add(given[r], bytes);
+      largest[r] = std::max(largest[r], bytes);
     }
     w.start[r] = u;
     w.first = u;
-    if (given[r] >= need) --short_of;
+    if (enough(r)) --short_of;
   }
   return w;
 }

@@ -17,15 +17,20 @@ namespace inferscale {
 /// cold store.
 ///
 /// Why a suffix suffices: a warm start inserts each replica's facts in declaration order, with
-/// no hits. A tier under LRU that admits everything then holds, after each insertion, the
-/// longest suffix of what it was given that fits its capacity, and evicts in the order it was
-/// given; what a GPU tier evicts goes down to the node's tiers (write-back) in that order, and
-/// so on down. Once a replica has been given its tiers' capacities' worth of facts, its GPU
-/// tier holds what it would hold had it been given every earlier fact too, and from then on it
-/// evicts the same facts at the same points; what it evicted earlier is followed by at least
-/// the node's tiers' capacities' worth of later evictions, which push it out of them. Three
-/// times the capacities of the replica's GPU tier and of its node's host and disk tiers leaves
-/// a margin over both (and over facts that straddle a boundary).
+/// no hits. A tier under LRU that admits everything evicts them in the order it was given them
+/// (oldest first) and holds, after each insertion, the longest suffix of what it was given that
+/// fits its capacity. So a fact leaves a replica's GPU tier at the same insertion whether or
+/// not the facts before it were given (it leaves when the facts after it no longer fit with
+/// it), and the GPU tiers of a node send down to its host tier, write-back, the facts of the
+/// window's users in the same order at the same times as with every user. The host tier holds
+/// the longest suffix of that stream that fits; it is the same as with every user when each
+/// replica's part of it, after the facts its GPU tier keeps, comes to more than the host
+/// tier's capacity and a fact: the suffix and the fact before it then hold no fact of an
+/// earlier user. The same goes for what the host tier passes to the disk tier. A replica given
+/// more than the capacity of its GPU tier, of its node's host and disk tiers and a fact has
+/// them all end as after the whole population; the window gives each replica that and four of
+/// its largest facts more (a test runs the chain both ways, and fails with a window short of
+/// the bound).
 struct WarmWindow {
   HashRing home;                     // the warm start's home replica of a user (Simulator's)
   std::vector<std::uint64_t> start;  // by replica: its first user inserted
