@@ -21,8 +21,9 @@ namespace inferscale {
 /// (oldest first) and holds, after each insertion, the longest suffix of what it was given that
 /// fits its capacity. So a fact leaves a replica's GPU tier at the same insertion whether or
 /// not the facts before it were given (it leaves when the facts after it no longer fit with
-/// it), and the GPU tiers of a node send down to its host tier, write-back, the facts of the
-/// window's users in the same order at the same times as with every user. The host tier holds
+/// it), and the GPU tiers of a node send down to its host tier the facts of the window's users
+/// (as they leave, written back, or as they enter, written through) in the same order at the
+/// same times as with every user. The host tier holds
 /// the longest suffix of that stream that fits; it is the same as with every user when each
 /// replica's part of it, after the facts its GPU tier keeps, comes to more than the host
 /// tier's capacity and a fact: the suffix and the fact before it then hold no fact of an
