@@ -153,8 +153,7 @@ void NodeStore::sweep_ids() {
 }
 
 std::uint64_t NodeStore::stored_bytes(std::uint32_t tokens) const {
-  return (std::uint64_t(tokens) + kBlockTokens - 1) / kBlockTokens * kBlockTokens *
-         fact_bytes_per_token_;
+  return blocks_of(tokens) * kBlockTokens * fact_bytes_per_token_;
 }
 
 CacheEntry NodeStore::entry(const StoreTier& tier, FactId global, FactId id) const {

@@ -37,7 +37,7 @@ Replica::Replica(int index, const RunConfig& cfg, FactTable& facts, RequestPool&
   }
   total_blocks_ = cfg.request_kv_bytes() / (kv_bytes_per_token_ * kBlockTokens);
   if (cfg.serving.header_cache) {
-    const auto header_blocks = blocks_for(cfg.serving.header_tokens);
+    const auto header_blocks = blocks_of(cfg.serving.header_tokens);
     total_blocks_ = total_blocks_ > header_blocks ? total_blocks_ - header_blocks : 0;
   }
   free_blocks_ = total_blocks_;
@@ -129,7 +129,7 @@ bool Replica::admit(std::uint32_t ri, SimTime now, std::uint32_t& budget) {
   const std::uint64_t own = std::uint64_t(s.header_cache ? 0 : s.header_tokens) + facts_tokens +
                             s.footer_tokens + r.query_tokens + r.generated;
   // Blocks for the prompt and the first output token.
-  const std::uint64_t blocks = blocks_for(own + 1);
+  const std::uint64_t blocks = blocks_of(own + 1);
   if (blocks > total_blocks_) {
     throw InputError(cfg_.trace.where,
                      "request " + std::to_string(r.id) + " needs " + std::to_string(blocks) +
@@ -263,7 +263,7 @@ bool Replica::plan_decodes(std::uint32_t& budget) {
       continue;
     }
     const std::uint64_t own_after = std::uint64_t(r.context) + 1 - r.shared_tokens;
-    if (blocks_for(own_after) > r.kv_blocks) {
+    if (blocks_of(own_after) > r.kv_blocks) {
       while (free_blocks_ == 0 && running_.back() != ri) preempt(running_.back());
       if (free_blocks_ == 0) {
         preempt(ri);
@@ -428,7 +428,7 @@ std::uint32_t Replica::run_decodes(SimTime& now, SimTime bound, std::vector<SimT
     context_sum += r.context;
     to_generate = std::min(to_generate, r.output_tokens - r.generated);
     // start_step adds one block at a step: new_blocks below counts on no request lacking more.
-    if (blocks_for(std::uint64_t(r.context) + 1 - r.shared_tokens) > r.kv_blocks) return 0;
+    if (blocks_of(std::uint64_t(r.context) + 1 - r.shared_tokens) > r.kv_blocks) return 0;
   }
   // Blocks the requests hold once step j has started (one more each time a request's KV crosses
   // a block; it holds enough for its context + 1 already, so never more than one at a step).
@@ -436,7 +436,7 @@ std::uint32_t Replica::run_decodes(SimTime& now, SimTime bound, std::vector<SimT
     std::uint64_t sum = 0;
     for (const std::uint32_t ri : running_) {
       const Request& r = pool_[ri];
-      const std::uint64_t need = blocks_for(std::uint64_t(r.context) + j + 1 - r.shared_tokens);
+      const std::uint64_t need = blocks_of(std::uint64_t(r.context) + j + 1 - r.shared_tokens);
       if (need > r.kv_blocks) sum += need - r.kv_blocks;
     }
     return sum;
@@ -486,7 +486,7 @@ std::uint32_t Replica::run_decodes(SimTime& now, SimTime bound, std::vector<SimT
     Request& r = pool_[running_[i]];
     r.context += j;
     r.generated += j;
-    const std::uint64_t need = blocks_for(std::uint64_t(r.context) + 1 - r.shared_tokens);
+    const std::uint64_t need = blocks_of(std::uint64_t(r.context) + 1 - r.shared_tokens);
     if (need > r.kv_blocks) {
       free_blocks_ -= need - r.kv_blocks;
       r.kv_blocks = static_cast<std::uint32_t>(need);

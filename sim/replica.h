@@ -328,12 +328,9 @@ class Replica final : public RunView {
   void pin(Request& r, RequestFact& f);
   void unpin_all(Request& r);
   void preempt(std::uint32_t ri);
-  std::uint64_t blocks_for(std::uint64_t tokens) const {
-    return (tokens + kBlockTokens - 1) / kBlockTokens;
-  }
   /// Bytes a fact occupies in a store: the pool keeps KV in 16-token blocks, whole blocks.
   std::uint64_t fact_store_bytes(std::uint64_t tokens) const {
-    return blocks_for(tokens) * kBlockTokens * fact_kv_bytes_per_token_;
+    return blocks_of(tokens) * kBlockTokens * fact_kv_bytes_per_token_;
   }
   /// Bytes a load or offload of a fact moves over PCIe: its tokens' rows (the store counts
   /// whole blocks, the copy does not move the unused rows of the last one).

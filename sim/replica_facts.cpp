@@ -203,14 +203,14 @@ void Replica::preload() {
       if (host_only ? (on_gpu || !on_host) : !on_gpu) continue;
       const FactInfo f = facts_[g];
       if (tokens + f.tokens > cfg_.scheduler.max_batch_tokens ||
-          (host_only && blocks + blocks_for(f.tokens) > pool_blocks)) {
+          (host_only && blocks + blocks_of(f.tokens) > pool_blocks)) {
         flush(host_only);
         tokens = 0;
         blocks = 0;
       }
       plan_.encodes.push_back(FactEncode{g, f.user, f.tokens, 0, true, kNoRequest, 0});
       tokens += f.tokens;
-      blocks += blocks_for(f.tokens);
+      blocks += blocks_of(f.tokens);
     }
     flush(host_only);
   };

@@ -41,8 +41,7 @@ std::optional<WarmWindow> warm_window(const RunConfig& run, const SyntheticOptio
     const int r = w.home.owner(u);
     if (enough(r)) continue;
     for (const std::uint32_t tokens : users.static_tokens(u)) {
-      const std::uint64_t bytes =
-          std::uint64_t(tokens + kBlockTokens - 1) / kBlockTokens * kBlockTokens * bytes_per_token;
+      const std::uint64_t bytes = blocks_of(tokens) * kBlockTokens * bytes_per_token;
       given[r] = add(given[r], bytes);
       largest[r] = std::max(largest[r], bytes);
     }
