@@ -10,7 +10,8 @@
 #              at t=0 for the warm store), RATE_PER_REPLICA (8 requests/s, the issue's 2,000 for
 #              256 replicas), SEED (1),
 #              MEM_LIMIT_KB (virtual memory cap per run, default 20000000: a run past it fails
-#              rather than pushing the machine into swap)
+#              rather than pushing the machine into swap), HOST_TIER (the host tier's capacity a
+#              node, 64GB; none: a GPU tier alone)
 set -euo pipefail
 
 BIN=${1:-build/inferscale}
@@ -19,6 +20,7 @@ WARM=${WARM:-false}
 RATE_PER_REPLICA=${RATE_PER_REPLICA:-8}
 SEED=${SEED:-1}
 MEM_LIMIT_KB=${MEM_LIMIT_KB:-20000000}
+HOST_TIER=${HOST_TIER:-64GB}
 GRID=("$@")
 if ((${#GRID[@]} == 0)); then
   GRID=(10000:100000:8 100000:100000:8 10000:1000000:8 10000:100000:64 10000:100000:256)
@@ -32,13 +34,15 @@ trap 'rm -rf "$TMP"' EXIT
 
 echo "- CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB"
 echo "- load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "- store.warm: $WARM, $RATE_PER_REPLICA requests/s per replica, seed $SEED"
+echo "- store.warm: $WARM, host tier: $HOST_TIER, $RATE_PER_REPLICA requests/s per replica, seed $SEED"
 echo
 echo "| users | requests | replicas | status | wall s | user CPU s | req/s (per CPU s) | peak RSS MiB |"
 echo "|---:|---:|---:|---|---:|---:|---:|---:|"
 for cell in "${GRID[@]}"; do
   IFS=: read -r users requests replicas <<<"$cell"
   rate=$((RATE_PER_REPLICA * replicas))
+  host="  host: {capacity: $HOST_TIER, eviction: lru}"
+  [[ "$HOST_TIER" == none ]] && host=""
   cat >"$TMP/pop.yaml" <<YAML
 experiment: pop
 seed: $SEED
@@ -51,7 +55,7 @@ serving: {mode: kv_inject, k: 50, header_tokens: 64, footer_tokens: 16}
 store:
   warm: $WARM
   gpu: {capacity: 30%, eviction: lru}
-  host: {capacity: 64GB, eviction: lru}
+$host
 output: {requests_csv: true}
 YAML
   status=ok
