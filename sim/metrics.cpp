@@ -175,7 +175,22 @@ void Metrics::record(const Request& r, std::uint32_t k, double ttft_slo_ms, doub
   buf_ += ',';
   put_u(buf_, r.preemptions);
   buf_ += '\n';
-  if (buf_.size() > (1u << 20)) flush_csv();
+  if (!hold_ && buf_.size() > (1u << 20)) flush_csv();
+}
+
+void Metrics::hold_rows() {
+  if (csv_ == nullptr) return;
+  flush_csv();
+  hold_ = true;
+}
+
+void Metrics::write_held_rows(const std::vector<std::pair<std::size_t, std::size_t>>& ranges) {
+  if (csv_ == nullptr) return;
+  reordered_.clear();
+  for (const auto& [begin, end] : ranges) reordered_.append(buf_, begin, end - begin);
+  INFERSCALE_ASSERT(reordered_.size() == buf_.size(), "held rows not covered once each");
+  buf_.swap(reordered_);
+  flush_csv();
 }
 
 void Metrics::flush_csv() {

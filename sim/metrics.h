@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/request.h"
@@ -28,6 +29,14 @@ class Metrics {
   void record(const Request& r, std::uint32_t k, double ttft_slo_ms, double tpot_slo_ms);
   void close();
 
+  /// While rows are held, record() writes none out: they wait in memory, from byte 0 of
+  /// rows_held() (hold_rows writes out those before), for write_held_rows.
+  void hold_rows();
+  std::size_t rows_held() const { return csv_ != nullptr ? buf_.size() : 0; }
+  /// Writes the held rows out in the order of `ranges` ([begin, end) byte ranges of the held
+  /// rows that cover them once each) and holds the next ones.
+  void write_held_rows(const std::vector<std::pair<std::size_t, std::size_t>>& ranges);
+
   std::uint64_t completed() const { return completed_; }
   std::uint64_t output_tokens() const { return output_tokens_; }
   std::uint64_t good() const { return good_; }
@@ -51,6 +60,8 @@ class Metrics {
   std::FILE* csv_ = nullptr;
   std::string csv_path_;
   std::string buf_;
+  bool hold_ = false;
+  std::string reordered_;  // write_held_rows' buffer
   std::uint64_t completed_ = 0, output_tokens_ = 0, good_ = 0;
   std::uint64_t gpu_hits_ = 0, host_hits_ = 0, disk_hits_ = 0, remote_hits_ = 0, misses_ = 0,
                 preemptions_ = 0, prefill_tokens_ = 0;

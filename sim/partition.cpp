@@ -53,8 +53,8 @@ std::string partition_refusal(const RunConfig& run) {
   return "";
 }
 
-int compare_order(SimTime ta, const std::vector<SimTime>& a, std::uint64_t kick_a, SimTime tb,
-                  const std::vector<SimTime>& b, std::uint64_t kick_b) {
+int compare_order(SimTime ta, std::span<const SimTime> a, std::uint64_t kick_a, SimTime tb,
+                  std::span<const SimTime> b, std::uint64_t kick_b) {
   if (ta != tb) return ta < tb ? -1 : 1;
   std::size_t i = a.size(), j = b.size();
   while (i > 0 && j > 0) {

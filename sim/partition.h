@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -54,8 +55,8 @@ class OrderLog {
 /// `kick_a`) comes first, 1 when the other does, as the event queue orders their step ends
 /// (sim_events.h chain_after): time, then the latest starts, a chain at its kick after a step
 /// end, then the kicks' trace positions.
-int compare_order(SimTime ta, const std::vector<SimTime>& a, std::uint64_t kick_a, SimTime tb,
-                  const std::vector<SimTime>& b, std::uint64_t kick_b);
+int compare_order(SimTime ta, std::span<const SimTime> a, std::uint64_t kick_a, SimTime tb,
+                  std::span<const SimTime> b, std::uint64_t kick_b);
 
 /// Merges the parts' requests.csv files (each a header and its rows in its own order) into
 /// `out`, in the fleet's order given by each part's order keys.

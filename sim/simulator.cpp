@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <limits>
 #include <queue>
+#include <span>
+#include <stdexcept>
 #include <tuple>
 #include <unordered_map>
 
@@ -149,7 +151,10 @@ struct Simulator::Impl {
     if (timeline != nullptr) std::fclose(timeline);
   }
 
-  void push(SimTime t, EventKind kind, std::uint64_t arg) { heap.push(Event{t, kind, seq++, arg}); }
+  void push(SimTime t, EventKind kind, std::uint64_t arg) {
+    // In windows, every event is a replica's (a kick or a step end; arg: the replica).
+    (windowed ? replica_heaps[arg] : heap).push(Event{t, kind, seq++, arg});
+  }
 
   /// Before the first request or event: real executors receive the warm store's facts.
   bool preloaded = false;
@@ -170,8 +175,9 @@ struct Simulator::Impl {
     kick_pending[rep] = 1;
     // Partitioned: a kick's order among kicks is the trace position of the record that queued
     // it, the same in every part (in one process, kicks are queued only by records then).
-    if (partitioned) {
-      heap.push(Event{now, kKick, record_index, static_cast<std::uint64_t>(rep)});
+    if (partitioned || windowed) {
+      (windowed ? replica_heaps[rep] : heap)
+          .push(Event{now, kKick, record_index, static_cast<std::uint64_t>(rep)});
     } else {
       push(now, kKick, static_cast<std::uint64_t>(rep));
     }
@@ -194,6 +200,7 @@ struct Simulator::Impl {
       return;
     }
     StepChain& chain = chains[rep];
+    if (windowed) keep_chain(rep);
     chain.kick_seq = kick_seq;
     chain.starts.clear();
     chain.starts.push_back(now);
@@ -322,6 +329,7 @@ struct Simulator::Impl {
         const StepChain& c = chains[rep];
         requests_order.add(now, rep, c.starts, c.kick_seq, std::uint32_t(finished.size()));
       }
+      const std::size_t rows_begin = windowed ? metrics.rows_held() : 0;
       for (const std::uint32_t ri : finished) {
         const Request& r = pool[ri];
         metrics.record(r, static_cast<std::uint32_t>(r.facts.size()), cfg.slo.ttft_ms,
@@ -329,6 +337,10 @@ struct Simulator::Impl {
         if (outputs.on_complete) outputs.on_complete(r);
         if (closed_loop) on_closed_complete(r.user, now);
         pool.release(ri);
+      }
+      if (windowed && metrics.rows_held() != rows_begin) {
+        row_groups.push_back(RowGroup{now, chains[rep].kick_seq, chain_ref(rep),
+                                      chains[rep].starts.size(), rows_begin, metrics.rows_held()});
       }
       if (replica.busy() || !replica.has_work()) return;
       SimTime d = replica.start_step(now);
@@ -499,6 +511,202 @@ struct Simulator::Impl {
     show_progress(1.0, now);
   }
 
+  // ---- replicas in turn, in windows of the trace ------------------------------------------
+  // Where the replicas share nothing and a request's replica follows from its user
+  // (partition_refusal: what partitioned runs need), each replica's records and events are its
+  // own. The trace is then read a window at a time (its facts declared in trace order, as the
+  // loop above does), and each replica in turn runs its records and events up to the window's
+  // end, so that its state stays in the processor's caches for a few hundred requests instead
+  // of one. requests.csv's rows wait for the window's end and are written in the order one
+  // queue would have handled their step ends (compare_order, as partitioned runs merge).
+  using EventHeap = std::priority_queue<Event, std::vector<Event>, EventAfter>;
+  bool windowed = false;
+  std::uint64_t windows = 0;
+  std::vector<EventHeap> replica_heaps;  // by replica: its kicks and step ends
+  static constexpr FactId kNoWrite = ~FactId{0};
+  /// A request or memory write read ahead, waiting for its replica's turn.
+  struct Held {
+    SimTime time;
+    std::uint64_t record_index;
+    std::int64_t position;  // a request's count among the trace's requests
+    RequestId id;
+    UserId user;
+    std::uint32_t query_tokens, output_tokens;
+    std::uint32_t facts_begin, facts_end;  // in its queue's facts
+    FactId write;                          // kNoWrite: a request
+  };
+  struct HeldQueue {
+    std::vector<Held> items;
+    std::vector<std::uint32_t> facts;
+    std::size_t head = 0;
+  };
+  std::vector<HeldQueue> held;
+  /// The rows one step end completed, and what orders that step end among the window's.
+  struct RowGroup {
+    SimTime time;
+    std::uint64_t kick;
+    std::uint32_t chain;     // in chain_refs
+    std::size_t length;      // of the chain then
+    std::size_t begin, end;  // bytes of the held rows
+  };
+  std::vector<RowGroup> row_groups;
+  std::vector<const std::vector<SimTime>*> chain_refs;
+  std::deque<std::vector<SimTime>> kept_chains;  // chains restarted while rows named them
+  std::vector<std::int32_t> replica_ref;         // by replica: its chain's ref, -1: none yet
+
+  bool windows_apply() const {
+    return !partitioned && outputs.fuse_quiet_steps && timeline == nullptr &&
+           !outputs.on_complete && replicas.size() > 1 && partition_refusal(cfg).empty();
+  }
+
+  std::uint32_t chain_ref(int rep) {
+    if (replica_ref[rep] < 0) {
+      replica_ref[rep] = static_cast<std::int32_t>(chain_refs.size());
+      chain_refs.push_back(&chains[rep].starts);
+    }
+    return static_cast<std::uint32_t>(replica_ref[rep]);
+  }
+
+  /// Before a replica's chain restarts: rows of this window that name it keep a copy.
+  void keep_chain(int rep) {
+    if (replica_ref[rep] < 0) return;
+    kept_chains.push_back(std::move(chains[rep].starts));
+    chain_refs[std::size_t(replica_ref[rep])] = &kept_chains.back();
+    chains[rep].starts = {};
+    replica_ref[rep] = -1;
+  }
+
+  void write_window_rows() {
+    std::vector<std::uint32_t> order(row_groups.size());
+    for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+    const auto chain = [this](const RowGroup& g) {
+      return std::span<const SimTime>(chain_refs[g.chain]->data(), g.length);
+    };
+    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+      const RowGroup& x = row_groups[a];
+      const RowGroup& y = row_groups[b];
+      if (x.time != y.time) return x.time < y.time;
+      return compare_order(x.time, chain(x), x.kick, y.time, chain(y), y.kick) < 0;
+    });
+    std::vector<std::pair<std::size_t, std::size_t>> ranges;
+    ranges.reserve(order.size());
+    for (const std::uint32_t i : order) ranges.emplace_back(row_groups[i].begin, row_groups[i].end);
+    metrics.write_held_rows(ranges);
+    row_groups.clear();
+    chain_refs.clear();
+    kept_chains.clear();
+    std::fill(replica_ref.begin(), replica_ref.end(), -1);
+  }
+
+  /// Replica `rep`'s held records and its events before `end`, in the order of run_open.
+  void run_replica(int rep, SimTime end, SimTime& now, std::uint64_t& tick, double fraction) {
+    HeldQueue& q = held[rep];
+    EventHeap& h = replica_heaps[rep];
+    while (true) {
+      const SimTime trace_t = q.head < q.items.size() ? q.items[q.head].time : kInfinity;
+      const SimTime event_t = h.empty() ? kInfinity : h.top().time;
+      if (trace_t != kInfinity && trace_t <= event_t) {
+        const Held& r = q.items[q.head++];
+        now = r.time;
+        record_index = r.record_index;
+        if (r.write != kNoWrite) {
+          on_memory_write(r.write, now);
+        } else {
+          issue(r.id, r.user, now, r.query_tokens, r.output_tokens, q.facts.data() + r.facts_begin,
+                r.facts_end - r.facts_begin, r.position);
+        }
+      } else if (event_t < end) {
+        const Event e = h.top();
+        h.pop();
+        now = e.time;
+        // Its next record, or the window's end: the records after it are not read yet.
+        if (e.kind == kStepDone) fuse_before = trace_t != kInfinity ? trace_t : end;
+        handle(e, now);
+      } else {
+        break;
+      }
+      if ((++tick & 0xffff) == 0) show_progress(fraction, now);
+    }
+    if (q.head != q.items.size()) throw std::logic_error("a held record after its window's end");
+    q.items.clear();
+    q.facts.clear();
+    q.head = 0;
+  }
+
+  void run_windows(RecordStream& reader, TraceRecord& rec, bool have) {
+    windowed = true;
+    replica_heaps.assign(replicas.size(), EventHeap{EventAfter{&chains}});
+    held.resize(replicas.size());
+    replica_ref.assign(replicas.size(), -1);
+    metrics.hold_rows();
+    // A few hundred records a replica: its state is read again while still cached; about
+    // 300 bytes a request held.
+    const std::uint64_t per_window = std::min<std::uint64_t>(128 * replicas.size(), 1u << 17);
+    progress.phase(cfg.store.warm ? "warm start" : "reading facts", "facts");
+    SimTime now = 0;
+    std::uint64_t tick = 0, records_handled = 0;
+    while (true) {
+      std::uint64_t queued = 0;
+      // Facts declared when their user first asks come between requests at t = 0: the
+      // window ends at a request or memory write.
+      while (have && (queued < per_window || rec.kind == RecordKind::kFact ||
+                      rec.kind == RecordKind::kHeader)) {
+        if (!preloaded && (rec.time() > 0 ||
+                           (rec.kind != RecordKind::kFact && rec.kind != RecordKind::kHeader))) {
+          show_progress(reader.fraction_read(), now);
+          preload();
+        }
+        record_index = records_handled++ + reader.records_omitted();
+        switch (rec.kind) {
+          case RecordKind::kHeader:
+            break;
+          case RecordKind::kFact:
+            on_fact(rec.fact, records_handled <= reader.start_records());
+            break;
+          case RecordKind::kMemoryWrite: {
+            const FactId id = add_fact(rec.fact, true);
+            HeldQueue& q = held[home_of(rec.fact.user)];
+            const auto f = static_cast<std::uint32_t>(q.facts.size());
+            q.items.push_back(
+                Held{rec.fact.time, record_index, 0, 0, rec.fact.user, 0, 0, f, f, id});
+            ++queued;
+            break;
+          }
+          case RecordKind::kRequest: {
+            const RequestRecord& r = rec.request;
+            HeldQueue& q = held[router->route_ahead(r.user, requests_seen)];
+            const auto& dense = reader.request_fact_indices();
+            const auto f = static_cast<std::uint32_t>(q.facts.size());
+            q.facts.insert(q.facts.end(), dense.begin(), dense.end());
+            q.items.push_back(Held{r.time, record_index, requests_seen++, r.id, r.user,
+                                   r.query_tokens, r.output_tokens, f,
+                                   static_cast<std::uint32_t>(q.facts.size()), kNoWrite});
+            ++queued;
+            break;
+          }
+        }
+        have = reader.next(rec);
+        if ((++tick & 0xffff) == 0) show_progress(reader.fraction_read(), now);
+      }
+      if (!preloaded && !have) {
+        show_progress(reader.fraction_read(), now);
+        preload();
+      }
+      // Every request and write before `end` is read; the unread ones come at `end` or later.
+      const SimTime end = have ? rec.time() : kInfinity;
+      const double fraction = reader.fraction_read();
+      bool pending = false;
+      for (std::size_t rep = 0; rep < replicas.size(); ++rep) {
+        run_replica(static_cast<int>(rep), end, now, tick, fraction);
+        pending = pending || !replica_heaps[rep].empty();
+      }
+      write_window_rows();
+      ++windows;
+      if (!have && !pending) break;
+    }
+    show_progress(1.0, now);
+  }
+
   void run_closed(RecordStream& reader, TraceRecord& rec, bool have) {
     // A closed-loop trace is read whole: a user's next question waits for its previous answer.
     progress.phase("reading the trace", "records");
@@ -570,6 +778,8 @@ struct Simulator::Impl {
     }
     if (closed_loop) {
       run_closed(reader, rec, have);
+    } else if (windows_apply()) {
+      run_windows(reader, rec, have);
     } else {
       run_open(reader, rec, have);
     }
@@ -598,6 +808,7 @@ struct Simulator::Impl {
 
   RunSummary partial_summary() {
     progress.finish();
+    if (windowed) write_window_rows();  // the window's rows so far, in order
     close_outputs();
     return summarize();
   }
@@ -611,6 +822,7 @@ struct Simulator::Impl {
     in.wall_s = progress.wall_s();
     in.fused_steps = fused_steps;
     in.decode_run_steps = decode_run_steps;
+    in.windows = windows;
     return summarize_run(in);
   }
 };

@@ -120,6 +120,8 @@ struct RunSummary {
   std::uint64_t fused_steps = 0;  // steps whose end was handled without the queue (not written)
   std::uint64_t decode_run_steps = 0;  // of the steps, those started by Replica::run_decodes (not
                                        // written)
+  std::uint64_t windows = 0;  // windows of the trace run replica by replica, 0: one queue (not
+                              // written)
   // Replicas' local fact records at the end, after a last sweep (Replica::sweep_local_facts),
   // and those freed during the run (not written).
   std::uint64_t local_facts = 0, local_facts_freed = 0;

@@ -139,6 +139,7 @@ RunSummary summarize_run(const SummaryInputs& in) {
   s.events_per_s = s.wall_s > 0 ? double(in.events) / s.wall_s : 0;
   s.fused_steps = in.fused_steps;
   s.decode_run_steps = in.decode_run_steps;
+  s.windows = in.windows;
   return s;
 }
 

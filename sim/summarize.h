@@ -28,7 +28,7 @@ struct SummaryInputs {
   std::uint64_t facts = 0;  // declared, or the population's when larger
   std::uint64_t users = 0;  // distinct users seen
   double wall_s = 0;
-  std::uint64_t fused_steps = 0, decode_run_steps = 0;
+  std::uint64_t fused_steps = 0, decode_run_steps = 0, windows = 0;
 };
 
 RunSummary summarize_run(const SummaryInputs& in);

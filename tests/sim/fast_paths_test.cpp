@@ -1,8 +1,14 @@
 // The `fast_paths` switch: off, every behaviour takes the general path (events for every decode
 // step, the built-in LRU through the policy interface like a user's policy, the general trace
-// parser). Each run here is made both ways and must give a byte-identical requests.csv and the
-// same summary.
+// parser, one event queue for the whole fleet instead of replicas run in turn). Each run here is
+// made both ways and must give a byte-identical requests.csv and the same summary.
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
 
 #include "sim/config/experiment.h"
 #include "sim/runner.h"
@@ -16,8 +22,8 @@ using namespace inferscale::test;
 
 namespace {
 
-/// Runs `yaml` with the fast paths on and off; returns the fused steps of the run with them on.
-std::uint64_t check_both_ways(const std::string& name, const std::string& yaml) {
+/// Runs `yaml` with the fast paths on and off; returns the summary of the run with them on.
+RunSummary check_both_ways(const std::string& name, const std::string& yaml) {
   INFO(yaml);
   const auto dir = temp_dir("fast_paths_" + name);
   std::vector<RunOutcome> outcomes;
@@ -35,6 +41,7 @@ std::uint64_t check_both_ways(const std::string& name, const std::string& yaml) 
   const auto& fast = outcomes[0];
   const auto& general = outcomes[1];
   CHECK(general.summary.fused_steps == 0);
+  CHECK(general.summary.windows == 0);
   CHECK(fast.summary.requests > 0);
   CHECK(read_text(std::filesystem::path(fast.dir) / "requests.csv") ==
         read_text(std::filesystem::path(general.dir) / "requests.csv"));
@@ -47,7 +54,7 @@ std::uint64_t check_both_ways(const std::string& name, const std::string& yaml) 
   CHECK(fast_json.at("tiers") == general_json.at("tiers"));
   CHECK(fast_json.at("links") == general_json.at("links"));
   std::filesystem::remove_all(dir);
-  return fast.summary.fused_steps;
+  return fast.summary;
 }
 
 std::string experiment(const std::string& generate, const std::string& rest) {
@@ -65,11 +72,58 @@ TEST_CASE("fast paths: one replica, LRU at a small capacity (the direct tier pat
 }
 
 TEST_CASE("fast paths: eight replicas by user affinity (fused decode steps)") {
-  const std::uint64_t fused = check_both_ways(
+  const RunSummary fast = check_both_ways(
       "fleet", experiment("users: 80, requests: 3000, k: 20, arrival: poisson, rate: 30",
                           "replicas: 8\nrouter: user_affinity\n"
                           "store: {gpu: {capacity: 128MiB, eviction: lru}}\n"));
-  CHECK(fused > 0);  // the switch on does take the fused path here
+  CHECK(fast.fused_steps > 0);  // the switch on does take the fused path here
+  CHECK(fast.windows > 1);      // and runs the replicas in turn, window by window
+}
+
+TEST_CASE("fast paths: replicas in turn write rows of equal times in one queue's order") {
+  // Arrivals in groups of 8 at one instant, equal requests: the replicas run in lockstep, and
+  // rows of equal finish times come from several replicas, ordered by step chains that tie far
+  // back. Windows of 512 requests (128 a replica).
+  const auto dir = temp_dir("fast_paths_ties_trace");
+  std::string csv = "TIMESTAMP,ContextTokens,GeneratedTokens\n";
+  for (int i = 0; i < 2400; ++i) {
+    const int s = i / 8;
+    char line[64];
+    std::snprintf(line, sizeof line, "2023-11-16 18:%02d:%02d.0000000,100,30\n", 15 + s / 60,
+                  s % 60);
+    csv += line;
+  }
+  const auto replay = write_text(dir / "ties.csv", csv);
+  const std::string yaml =
+      "experiment: e\nseed: 3\nmodel: llama-3.1-8b\ngpu: h200\nreplicas: 4\n"
+      "router: user_affinity\nserving: {mode: kv_inject, k: 1, header_tokens: 0}\n"
+      "store: {gpu: {capacity: 2%, eviction: lru}, host: {capacity: 8GB, eviction: lru}}\n"
+      "output: {requests_csv: true}\n"
+      "trace: {generate: {users: 40, requests: 2400, k: 1, facts_per_user: 1, "
+      "facts_per_user_spread: 0, replay: " +
+      replay + "}}\n";
+  const RunSummary fast = check_both_ways("ties", yaml);
+  CHECK(fast.windows > 1);
+  // The ties are there: finish times that rows of two replicas share.
+  const auto outs = load_experiment(write_text(dir / "exp.yaml", yaml), {});
+  RunnerOptions opts;
+  opts.out_dir = (dir / "results").string();
+  opts.progress = false;
+  const auto o = run_experiment(outs, opts);
+  std::map<std::string, std::set<std::string>> replicas_at;  // finish -> replicas
+  std::istringstream rows(read_text(std::filesystem::path(o.at(0).dir) / "requests.csv"));
+  std::string row;
+  std::getline(rows, row);  // header
+  while (std::getline(rows, row)) {
+    std::vector<std::string> cols;
+    std::istringstream fields(row);
+    for (std::string c; std::getline(fields, c, ',');) cols.push_back(c);
+    replicas_at[cols.at(5)].insert(cols.at(2));
+  }
+  const auto shared = std::count_if(replicas_at.begin(), replicas_at.end(),
+                                    [](const auto& t) { return t.second.size() > 1; });
+  CHECK(shared > 10);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("fast paths: a host tier, memory writes during the run, and FIFO") {
@@ -108,10 +162,13 @@ TEST_CASE("fast paths: a warm start that inserts only its window's users ends as
                              "node: hgx-h200-8\nrouter: least_loaded\n"
                              "store: {warm: true, " +
                                  tiers + ", disk: {capacity: 512MiB, eviction: lru}}\n"));
-  check_both_ways("warm_through",
-                  experiment(users + ", live_sessions: 2",
-                             "replicas: 4\nstore: {warm: true, " + host +
-                                 ", gpu: {capacity: 48MiB, eviction: lru, write: through}}\n"));
+  // Four replicas by user affinity: run in turn, window by window, memory writes among them.
+  CHECK(
+      check_both_ways("warm_through",
+                      experiment(users + ", live_sessions: 2",
+                                 "replicas: 4\nstore: {warm: true, " + host +
+                                     ", gpu: {capacity: 48MiB, eviction: lru, write: through}}\n"))
+          .windows > 1);
   check_both_ways(
       "warm_direct",
       experiment(users, "store: {warm: true, gpu: {capacity: 48MiB, eviction: lru}}\n"));
