@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <limits>
 #include <queue>
-#include <span>
 #include <stdexcept>
 #include <tuple>
 #include <unordered_map>
@@ -21,6 +20,7 @@
 #include "sim/summarize.h"
 #include "sim/trace_ahead.h"
 #include "sim/user_map.h"
+#include "sim/window_rows.h"
 #include "traces/error.h"
 #include "traces/record_stream.h"
 
@@ -200,7 +200,7 @@ struct Simulator::Impl {
       return;
     }
     StepChain& chain = chains[rep];
-    if (windowed) keep_chain(rep);
+    if (windowed) window_rows->keep_chain(rep, chain.starts);
     chain.kick_seq = kick_seq;
     chain.starts.clear();
     chain.starts.push_back(now);
@@ -339,8 +339,8 @@ struct Simulator::Impl {
         pool.release(ri);
       }
       if (windowed && metrics.rows_held() != rows_begin) {
-        row_groups.push_back(RowGroup{now, chains[rep].kick_seq, chain_ref(rep),
-                                      chains[rep].starts.size(), rows_begin, metrics.rows_held()});
+        window_rows->add(now, rep, chains[rep].kick_seq, chains[rep].starts, rows_begin,
+                         metrics.rows_held());
       }
       if (replica.busy() || !replica.has_work()) return;
       SimTime d = replica.start_step(now);
@@ -541,62 +541,14 @@ struct Simulator::Impl {
     std::size_t head = 0;
   };
   std::vector<HeldQueue> held;
-  /// The rows one step end completed, and what orders that step end among the window's.
-  struct RowGroup {
-    SimTime time;
-    std::uint64_t kick;
-    std::uint32_t chain;     // in chain_refs
-    std::size_t length;      // of the chain then
-    std::size_t begin, end;  // bytes of the held rows
-  };
-  std::vector<RowGroup> row_groups;
-  std::vector<const std::vector<SimTime>*> chain_refs;
-  std::deque<std::vector<SimTime>> kept_chains;  // chains restarted while rows named them
-  std::vector<std::int32_t> replica_ref;         // by replica: its chain's ref, -1: none yet
+  std::unique_ptr<WindowRows> window_rows;  // requests.csv's rows of the window
 
   bool windows_apply() const {
     return !partitioned && outputs.fuse_quiet_steps && timeline == nullptr &&
            !outputs.on_complete && replicas.size() > 1 && partition_refusal(cfg).empty();
   }
 
-  std::uint32_t chain_ref(int rep) {
-    if (replica_ref[rep] < 0) {
-      replica_ref[rep] = static_cast<std::int32_t>(chain_refs.size());
-      chain_refs.push_back(&chains[rep].starts);
-    }
-    return static_cast<std::uint32_t>(replica_ref[rep]);
-  }
-
-  /// Before a replica's chain restarts: rows of this window that name it keep a copy.
-  void keep_chain(int rep) {
-    if (replica_ref[rep] < 0) return;
-    kept_chains.push_back(std::move(chains[rep].starts));
-    chain_refs[std::size_t(replica_ref[rep])] = &kept_chains.back();
-    chains[rep].starts = {};
-    replica_ref[rep] = -1;
-  }
-
-  void write_window_rows() {
-    std::vector<std::uint32_t> order(row_groups.size());
-    for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-    const auto chain = [this](const RowGroup& g) {
-      return std::span<const SimTime>(chain_refs[g.chain]->data(), g.length);
-    };
-    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
-      const RowGroup& x = row_groups[a];
-      const RowGroup& y = row_groups[b];
-      if (x.time != y.time) return x.time < y.time;
-      return compare_order(x.time, chain(x), x.kick, y.time, chain(y), y.kick) < 0;
-    });
-    std::vector<std::pair<std::size_t, std::size_t>> ranges;
-    ranges.reserve(order.size());
-    for (const std::uint32_t i : order) ranges.emplace_back(row_groups[i].begin, row_groups[i].end);
-    metrics.write_held_rows(ranges);
-    row_groups.clear();
-    chain_refs.clear();
-    kept_chains.clear();
-    std::fill(replica_ref.begin(), replica_ref.end(), -1);
-  }
+  void write_window_rows() { metrics.write_held_rows(window_rows->take_order()); }
 
   /// Replica `rep`'s held records and its events before `end`, in the order of run_open.
   void run_replica(int rep, SimTime end, SimTime& now, std::uint64_t& tick, double fraction) {
@@ -637,7 +589,7 @@ struct Simulator::Impl {
     windowed = true;
     replica_heaps.assign(replicas.size(), EventHeap{EventAfter{&chains}});
     held.resize(replicas.size());
-    replica_ref.assign(replicas.size(), -1);
+    window_rows = std::make_unique<WindowRows>(replicas.size());
     metrics.hold_rows();
     // A few hundred records a replica: its state is read again while still cached; about
     // 300 bytes a request held.
