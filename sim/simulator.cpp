@@ -15,12 +15,12 @@
 #include "sim/node_store.h"
 #include "sim/partition.h"
 #include "sim/progress.h"
+#include "sim/replica_windows.h"
 #include "sim/router.h"
 #include "sim/sim_events.h"
 #include "sim/summarize.h"
 #include "sim/trace_ahead.h"
 #include "sim/user_map.h"
-#include "sim/window_rows.h"
 #include "traces/error.h"
 #include "traces/record_stream.h"
 
@@ -153,7 +153,12 @@ struct Simulator::Impl {
 
   void push(SimTime t, EventKind kind, std::uint64_t arg) {
     // In windows, every event is a replica's (a kick or a step end; arg: the replica).
-    (windowed ? replica_heaps[arg] : heap).push(Event{t, kind, seq++, arg});
+    (window_rows ? replica_heaps[arg] : heap).push(Event{t, kind, seq++, arg});
+  }
+
+  /// Whether `r` comes after the facts declared at t = 0 (preload before it).
+  static bool starts_clock(const TraceRecord& r) {
+    return r.time() > 0 || (r.kind != RecordKind::kFact && r.kind != RecordKind::kHeader);
   }
 
   /// Before the first request or event: real executors receive the warm store's facts.
@@ -175,8 +180,8 @@ struct Simulator::Impl {
     kick_pending[rep] = 1;
     // Partitioned: a kick's order among kicks is the trace position of the record that queued
     // it, the same in every part (in one process, kicks are queued only by records then).
-    if (partitioned || windowed) {
-      (windowed ? replica_heaps[rep] : heap)
+    if (partitioned || window_rows) {
+      (window_rows ? replica_heaps[rep] : heap)
           .push(Event{now, kKick, record_index, static_cast<std::uint64_t>(rep)});
     } else {
       push(now, kKick, static_cast<std::uint64_t>(rep));
@@ -200,7 +205,7 @@ struct Simulator::Impl {
       return;
     }
     StepChain& chain = chains[rep];
-    if (windowed) window_rows->keep_chain(rep, chain.starts);
+    if (window_rows) window_rows->keep_chain(rep, chain.starts);
     chain.kick_seq = kick_seq;
     chain.starts.clear();
     chain.starts.push_back(now);
@@ -329,7 +334,7 @@ struct Simulator::Impl {
         const StepChain& c = chains[rep];
         requests_order.add(now, rep, c.starts, c.kick_seq, std::uint32_t(finished.size()));
       }
-      const std::size_t rows_begin = windowed ? metrics.rows_held() : 0;
+      const std::size_t rows_begin = window_rows ? metrics.rows_held() : 0;
       for (const std::uint32_t ri : finished) {
         const Request& r = pool[ri];
         metrics.record(r, static_cast<std::uint32_t>(r.facts.size()), cfg.slo.ttft_ms,
@@ -338,7 +343,7 @@ struct Simulator::Impl {
         if (closed_loop) on_closed_complete(r.user, now);
         pool.release(ri);
       }
-      if (windowed && metrics.rows_held() != rows_begin) {
+      if (window_rows && metrics.rows_held() != rows_begin) {
         window_rows->add(now, rep, chains[rep].kick_seq, chains[rep].starts, rows_begin,
                          metrics.rows_held());
       }
@@ -462,8 +467,7 @@ struct Simulator::Impl {
       const SimTime trace_t = have ? rec.time() : kInfinity;
       const SimTime event_t = heap.empty() ? kInfinity : heap.top().time;
       if (trace_t == kInfinity && event_t == kInfinity) break;
-      if (!preloaded && (!have || trace_t > 0 ||
-                         (rec.kind != RecordKind::kFact && rec.kind != RecordKind::kHeader))) {
+      if (!preloaded && (!have || starts_clock(rec))) {
         show_progress(reader.fraction_read(), now);  // the warm start's last figures
         preload();
       }
@@ -520,27 +524,10 @@ struct Simulator::Impl {
   // of one. requests.csv's rows wait for the window's end and are written in the order one
   // queue would have handled their step ends (compare_order, as partitioned runs merge).
   using EventHeap = std::priority_queue<Event, std::vector<Event>, EventAfter>;
-  bool windowed = false;
   std::uint64_t windows = 0;
   std::vector<EventHeap> replica_heaps;  // by replica: its kicks and step ends
-  static constexpr FactId kNoWrite = ~FactId{0};
-  /// A request or memory write read ahead, waiting for its replica's turn.
-  struct Held {
-    SimTime time;
-    std::uint64_t record_index;
-    std::int64_t position;  // a request's count among the trace's requests
-    RequestId id;
-    UserId user;
-    std::uint32_t query_tokens, output_tokens;
-    std::uint32_t facts_begin, facts_end;  // in its queue's facts
-    FactId write;                          // kNoWrite: a request
-  };
-  struct HeldQueue {
-    std::vector<Held> items;
-    std::vector<std::uint32_t> facts;
-    std::size_t head = 0;
-  };
-  std::vector<HeldQueue> held;
+  std::vector<WindowQueue> held;         // by replica: its records of the window
+  /// requests.csv's rows of the window; set: the replicas run in turn.
   std::unique_ptr<WindowRows> window_rows;  // requests.csv's rows of the window
 
   bool windows_apply() const {
@@ -552,21 +539,22 @@ struct Simulator::Impl {
 
   /// Replica `rep`'s held records and its events before `end`, in the order of run_open.
   void run_replica(int rep, SimTime end, SimTime& now, std::uint64_t& tick, double fraction) {
-    HeldQueue& q = held[rep];
+    WindowQueue& q = held[rep];
     EventHeap& h = replica_heaps[rep];
     while (true) {
-      const SimTime trace_t = q.head < q.items.size() ? q.items[q.head].time : kInfinity;
+      const SimTime trace_t = q.empty() ? kInfinity : q.front().time;
       const SimTime event_t = h.empty() ? kInfinity : h.top().time;
       if (trace_t != kInfinity && trace_t <= event_t) {
-        const Held& r = q.items[q.head++];
+        const WindowQueue::Held& r = q.front();
         now = r.time;
         record_index = r.record_index;
-        if (r.write != kNoWrite) {
+        if (r.write != WindowQueue::kNoWrite) {
           on_memory_write(r.write, now);
         } else {
-          issue(r.id, r.user, now, r.query_tokens, r.output_tokens, q.facts.data() + r.facts_begin,
+          issue(r.id, r.user, now, r.query_tokens, r.output_tokens, q.facts(r),
                 r.facts_end - r.facts_begin, r.position);
         }
+        q.pop();
       } else if (event_t < end) {
         const Event e = h.top();
         h.pop();
@@ -579,14 +567,11 @@ struct Simulator::Impl {
       }
       if ((++tick & 0xffff) == 0) show_progress(fraction, now);
     }
-    if (q.head != q.items.size()) throw std::logic_error("a held record after its window's end");
-    q.items.clear();
-    q.facts.clear();
-    q.head = 0;
+    if (!q.empty()) throw std::logic_error("a held record after its window's end");
+    q.clear();
   }
 
   void run_windows(RecordStream& reader, TraceRecord& rec, bool have) {
-    windowed = true;
     replica_heaps.assign(replicas.size(), EventHeap{EventAfter{&chains}});
     held.resize(replicas.size());
     window_rows = std::make_unique<WindowRows>(replicas.size());
@@ -603,8 +588,7 @@ struct Simulator::Impl {
       // window ends at a request or memory write.
       while (have && (queued < per_window || rec.kind == RecordKind::kFact ||
                       rec.kind == RecordKind::kHeader)) {
-        if (!preloaded && (rec.time() > 0 ||
-                           (rec.kind != RecordKind::kFact && rec.kind != RecordKind::kHeader))) {
+        if (!preloaded && starts_clock(rec)) {
           show_progress(reader.fraction_read(), now);
           preload();
         }
@@ -615,27 +599,17 @@ struct Simulator::Impl {
           case RecordKind::kFact:
             on_fact(rec.fact, records_handled <= reader.start_records());
             break;
-          case RecordKind::kMemoryWrite: {
-            const FactId id = add_fact(rec.fact, true);
-            HeldQueue& q = held[home_of(rec.fact.user)];
-            const auto f = static_cast<std::uint32_t>(q.facts.size());
-            q.items.push_back(
-                Held{rec.fact.time, record_index, 0, 0, rec.fact.user, 0, 0, f, f, id});
+          case RecordKind::kMemoryWrite:
+            held[home_of(rec.fact.user)].hold_write(rec.fact, record_index,
+                                                    add_fact(rec.fact, true));
             ++queued;
             break;
-          }
-          case RecordKind::kRequest: {
-            const RequestRecord& r = rec.request;
-            HeldQueue& q = held[router->route_ahead(r.user, requests_seen)];
-            const auto& dense = reader.request_fact_indices();
-            const auto f = static_cast<std::uint32_t>(q.facts.size());
-            q.facts.insert(q.facts.end(), dense.begin(), dense.end());
-            q.items.push_back(Held{r.time, record_index, requests_seen++, r.id, r.user,
-                                   r.query_tokens, r.output_tokens, f,
-                                   static_cast<std::uint32_t>(q.facts.size()), kNoWrite});
+          case RecordKind::kRequest:
+            held[router->route_ahead(rec.request.user, requests_seen)].hold_request(
+                rec.request, record_index, requests_seen, reader.request_fact_indices());
+            ++requests_seen;
             ++queued;
             break;
-          }
         }
         have = reader.next(rec);
         if ((++tick & 0xffff) == 0) show_progress(reader.fraction_read(), now);
@@ -760,7 +734,7 @@ struct Simulator::Impl {
 
   RunSummary partial_summary() {
     progress.finish();
-    if (windowed) write_window_rows();  // the window's rows so far, in order
+    if (window_rows) write_window_rows();  // the window's rows so far, in order
     close_outputs();
     return summarize();
   }

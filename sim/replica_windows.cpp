@@ -1,4 +1,4 @@
-#include "sim/window_rows.h"
+#include "sim/replica_windows.h"
 
 #include <algorithm>
 #include <span>
