@@ -28,8 +28,8 @@ RunSummary check_both_ways(const std::string& name, const std::string& yaml) {
   const auto dir = temp_dir("fast_paths_" + name);
   std::vector<RunOutcome> outcomes;
   for (const char* on : {"true", "false"}) {
-    const auto exp = load_experiment(write_text(dir / "exp.yaml", yaml),
-                                     {std::string("fast_paths=") + on});
+    const auto exp =
+        load_experiment(write_text(dir / "exp.yaml", yaml), {std::string("fast_paths=") + on});
     RunnerOptions opts;
     opts.out_dir = (dir / (std::string("results_") + on)).string();
     opts.progress = false;
@@ -59,16 +59,20 @@ RunSummary check_both_ways(const std::string& name, const std::string& yaml) {
 
 std::string experiment(const std::string& generate, const std::string& rest) {
   return "experiment: e\nseed: 5\nmodel: llama-3.1-8b\ngpu: h200\n"
-         "trace: {generate: {" + generate + "}}\n"
+         "trace: {generate: {" +
+         generate +
+         "}}\n"
          "serving: {k: 20, mode: kv_inject}\n"
-         "output: {requests_csv: true}\n" + rest;
+         "output: {requests_csv: true}\n" +
+         rest;
 }
 
 }  // namespace
 
 TEST_CASE("fast paths: one replica, LRU at a small capacity (the direct tier path)") {
-  check_both_ways("lru1", experiment("users: 30, requests: 1500, k: 20, arrival: poisson, rate: 40",
-                                     "store: {warm: false, gpu: {capacity: 64MiB, eviction: lru}}\n"));
+  check_both_ways("lru1",
+                  experiment("users: 30, requests: 1500, k: 20, arrival: poisson, rate: 40",
+                             "store: {warm: false, gpu: {capacity: 64MiB, eviction: lru}}\n"));
 }
 
 TEST_CASE("fast paths: eight replicas by user affinity (fused decode steps)") {
