@@ -23,8 +23,8 @@ command -v /usr/bin/time >/dev/null || { echo "needs /usr/bin/time (Debian: apt-
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-GEN=(trace generate --users "$USERS" --requests "$REQUESTS" --rate "$RATE" --seed "$SEED"
-     --out "$TMP/trace.jsonl")
+GEN=(trace generate --no-progress --users "$USERS" --requests "$REQUESTS" --rate "$RATE"
+     --seed "$SEED" --out "$TMP/trace.jsonl")
 "$BIN" "${GEN[@]}" >/dev/null
 
 # The defaults of the simulator, spelled out: KV injection at k=50, Llama-3.1-8B on H200s, a

@@ -7,6 +7,7 @@
 // consecutive ids) share one cache line of slots, so a request's lookups of one user's facts,
 // and the evictions of the facts one request placed, read a few lines instead of one each.
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -57,6 +58,28 @@ class FactIdMap {
     slot(i) = Slot{};
     --size_;
   }
+  /// @brief Erasures in batches (the last one when it goes), as a sweep frees ids: a batch's
+  /// slots are loaded while its ids are named, so that their cache misses overlap.
+  class BatchEraser {
+   public:
+    explicit BatchEraser(FactIdMap& map) : map_(map) {}
+    ~BatchEraser() { flush(); }
+    void erase(std::uint64_t global) {
+      map_.prefetch(global);
+      batch_[n_++] = global;
+      if (n_ == kBatch) flush();
+    }
+    void flush() {
+      for (std::size_t i = 0; i < n_; ++i) map_.erase(batch_[i]);
+      n_ = 0;
+    }
+
+   private:
+    static constexpr std::size_t kBatch = 32;
+    FactIdMap& map_;
+    std::array<std::uint64_t, kBatch> batch_{};
+    std::size_t n_ = 0;
+  };
   std::size_t size() const { return size_; }
   std::size_t bytes() const { return lines_.size() * sizeof(Line); }
 

@@ -139,13 +139,14 @@ std::uint64_t NodeStore::resident_facts() const {
 
 void NodeStore::sweep_ids() {
   taken_since_sweep_ = 0;
-  // Descending, so that the lowest freed id is taken first.
+  // Descending, so that the lowest freed id is taken first; map entries erased in batches.
+  FactIdMap::BatchEraser erase(ids_);
   for (std::size_t id = globals_.size(); id-- > 0;) {
     if (globals_[id] == kFreeId || (host_ && host_->resident(id)) ||
         (disk_ && disk_->resident(id))) {
       continue;
     }
-    ids_.erase(globals_[id]);
+    erase.erase(globals_[id]);
     globals_[id] = kFreeId;
     free_ids_.push_back(id);
   }

@@ -71,11 +71,12 @@ void Replica::set_compact_ids() {
 void Replica::sweep_local_facts() {
   taken_since_sweep_ = 0;
   if (!free_locals_) return;
-  // Descending, so that the lowest freed id is taken first.
+  // Descending, so that the lowest freed id is taken first; map entries erased in batches.
+  FactIdMap::BatchEraser erase(local_map_);
   for (std::size_t l = local_.size(); l-- > 0;) {
     LocalFact& f = local_[l];
     if (f.global == kFreeLocal || f.pins != 0 || gpu_->resident(l)) continue;
-    local_map_.erase(f.global);
+    erase.erase(f.global);
     f.global = kFreeLocal;
     if (async_loads_) async_ready_[l] = 0;
     free_local_.push_back(static_cast<std::uint32_t>(l));
@@ -284,16 +285,15 @@ bool Replica::insert_gpu_tiers(FactId global, SimTime now, bool use_admission, R
       // earlier in this step (the plan lists it) and offloaded again now must stay.
       auto& hev = plan_.host_evictions;
       if (!hev.empty()) hev.erase(std::remove(hev.begin(), hev.end(), vg), hev.end());
-      // Into host memory first, whichever tier keeps it.
+      // Into host memory first, whichever tier keeps it. Written in place (as plan_encode's
+      // encodes): a copy from the stack would wait for its narrow stores to drain.
       const std::uint32_t tokens = facts_.tokens(vg).tokens;
-      const FactLoad offload{vg, tokens, move_bytes(tokens), kNoRequest, 0};
-      if (async_copy_) {
-        // On the device-to-host copy engine; a load into the blocks it frees waits for it.
-        d2h_free_at_ = std::max(d2h_free_at_, now) + load_cost_(offload.bytes);
-        plan_.async_offloads.push_back(offload);
-      } else {
-        plan_.offloads.push_back(offload);
-      }
+      FactLoad& offload = (async_copy_ ? plan_.async_offloads : plan_.offloads).emplace_back();
+      offload.fact = vg;
+      offload.tokens = tokens;
+      offload.bytes = move_bytes(tokens);
+      // On the device-to-host copy engine; a load into the blocks it frees waits for it.
+      if (async_copy_) d2h_free_at_ = std::max(d2h_free_at_, now) + load_cost_(offload.bytes);
       node_->flow(TierLevel::kGpu).bytes_out += offload.bytes;
       ++stats_.offloads;
     } else if (d == NodeStore::Demotion::kDropped) {

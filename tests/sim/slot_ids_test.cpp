@@ -191,3 +191,23 @@ TEST_CASE("FactIdMap erases without losing the entries probed past the hole") {
   map.erase(999999);  // absent: nothing changes
   CHECK(map.size() == reference.size());
 }
+
+TEST_CASE("FactIdMap's batch eraser removes what it is given, the last batch when it goes") {
+  FactIdMap map;
+  for (std::uint64_t key = 0; key < 1000; ++key)
+    map.insert(key, static_cast<std::uint32_t>(key + 7));
+  {
+    FactIdMap::BatchEraser erase(map);
+    // Every third key, descending as a sweep names them: more than one batch, and a last one
+    // that is not full; an absent key among them changes nothing.
+    for (std::uint64_t key = 999;; --key) {
+      if (key % 3 == 0) erase.erase(key);
+      if (key == 0) break;
+    }
+    erase.erase(5000);
+  }
+  CHECK(map.size() == 1000 - 334);
+  for (std::uint64_t key = 0; key < 1000; ++key) {
+    CHECK(map.find(key) == (key % 3 == 0 ? 0u : key + 7));
+  }
+}
