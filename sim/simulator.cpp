@@ -2,16 +2,17 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <deque>
 #include <filesystem>
 #include <limits>
+#include <memory>
+#include <optional>
 #include <queue>
 #include <stdexcept>
 #include <tuple>
 #include <unordered_map>
 
 #include "executor/cost_model/cost_model.h"
+#include "sim/closed_loop.h"
 #include "sim/node_store.h"
 #include "sim/partition.h"
 #include "sim/progress.h"
@@ -19,6 +20,7 @@
 #include "sim/router.h"
 #include "sim/sim_events.h"
 #include "sim/summarize.h"
+#include "sim/timeline.h"
 #include "sim/trace_ahead.h"
 #include "sim/user_map.h"
 #include "traces/error.h"
@@ -31,20 +33,6 @@ namespace {
 using namespace sim_events;
 
 constexpr SimTime kInfinity = std::numeric_limits<SimTime>::max();
-
-/// A closed-loop request waiting for its user's previous answer.
-struct PendingRequest {
-  RequestId id;
-  SimTime time;
-  std::uint32_t query_tokens, output_tokens;
-  std::int64_t trace_position;
-  std::vector<std::uint32_t> facts;  // dense ids
-};
-
-struct ClosedUser {
-  UserId user;
-  std::deque<PendingRequest> pending;
-};
 
 std::uint32_t cwe_context_tokens(const FactRecord& f, const ServingConfig& s) {
   if (s.cwe_window == 0) return 0;
@@ -80,8 +68,7 @@ struct Simulator::Impl {
   std::int64_t requests_seen = 0;
   UserMap<std::uint8_t> users_seen;  // distinct users (the value is unused)
   Progress progress;
-  std::FILE* timeline = nullptr;
-  bool timeline_first = true;
+  std::unique_ptr<TimelineFile> timeline;  // output.timeline, when asked for
   std::uint64_t events = 0;
 
   // partitioned (SimOutputs::part of parts)
@@ -94,13 +81,8 @@ struct Simulator::Impl {
     return !partitioned || std::uint32_t(rep) % outputs.parts == outputs.part;
   }
 
-  // closed loop
   bool closed_loop = false;
-  SimTime think_time = 0;
-  std::vector<ClosedUser> closed_users;
-  std::unordered_map<UserId, std::size_t> closed_index;
-  std::size_t next_inactive = 0;
-  std::uint64_t closed_total = 0;
+  ClosedLoop closed;
 
   Impl(const RunConfig& c, TraceOpener open, ExecutorFactory make, EncodeCostFn cost,
        SimOutputs out, NextAccessFn next_access)
@@ -142,13 +124,8 @@ struct Simulator::Impl {
     kick_pending.assign(c.replicas, 0);
     chains.resize(c.replicas);
     if (!outputs.timeline_json.empty()) {
-      timeline = std::fopen(outputs.timeline_json.c_str(), "wb");
-      if (timeline == nullptr) throw std::runtime_error("cannot write " + outputs.timeline_json);
-      std::fprintf(timeline, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
+      timeline = std::make_unique<TimelineFile>(outputs.timeline_json);
     }
-  }
-  ~Impl() {
-    if (timeline != nullptr) std::fclose(timeline);
   }
 
   void push(SimTime t, EventKind kind, std::uint64_t arg) {
@@ -217,20 +194,7 @@ struct Simulator::Impl {
     const StepRecord& s = r.last_step();
     if (timeline_order.on())
       timeline_order.add(s.start, r.index(), chain.starts, chain.kick_seq, 1);
-    std::fprintf(
-        timeline,
-        "%s{\"name\":\"step\",\"ph\":\"X\",\"pid\":0,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
-        "\"args\":{\"tokens\":%u,\"prefills\":%u,\"decodes\":%u,\"encodes\":%u,"
-        "\"loads\":%u,\"async_loads\":%u,\"kv_blocks\":%llu,\"encode_us\":%.3f,\"load_us\":%.3f,"
-        "\"inject_us\":%.3f,\"prefill_us\":%.3f,\"decode_us\":%.3f,"
-        "\"overhead_us\":%.3f}}",
-        timeline_first ? "" : ",\n", r.index(), double(s.start) / 1e3, double(s.duration_ns) / 1e3,
-        s.batch_tokens, s.prefills, s.decodes, s.encodes, s.loads, s.async_loads,
-        static_cast<unsigned long long>(s.kv_blocks_used), double(s.phases.encode_ns) / 1e3,
-        double(s.phases.load_ns) / 1e3, double(s.phases.inject_ns) / 1e3,
-        double(s.phases.prefill_ns) / 1e3, double(s.phases.decode_ns) / 1e3,
-        double(s.phases.overhead_ns) / 1e3);
-    timeline_first = false;
+    timeline->add(r.index(), s);
   }
 
   FactId add_fact(const FactRecord& f, bool memory_write) {
@@ -340,7 +304,7 @@ struct Simulator::Impl {
         metrics.record(r, static_cast<std::uint32_t>(r.facts.size()), cfg.slo.ttft_ms,
                        cfg.slo.tpot_ms);
         if (outputs.on_complete) outputs.on_complete(r);
-        if (closed_loop) on_closed_complete(r.user, now);
+        if (closed_loop) push_issue(closed.on_complete(r.user, now));
         pool.release(ri);
       }
       if (window_rows && metrics.rows_held() != rows_begin) {
@@ -390,27 +354,13 @@ struct Simulator::Impl {
 
   // ---- closed loop --------------------------------------------------------------------------
   void issue_next(std::size_t u, SimTime now) {
-    ClosedUser& cu = closed_users[u];
-    PendingRequest p = std::move(cu.pending.front());
-    cu.pending.pop_front();
-    issue(p.id, cu.user, now, p.query_tokens, p.output_tokens, p.facts.data(), p.facts.size(),
+    auto [user, p] = closed.take(u);
+    issue(p.id, user, now, p.query_tokens, p.output_tokens, p.facts.data(), p.facts.size(),
           p.trace_position);
   }
 
-  void activate_next_user(SimTime now) {
-    if (next_inactive >= closed_users.size()) return;
-    const std::size_t u = next_inactive++;
-    push(std::max(now, closed_users[u].pending.front().time), kIssue, u);
-  }
-
-  void on_closed_complete(UserId user, SimTime now) {
-    const std::size_t u = closed_index[user];
-    ClosedUser& cu = closed_users[u];
-    if (!cu.pending.empty()) {
-      push(std::max(now + think_time, cu.pending.front().time), kIssue, u);
-    } else {
-      activate_next_user(now);
-    }
+  void push_issue(const std::optional<ClosedLoop::Issue>& i) {
+    if (i) push(i->time, kIssue, i->user);
   }
 
   // ---- main loops ---------------------------------------------------------------------------
@@ -650,30 +600,27 @@ struct Simulator::Impl {
           push(rec.fact.time, kWrite, id);
           break;
         }
-        case RecordKind::kRequest: {
-          auto [it, inserted] = closed_index.emplace(rec.request.user, closed_users.size());
-          if (inserted) closed_users.push_back(ClosedUser{rec.request.user, {}});
-          const auto& dense = reader.request_fact_indices();
-          closed_users[it->second].pending.push_back(
-              PendingRequest{rec.request.id, rec.request.time, rec.request.query_tokens,
-                             rec.request.output_tokens, requests_seen++, dense});
-          ++closed_total;
+        case RecordKind::kRequest:
+          closed.add(rec.request.user,
+                     ClosedRequest{rec.request.id, rec.request.time, rec.request.query_tokens,
+                                   rec.request.output_tokens, requests_seen++,
+                                   reader.request_fact_indices()});
           break;
-        }
       }
       have = reader.next(rec);
     }
     preload();
     SimTime now = 0;
     const std::uint32_t c = reader.header().concurrency;
-    for (std::uint32_t i = 0; i < c; ++i) activate_next_user(0);
+    for (std::uint32_t i = 0; i < c; ++i) push_issue(closed.activate_next(0));
     std::uint64_t tick = 0;
     while (!heap.empty()) {
       const Event e = heap.top();
       heap.pop();
       handle(e, e.time);
       if ((++tick & 0xffff) == 0) {
-        progress.update(closed_total ? double(metrics.completed()) / double(closed_total) : 1.0,
+        const std::uint64_t total = closed.requests();
+        progress.update(total ? double(metrics.completed()) / double(total) : 1.0,
                         metrics.completed(), e.time);
       }
       now = e.time;
@@ -696,7 +643,7 @@ struct Simulator::Impl {
     bool have = reader.next(rec);
     closed_loop =
         have && rec.kind == RecordKind::kHeader && rec.header.arrival == ArrivalMode::kClosedLoop;
-    think_time = reader.header().think_time_ns;
+    closed.set_think_time(reader.header().think_time_ns);
     if (closed_loop && partitioned) {
       throw InputError(reader.name(),
                        "a closed-loop trace cannot be partitioned over processes (a user's next "
@@ -725,11 +672,7 @@ struct Simulator::Impl {
     metrics.close();
     requests_order.close();
     timeline_order.close();
-    if (timeline != nullptr) {
-      std::fprintf(timeline, "\n]}\n");
-      std::fclose(timeline);
-      timeline = nullptr;
-    }
+    if (timeline != nullptr) timeline->close();
   }
 
   RunSummary partial_summary() {
