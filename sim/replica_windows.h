@@ -1,5 +1,5 @@
 #pragma once
-// @brief Replicas run in turn over windows of the trace (sim/simulator.cpp run_windows): the
+// @brief Replicas run in turn over windows of the trace (sim/simulator_loops.cpp run_windows): the
 // records each replica waits to run (WindowQueue), and the rows of requests.csv they complete,
 // put back in the order one event queue handles their step ends (WindowRows): by time, then the
 // replicas' step chains and the kicks' trace positions (compare_order, the order partitioned

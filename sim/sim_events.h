@@ -1,6 +1,6 @@
 #pragma once
-// @brief The simulator's event queue order (events, replicas' chains of steps); private to
-// simulator.cpp.
+// @brief The simulator's event queue order (events, replicas' chains of steps); private to the
+// simulator (sim/simulator_impl.h).
 
 #include <cstdint>
 #include <vector>
