@@ -107,6 +107,7 @@ NodeStore::NodeStore(int index, const RunConfig& cfg, const FactTable& facts, Re
 }
 
 FactId NodeStore::id_of(FactId global) {
+  if (shared_) return shared_->node_id_of(global);
   const std::uint32_t i = ids_.find(global);
   if (i != 0) return i - 1;
   ++taken_since_sweep_;
@@ -126,11 +127,39 @@ void NodeStore::set_recycle_ids() {
   // Only where no tier of the node tells ids apart (see sweep_ids).
   recycle_ids_ = (host_ || disk_) && (!host_ || host_->forgets_removed()) &&
                  (!disk_ || disk_->forgets_removed());
+  if (recycle_ids_ && view_.replicas.size() == 1 && view_.replicas[0]->frees_local_facts()) {
+    shared_ = view_.replicas[0];
+    shared_->share_ids_with_node();
+    recycle_ids_ = false;  // the replica's sweeps free the records
+  }
 }
 
 std::size_t NodeStore::ids_held() {
+  if (shared_) return resident_facts();  // the replica's records of what the tiers hold
   if (recycle_ids_) sweep_ids();
   return globals_.size() - free_ids_.size();
+}
+
+std::size_t NodeStore::id_records() const {
+  return shared_ ? 0 : globals_.size();
+}
+
+FactId NodeStore::find(FactId global) const {
+  if (shared_) return shared_->find_local(global);  // kNoLocal is kAbsent
+  const std::uint32_t i = ids_.find(global);
+  return i == 0 ? kAbsent : i - 1;
+}
+
+FactId NodeStore::global_of(FactId id) const {
+  return shared_ ? shared_->global_of_local(id) : globals_[id];
+}
+
+void NodeStore::prefetch(FactId global) const {
+  if (shared_) {
+    shared_->prefetch_local_map(global);
+  } else {
+    ids_.prefetch(global);
+  }
 }
 
 std::uint64_t NodeStore::resident_facts() const {
@@ -230,6 +259,10 @@ void NodeStore::prefetch_host_victims(int stage, std::uint32_t n) {
   }
   for (std::uint32_t i = 0; i < w.n; ++i) {
     const FactId id = host_->walked_fact(w, i);
+    if (shared_) {  // its record holds its pins
+      if (stage == 1) shared_->prefetch_local(id);
+      continue;
+    }
     if (id >= globals_.size()) continue;
     if (stage == 1) {
       __builtin_prefetch(globals_.data() + id);
@@ -297,7 +330,7 @@ bool NodeStore::write(FactId global, TierLevel t, SimTime now) {
   const TierLevel next = below(t);
   // Room made (even for a fact then refused): the victims go down by the tier's write policy.
   for (const FactId v : evicted) {
-    const FactId vg = remote ? remote_->global_of(v) : globals_[v];
+    const FactId vg = remote ? remote_->global_of(v) : global_of(v);
     if (t == TierLevel::kHost) host_evicted_.push_back(vg);
     // Demoted unless the tier writes through (its copy went below when it came) or not at all.
     // A warm start's drops are not counted, as its writes (its share depends on how much of
@@ -335,6 +368,7 @@ void NodeStore::count_load(TierLevel t, std::uint64_t bytes, SimTime issued, Sim
 }
 
 bool NodeStore::View::pinned(FactId id) const {
+  if (node->shared_) return node->shared_->pinned(id);
   const FactId g = node->globals_[id];
   for (const Replica* r : replicas) {
     if (r->pinned_global(g)) return true;
@@ -367,7 +401,11 @@ SimTime NodeStore::View::user_last_active(UserId user) const {
 
 std::int64_t NodeStore::View::next_access(FactId id) const {
   if (!node->next_access_) return kNever;
-  return node->next_access_(node->globals_[id], position());
+  return node->next_access_(node->global_of(id), position());
+}
+
+FactId NodeStore::View::fact_id_bound() const {
+  return node->shared_ ? node->shared_->local_id_bound() : node->globals_.size();
 }
 
 std::int64_t NodeStore::View::position() const {

@@ -2,7 +2,8 @@
 // @brief The fact store below the GPU: per node a host DRAM tier and a local NVMe tier that the
 // node's replicas share, and the fleet's remote KV store; the links that reach them (the node's
 // NVMe drives, its network link) and what each tier and link did. Ids are global fact ids; each
-// store numbers the facts it sees by first sight.
+// store numbers the facts it sees by first sight (a node of one replica may use its replica's
+// numbers: NodeStore::set_recycle_ids).
 
 #include <array>
 #include <cstdint>
@@ -124,7 +125,7 @@ class NodeStore {
   NodeStore(NodeStore&&) = delete;  // its view points to it
 
   /// A replica of this node (its pins keep facts in the node's tiers as they do on its GPU).
-  void add_replica(const Replica* r) { view_.replicas.push_back(r); }
+  void add_replica(Replica* r) { view_.replicas.push_back(r); }
   /// The replica acting now (an offline policy reads the future from its trace position).
   void set_acting(const Replica* r) { view_.acting = r; }
 
@@ -133,7 +134,7 @@ class NodeStore {
   TierLevel lookup(FactId global, SimTime now);
   /// Starts loading this node's record of `global` (its id), which lookup, resident and write
   /// read first (a hint).
-  void prefetch(FactId global) const { ids_.prefetch(global); }
+  void prefetch(FactId global) const;
   /// Starts loading what the host tier's next evictions read, in stages that a caller spreads
   /// over its own work so that each stage's lines have arrived when the next reads them (hints:
   /// they change nothing): 0: walks the host LRU's next `n` victims (their slots); 1: this
@@ -173,7 +174,14 @@ class NodeStore {
   }
   /// Frees and reuses the ids of facts that no tier of the node holds (see sweep_ids), where
   /// the node's tiers allow it; the fleet's choice of compact records (SimOutputs::compact_ids).
+  /// A node of one replica that frees its own records (Replica::set_compact_ids) then names
+  /// facts by that replica's local ids instead: one record and one map entry a fact on the
+  /// node, not two (the replica keeps the records of the facts the node's tiers hold).
   void set_recycle_ids();
+  /// Whether a tier of the node (host, disk) holds node id `id`.
+  bool holds(FactId id) const {
+    return (host_ && host_->resident(id)) || (disk_ && disk_->resident(id));
+  }
   /// Frees the ids of facts that no tier of the node holds once as many were taken as were
   /// live after the last sweep (where ids are recycled); only where no caller holds an id (a
   /// lookup, the end of a warm insertion).
@@ -184,7 +192,7 @@ class NodeStore {
   /// tiers hold (not written; checked by the tests).
   std::size_t ids_held();
   /// The id records allocated: the most ids the node has held at once.
-  std::size_t id_records() const { return globals_.size(); }
+  std::size_t id_records() const;
   std::uint64_t resident_facts() const;
 
   const StoreTier* tier(TierLevel t) const;
@@ -212,7 +220,7 @@ class NodeStore {
   class View final : public RunView {
    public:
     const NodeStore* node = nullptr;
-    std::vector<const Replica*> replicas;
+    std::vector<Replica*> replicas;
     const Replica* acting = nullptr;
     bool pinned(FactId id) const override;
     std::uint64_t unpin_count() const override;
@@ -220,17 +228,16 @@ class NodeStore {
     SimTime user_last_active(UserId user) const override;
     std::int64_t next_access(FactId id) const override;
     std::int64_t position() const override;
-    FactId fact_id_bound() const override { return node->globals_.size(); }
+    FactId fact_id_bound() const override;
   };
   FactId id_of(FactId global);
+  /// The global id of node id `id`.
+  FactId global_of(FactId id) const;
   /// Frees the ids of the facts that no tier of the node holds (their records would otherwise
   /// grow with every fact the node has ever held): when every tier of the node places by slot
   /// and learns nothing from misses (StoreTier::forgets_removed), an id is only a name.
   void sweep_ids();
-  FactId find(FactId global) const {
-    const std::uint32_t i = ids_.find(global);
-    return i == 0 ? kAbsent : i - 1;
-  }
+  FactId find(FactId global) const;
   static constexpr FactId kAbsent = ~FactId{0};
   CacheEntry entry(const StoreTier& tier, FactId global, FactId id) const;
   const TierConfig& config(TierLevel t) const;
@@ -244,6 +251,7 @@ class NodeStore {
   std::unique_ptr<StoreTier> host_, disk_;
   FactIdMap ids_;
   std::vector<FactId> globals_;
+  Replica* shared_ = nullptr;  // set: the node's ids are this replica's local ids
   static constexpr FactId kFreeId = ~FactId{0} - 1;  // globals_ of a freed id
   bool recycle_ids_ = false;
   std::vector<FactId> free_ids_;  // freed ids, the next one taken last

@@ -76,6 +76,26 @@ class Replica final : public RunView {
   std::size_t local_facts() const { return local_.size() - free_local_.size(); }
   /// Local fact records freed by sweeps so far.
   std::uint64_t local_facts_freed() const { return local_facts_freed_; }
+  /// Whether sweeps free local records (compact ids and a GPU tier that forgets removed facts).
+  bool frees_local_facts() const { return free_locals_; }
+  /// The node's ids are this replica's local ids (NodeStore::set_recycle_ids): sweeps keep the
+  /// records of the facts the node's tiers hold. These are the node's calls on them: the local
+  /// id of `global` (a record made at first sight), or kNoLocal when it has none; the global id
+  /// of a local one; the bound of local ids; a hint to load the map entry of `global` or the
+  /// record of `local`.
+  void share_ids_with_node() { node_ids_ = true; }
+  static constexpr FactId kNoLocal = ~FactId{0};
+  FactId node_id_of(FactId global) { return local_id(global); }
+  FactId find_local(FactId global) const {
+    const std::uint32_t l = local_map_.find(global);
+    return l == 0 ? kNoLocal : l - 1;
+  }
+  FactId global_of_local(FactId local) const { return global_of(local); }
+  FactId local_id_bound() const { return local_bound(); }
+  void prefetch_local_map(FactId global) const { local_map_.prefetch(global); }
+  void prefetch_local(FactId local) const {
+    if (local < local_.size()) prefetch_kept(local_.data() + local);
+  }
   /// Sends the warm facts still resident to the executor as encodes (without their CWE context),
   /// before the clock starts, so a real executor holds the KV the store says it holds. Their
   /// time is not counted.
@@ -393,6 +413,7 @@ class Replica final : public RunView {
   std::vector<LocalFact> local_;                            // without global ids
   static constexpr std::uint32_t kFreeLocal = 0xffffffffu;  // LocalFact::global of a freed one
   bool free_locals_ = false;                                // sweep_local_facts frees records
+  bool node_ids_ = false;  // the node names facts by these local ids (share_ids_with_node)
   std::vector<std::uint32_t> free_local_;  // freed local ids, the next one taken last
   std::size_t taken_since_sweep_ = 0;
   std::size_t sweep_after_ = kMinSweep;  // records taken before the next sweep

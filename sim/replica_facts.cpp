@@ -75,7 +75,10 @@ void Replica::sweep_local_facts() {
   FactIdMap::BatchEraser erase(local_map_);
   for (std::size_t l = local_.size(); l-- > 0;) {
     LocalFact& f = local_[l];
-    if (f.global == kFreeLocal || f.pins != 0 || gpu_->resident(l)) continue;
+    if (f.global == kFreeLocal || f.pins != 0 || gpu_->resident(l) ||
+        (node_ids_ && node_->holds(l))) {
+      continue;
+    }
     erase.erase(f.global);
     f.global = kFreeLocal;
     if (async_loads_) async_ready_[l] = 0;
