@@ -316,14 +316,16 @@ SimTime NodeStore::fetch(FactId global, TierLevel from, std::uint64_t bytes, Sim
   return ready;
 }
 
-bool NodeStore::write(FactId global, TierLevel t, SimTime now) {
+bool NodeStore::write(FactId global, TierLevel t, SimTime now, FactId node_id) {
   StoreTier* s = tier(t);
   if (s == nullptr) return false;
   const bool remote = t == TierLevel::kRemote;
-  const FactId id = remote ? remote_->id_of(global) : id_of(global);
+  const FactId id = remote ? remote_->id_of(global) : node_id != kNoId ? node_id : id_of(global);
   if (s->resident(id)) return true;
   const std::uint64_t bytes = moved_bytes(facts_.tokens(global).tokens);
-  std::vector<FactId> evicted;
+  // A tier's writes only write further down: one list of victims a tier is enough.
+  std::vector<FactId>& evicted = evicted_[static_cast<int>(t)];
+  evicted.clear();
   const bool kept = s->insert(entry(*s, global, id), now, &evicted);
   TierFlow& f = flow(t);
   const WritePolicy policy = config(t).write;
@@ -336,7 +338,7 @@ bool NodeStore::write(FactId global, TierLevel t, SimTime now) {
     // A warm start's drops are not counted, as its writes (its share depends on how much of
     // the population it was given).
     if (policy == WritePolicy::kBack && next != TierLevel::kGpu) {
-      if (demote(vg, t, now) == Demotion::kDropped && !warming_) ++f.drops;
+      if (demote(vg, t, now, remote ? kNoId : v) == Demotion::kDropped && !warming_) ++f.drops;
     } else if ((policy == WritePolicy::kNone || next == TierLevel::kGpu) && !warming_) {
       ++f.drops;
     }
@@ -348,14 +350,17 @@ bool NodeStore::write(FactId global, TierLevel t, SimTime now) {
     if (t == TierLevel::kDisk) disk_write_.transfer(bytes, now);
     if (remote) net_out_.transfer(bytes, now);
   }
-  if (policy == WritePolicy::kThrough && next != TierLevel::kGpu) write(global, next, now);
+  if (policy == WritePolicy::kThrough && next != TierLevel::kGpu) {
+    write(global, next, now, remote || next == TierLevel::kRemote ? kNoId : id);
+  }
   return true;
 }
 
-NodeStore::Demotion NodeStore::demote(FactId global, TierLevel t, SimTime now) {
+NodeStore::Demotion NodeStore::demote(FactId global, TierLevel t, SimTime now, FactId node_id) {
   for (TierLevel b = below(t); b != TierLevel::kGpu; b = below(b)) {
-    if (resident(global, b)) return Demotion::kHeld;
-    if (write(global, b, now)) return Demotion::kWritten;
+    const FactId id = b == TierLevel::kRemote ? kNoId : node_id;
+    if (id != kNoId ? tier(b)->resident(id) : resident(global, b)) return Demotion::kHeld;
+    if (write(global, b, now, id)) return Demotion::kWritten;
   }
   return Demotion::kDropped;
 }

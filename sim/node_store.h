@@ -149,15 +149,19 @@ class NodeStore {
   /// promotes it into the enabled tiers above it: when its data is in host memory. Host hits
   /// are in host memory at once (`now`).
   SimTime fetch(FactId global, TierLevel from, std::uint64_t bytes, SimTime now);
+  /// No node id known (write, demote): they look it up.
+  static constexpr FactId kNoId = ~FactId{0};
   /// Writes `global` into tier `t` (a demotion, a write-through or a promotion), over the tier's
   /// write link; what it evicts goes down by that tier's write policy. False when the tier did
-  /// not keep it (held already counts as kept).
-  bool write(FactId global, TierLevel t, SimTime now);
+  /// not keep it (held already counts as kept). `node_id`: its id on this node when the caller
+  /// knows it (host or disk tier), so that it is not looked up.
+  bool write(FactId global, TierLevel t, SimTime now, FactId node_id = kNoId);
   enum class Demotion { kWritten, kHeld, kDropped };
   /// `global` leaves tier `t` (an eviction that writes back): written into the first tier below
   /// it that keeps it (one full of pinned facts, or whose admission refuses, passes it further
-  /// down). kHeld: a tier below holds it already; kDropped: none keeps it.
-  Demotion demote(FactId global, TierLevel t, SimTime now);
+  /// down). kHeld: a tier below holds it already; kDropped: none keeps it. `node_id` as write's
+  /// (a replica whose local ids the node uses knows its victims').
+  Demotion demote(FactId global, TierLevel t, SimTime now, FactId node_id = kNoId);
   /// The first enabled tier below `t`, kGpu when none.
   TierLevel below(TierLevel t) const;
   /// Facts that left the host tier since the last call (a real executor drops their copies).
@@ -262,7 +266,8 @@ class NodeStore {
   std::array<TierFlow, 3> flows_;  // gpu (loads into it), host, disk
   TierFlow no_remote_;             // stays empty: the fleet has no remote tier
   std::vector<FactId> host_evicted_;
-  StoreTier::VictimWalk host_walk_;  // prefetch_host_victims'
+  std::array<std::vector<FactId>, kTierLevels> evicted_;  // write's victims, by tier (reused)
+  StoreTier::VictimWalk host_walk_;                       // prefetch_host_victims'
   bool warming_ = false;
   View view_;
 };

@@ -282,7 +282,8 @@ bool Replica::insert_gpu_tiers(FactId global, SimTime now, bool use_admission, R
       continue;
     }
     node_->set_acting(this);
-    const NodeStore::Demotion d = node_->demote(vg, TierLevel::kGpu, now);
+    const NodeStore::Demotion d =
+        node_->demote(vg, TierLevel::kGpu, now, node_ids_ ? v : NodeStore::kNoId);
     if (d == NodeStore::Demotion::kWritten) {
       // The executor offloads before it drops host copies: a fact dropped from the host tier
       // earlier in this step (the plan lists it) and offloaded again now must stay.
