@@ -7,7 +7,7 @@
 // consecutive ids) share one cache line of slots, so a request's lookups of one user's facts,
 // and the evictions of the facts one request placed, read a few lines instead of one each.
 
-#include <array>
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -58,28 +58,22 @@ class FactIdMap {
     slot(i) = Slot{};
     --size_;
   }
-  /// @brief Erasures in batches (the last one when it goes), as a sweep frees ids: a batch's
-  /// slots are loaded while its ids are named, so that their cache misses overlap.
-  class BatchEraser {
-   public:
-    explicit BatchEraser(FactIdMap& map) : map_(map) {}
-    ~BatchEraser() { flush(); }
-    void erase(std::uint64_t global) {
-      map_.prefetch(global);
-      batch_[n_++] = global;
-      if (n_ == kBatch) flush();
+  /// Empties the map, then maps global_of(i) to i + 1 for each i below `n` where it is not
+  /// `none`: a sweep's records left, by their ids. Each one's slot is loaded a few ids ahead, so
+  /// that the misses overlap. A sweep frees about as many records as it keeps, and an insertion
+  /// a record left costs less than an erasure a record freed, which walks the rest of its probe
+  /// run (a user's facts fill whole lines, so runs are long).
+  template <typename GlobalOf>
+  void rebuild(std::size_t n, GlobalOf global_of, std::uint64_t none) {
+    std::fill(lines_.begin(), lines_.end(), Line{});
+    size_ = 0;
+    constexpr std::size_t kAhead = 16;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i + kAhead < n && global_of(i + kAhead) != none) prefetch(global_of(i + kAhead));
+      const std::uint64_t g = global_of(i);
+      if (g != none) insert(g, static_cast<std::uint32_t>(i + 1));
     }
-    void flush() {
-      for (std::size_t i = 0; i < n_; ++i) map_.erase(batch_[i]);
-      n_ = 0;
-    }
-
-   private:
-    static constexpr std::size_t kBatch = 32;
-    FactIdMap& map_;
-    std::array<std::uint64_t, kBatch> batch_{};
-    std::size_t n_ = 0;
-  };
+  }
   std::size_t size() const { return size_; }
   std::size_t bytes() const { return lines_.size() * sizeof(Line); }
 

@@ -168,17 +168,17 @@ std::uint64_t NodeStore::resident_facts() const {
 
 void NodeStore::sweep_ids() {
   taken_since_sweep_ = 0;
-  // Descending, so that the lowest freed id is taken first; map entries erased in batches.
-  FactIdMap::BatchEraser erase(ids_);
+  // Descending, so that the lowest freed id is taken first.
   for (std::size_t id = globals_.size(); id-- > 0;) {
     if (globals_[id] == kFreeId || (host_ && host_->resident(id)) ||
         (disk_ && disk_->resident(id))) {
       continue;
     }
-    erase.erase(globals_[id]);
     globals_[id] = kFreeId;
     free_ids_.push_back(id);
   }
+  ids_.rebuild(
+      globals_.size(), [this](std::size_t id) { return globals_[id]; }, kFreeId);
   sweep_after_ = std::max(kMinSweep, globals_.size() - free_ids_.size());
 }
 

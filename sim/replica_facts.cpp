@@ -71,20 +71,20 @@ void Replica::set_compact_ids() {
 void Replica::sweep_local_facts() {
   taken_since_sweep_ = 0;
   if (!free_locals_) return;
-  // Descending, so that the lowest freed id is taken first; map entries erased in batches.
-  FactIdMap::BatchEraser erase(local_map_);
+  // Descending, so that the lowest freed id is taken first.
   for (std::size_t l = local_.size(); l-- > 0;) {
     LocalFact& f = local_[l];
     if (f.global == kFreeLocal || f.pins != 0 || gpu_->resident(l) ||
         (node_ids_ && node_->holds(l))) {
       continue;
     }
-    erase.erase(f.global);
     f.global = kFreeLocal;
     if (async_loads_) async_ready_[l] = 0;
     free_local_.push_back(static_cast<std::uint32_t>(l));
     ++local_facts_freed_;
   }
+  local_map_.rebuild(
+      local_.size(), [this](std::size_t l) { return local_[l].global; }, kFreeLocal);
   sweep_after_ = std::max(kMinSweep, local_facts());
 }
 

@@ -192,22 +192,22 @@ TEST_CASE("FactIdMap erases without losing the entries probed past the hole") {
   CHECK(map.size() == reference.size());
 }
 
-TEST_CASE("FactIdMap's batch eraser removes what it is given, the last batch when it goes") {
+TEST_CASE("FactIdMap's rebuild maps the records left and nothing else") {
   FactIdMap map;
-  for (std::uint64_t key = 0; key < 1000; ++key)
-    map.insert(key, static_cast<std::uint32_t>(key + 7));
-  {
-    FactIdMap::BatchEraser erase(map);
-    // Every third key, descending as a sweep names them: more than one batch, and a last one
-    // that is not full; an absent key among them changes nothing.
-    for (std::uint64_t key = 999;; --key) {
-      if (key % 3 == 0) erase.erase(key);
-      if (key == 0) break;
-    }
-    erase.erase(5000);
+  std::vector<std::uint64_t> globals;
+  for (std::uint64_t key = 0; key < 1000; ++key) {
+    globals.push_back(key * 7);
+    map.insert(key * 7, static_cast<std::uint32_t>(key + 1));
   }
+  // A sweep frees every third record: the map again from those left.
+  constexpr std::uint64_t kFree = ~std::uint64_t{0};
+  for (std::size_t i = 0; i < globals.size(); i += 3) globals[i] = kFree;
+  map.rebuild(
+      globals.size(), [&](std::size_t i) { return globals[i]; }, kFree);
   CHECK(map.size() == 1000 - 334);
   for (std::uint64_t key = 0; key < 1000; ++key) {
-    CHECK(map.find(key) == (key % 3 == 0 ? 0u : key + 7));
+    CHECK(map.find(key * 7) == (key % 3 == 0 ? 0u : key + 1));
   }
+  map.insert(0, 5);  // a freed one taken again
+  CHECK(map.find(0) == 5);
 }
