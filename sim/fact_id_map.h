@@ -37,27 +37,6 @@ class FactIdMap {
     place(static_cast<std::uint32_t>(global) + 1, value);
     ++size_;
   }
-  /// Removes `global` if present (backward-shift deletion: no tombstones, so lookups stay as
-  /// short as in a table that never held it).
-  void erase(std::uint64_t global) {
-    if (lines_.empty()) return;
-    const auto key = static_cast<std::uint32_t>(global) + 1;
-    std::size_t i = slot_of(key);
-    while (slot(i).key != key) {
-      if (slot(i).key == 0) return;
-      i = (i + 1) & mask_;
-    }
-    for (std::size_t j = (i + 1) & mask_; slot(j).key != 0; j = (j + 1) & mask_) {
-      // The entry at j moves into the hole at i unless its home lies cyclically in (i, j].
-      const std::size_t home = slot_of(slot(j).key);
-      const bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
-      if (stays) continue;
-      slot(i) = slot(j);
-      i = j;
-    }
-    slot(i) = Slot{};
-    --size_;
-  }
   /// Empties the map, then maps global_of(i) to i + 1 for each i below `n` where it is not
   /// `none`: a sweep's records left, by their ids. Each one's slot is loaded a few ids ahead, so
   /// that the misses overlap. A sweep frees about as many records as it keeps, and an insertion
