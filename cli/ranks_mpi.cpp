@@ -82,9 +82,7 @@ std::optional<std::vector<RunOutcome>> run_on_ranks(const ExperimentConfig& exp,
   // A run that cannot be partitioned is found by every rank before anything runs: rank 0 says
   // why (status 2), the others end quietly with the same status.
   if (const std::string why = mpi::partition_check(exp, opts); !why.empty()) {
-    mpi::finish_world();
-    if (w.rank == 0) throw InputError("", why);
-    std::exit(2);
+    mpi::refuse_world(why);
   }
   auto outcomes = or_abort_job([&] { return mpi::run_partitioned(exp, opts); });
   mpi::finish_world();

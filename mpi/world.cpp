@@ -83,6 +83,17 @@ void abort_world(int status) {
   std::exit(status);
 }
 
+void refuse_world(const std::string& why) {
+  if (g_world.rank == 0) std::fprintf(stderr, "error: %s\n", why.c_str());
+  std::fflush(stdout);
+  std::fflush(stderr);
+  if (g_initialized) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    finish_world();
+  }
+  std::exit(2);
+}
+
 void set_doing(const std::string& what) {
   const std::size_t n = std::min(what.size(), sizeof g_doing - 1);
   std::memcpy(g_doing, what.data(), n);

@@ -27,6 +27,11 @@ void finish_world();
 /// Ends every rank of the job with exit status `status`, after this rank printed why.
 [[noreturn]] void abort_world(int status);
 
+/// Ends every rank with status 2 (bad input) where all of them found the same mistake: rank 0
+/// prints "error: `why`", and the others wait until it has, since the launcher stops the job
+/// at the first rank that exits with an error (a quiet rank ending first had the message cut).
+[[noreturn]] void refuse_world(const std::string& why);
+
 /// What this rank is doing, for the message printed if it is stopped by a signal (SIGABRT,
 /// SIGTERM, SIGSEGV...): "running probe ...". Kept in a fixed buffer (signal-safe to read).
 void set_doing(const std::string& what);
