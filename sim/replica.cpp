@@ -238,6 +238,7 @@ void Replica::begin_step(SimTime now) {
   // plan_encode renumbers it (see sweep_local_facts).
   if (taken_since_sweep_ >= sweep_after_) sweep_local_facts();
   plan_.clear();
+  host_evicted_bits_.fill(0);
   items_.clear();
   plan_.replica = index_;
   plan_.now = now;

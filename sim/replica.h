@@ -3,6 +3,7 @@
 // and the planning steps from which its batch scheduler (scheduler.name) composes one BatchPlan
 // per step.
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -247,12 +248,13 @@ class Replica final : public RunView {
   /// the hits at once (lookups read no pins, so every hit is still pinned before any
   /// placement), then the misses' encodes.
   void resolve_facts_direct(std::uint32_t ri, std::uint32_t& budget);
-  /// Places a fact on the GPU tier, pinned: for `owner`'s layout entry `f` when given and not
-  /// yet pinned (it holds the fact at least until the step ends), else until the step ends.
-  bool insert_gpu(FactId global, SimTime now, bool use_admission, Request* owner = nullptr,
-                  RequestFact* f = nullptr) {
+  /// Places a fact (its local id `local`) on the GPU tier, pinned: for `owner`'s layout entry `f`
+  /// when given and not yet pinned (it holds the fact at least until the step ends), else until the
+  /// step ends.
+  bool insert_gpu(FactId global, FactId local, SimTime now, bool use_admission,
+                  Request* owner = nullptr, RequestFact* f = nullptr) {
     if (direct_) return insert_gpu_direct(global, owner, f);
-    return insert_gpu_tiers(global, now, use_admission, owner, f);
+    return insert_gpu_tiers(global, local, now, use_admission, owner, f);
   }
   /// insert_gpu on a direct replica.
   bool insert_gpu_direct(FactId global, Request* owner, RequestFact* f) {
@@ -282,8 +284,8 @@ class Replica final : public RunView {
     return ok;
   }
   /// insert_gpu through the tiers' general calls (a host tier, another policy, admission).
-  bool insert_gpu_tiers(FactId global, SimTime now, bool use_admission, Request* owner,
-                        RequestFact* f);
+  bool insert_gpu_tiers(FactId global, FactId local, SimTime now, bool use_admission,
+                        Request* owner, RequestFact* f);
   /// A hit in a tier below the GPU (f.source): loaded into the GPU tier. Asynchronous (on the
   /// copy engine, the request's prefill waits for it) with store.host.async_loads, and always
   /// from the disk and remote tiers, whose reads into host memory come first.
@@ -293,6 +295,16 @@ class Replica final : public RunView {
   bool lower_hit(FactId global, RequestFact& f, SimTime now);
   /// The plan's host evictions gain what left the node's host tier.
   void take_host_evictions();
+  /// A filter of the facts in plan_.host_evictions (a bit a hash of the id; cleared as the
+  /// step begins): a fact written to the host tier is looked for in that list only when its
+  /// bit is set, where a scan per written demotion took 1 % of a fleet's run.
+  static std::uint32_t host_evicted_bit(FactId global) {
+    return static_cast<std::uint32_t>((global * 0x9E3779B97F4A7C15ull) >> 54);
+  }
+  bool maybe_host_evicted(FactId global) const {
+    const std::uint32_t b = host_evicted_bit(global);
+    return (host_evicted_bits_[b / 64] >> (b % 64)) & 1;
+  }
   /// A fact placed on the GPU by an encode: written at once to the tier below when the GPU
   /// tier writes through.
   void write_through(FactId global, SimTime now);
@@ -300,8 +312,12 @@ class Replica final : public RunView {
   /// Plans one encode job; false when it does not fit in the budget (try next step).
   bool plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& budget);
   /// plan_encode_job of fact `global` for request `r`'s layout entry `f` (both null: a memory
-  /// write); resolve_facts calls it for a request's own facts without queueing a job.
-  bool plan_encode(FactId global, Request* r, RequestFact* f, SimTime now, std::uint32_t& budget);
+  /// write). `fresh`: resolve_facts plans `f` itself, after its request's loads and earlier
+  /// misses only, so `f->local` is its id (no sweep since) and no tier below the GPU holds it
+  /// (none did then, and what they gained since are GPU victims, resident then, and the hits
+  /// promoted through them).
+  bool plan_encode(FactId global, Request* r, RequestFact* f, SimTime now, std::uint32_t& budget,
+                   bool fresh = false);
   /// plan_encode of request `r`'s own miss `f` on a direct replica (no host tier, no
   /// asynchronous loads, local ids the global ids): the same steps, inline. Its encode is
   /// written at `enc_out`, a value-initialised entry of plan_.encodes, which it then advances.
@@ -382,6 +398,7 @@ class Replica final : public RunView {
   SimTime copy_free_at_ = 0;  // the host-to-device copy engine's queue ends here
   SimTime d2h_free_at_ = 0;   // the device-to-host one's (offloads of asynchronous loads' victims)
   bool async_copy_ = false;   // insert_gpu is placing an asynchronous load
+  std::array<std::uint64_t, 16> host_evicted_bits_{};  // see maybe_host_evicted
   /// By local id, with asynchronous loads: when the fact's last load is done (a request that
   /// finds it resident before then waits for it too).
   std::vector<SimTime> async_ready_;

@@ -265,9 +265,8 @@ void Replica::unpin_all(Request& r) {
   r.pins.clear();
 }
 
-bool Replica::insert_gpu_tiers(FactId global, SimTime now, bool use_admission, Request* owner,
-                               RequestFact* f) {
-  const FactId local = local_id(global);
+bool Replica::insert_gpu_tiers(FactId global, FactId local, SimTime now, bool use_admission,
+                               Request* owner, RequestFact* f) {
   if (f != nullptr && f->pinned) owner = nullptr;
   evicted_.clear();
   const CacheEntry e = entry(global, local, now);
@@ -288,7 +287,7 @@ bool Replica::insert_gpu_tiers(FactId global, SimTime now, bool use_admission, R
       // The executor offloads before it drops host copies: a fact dropped from the host tier
       // earlier in this step (the plan lists it) and offloaded again now must stay.
       auto& hev = plan_.host_evictions;
-      if (!hev.empty()) hev.erase(std::remove(hev.begin(), hev.end(), vg), hev.end());
+      if (maybe_host_evicted(vg)) hev.erase(std::remove(hev.begin(), hev.end(), vg), hev.end());
       // Into host memory first, whichever tier keeps it. Written in place (as plan_encode's
       // encodes): a copy from the stack would wait for its narrow stores to drain.
       const std::uint32_t tokens = facts_.tokens(vg).tokens;
@@ -413,16 +412,24 @@ void Replica::resolve_facts(std::uint32_t ri, SimTime now, std::uint32_t& budget
     }
   }
   if (kv_inject_) prefetch_victims(2);
-  // Then loads and encode jobs.
+  // Then loads, then the misses' encodes: planned here while no job waits before them (as
+  // admit would plan their jobs at once), queued from the first that does not fit.
+  if (node_ != nullptr) {
+    for (RequestFact& f : r.layout) {
+      if (f.source == FactSource::kHostHit || f.source == FactSource::kDiskHit ||
+          f.source == FactSource::kRemoteHit) {
+        promote_from_lower(r, f, now);
+      }
+    }
+  }
+  bool plan_now = request_jobs_.empty();
   for (std::uint32_t i = 0; i < r.layout.size(); ++i) {
     RequestFact& f = r.layout[i];
-    if (f.source == FactSource::kHostHit || f.source == FactSource::kDiskHit ||
-        f.source == FactSource::kRemoteHit) {
-      promote_from_lower(r, f, now);
-    } else if (f.source == FactSource::kEncoded) {
-      ++r.pending_encodes;
-      request_jobs_.push_back(EncodeJob{f.global, ri, r.id, i});
-    }
+    if (f.source != FactSource::kEncoded) continue;
+    ++r.pending_encodes;
+    if (plan_now && plan_encode(f.global, &r, &f, now, budget, true)) continue;
+    plan_now = false;
+    request_jobs_.push_back(EncodeJob{f.global, ri, r.id, i});
   }
   finish_resolve(r, {first_admission, shared, pos, computed, present});
 }
@@ -517,9 +524,9 @@ bool Replica::plan_encode_job(const EncodeJob& job, SimTime now, std::uint32_t& 
 }
 
 bool Replica::plan_encode(FactId global, Request* r, RequestFact* f, SimTime now,
-                          std::uint32_t& budget) {
-  const FactId local = local_id(global);
+                          std::uint32_t& budget, bool fresh) {
   // A sweep between the request's admission and this step may have renumbered the fact.
+  const FactId local = fresh ? f->local : local_id(global);
   if (f != nullptr) f->local = static_cast<std::uint32_t>(local);
   auto done = [&] {
     if (r != nullptr) --r->pending_encodes;
@@ -531,7 +538,7 @@ bool Replica::plan_encode(FactId global, Request* r, RequestFact* f, SimTime now
       r->loads_ready = std::max(r->loads_ready, async_ready_[local]);
     return done();
   }
-  if (node_ && f != nullptr) {
+  if (node_ && f != nullptr && !fresh) {
     // Written below meanwhile (by a memory write or an eviction): loaded, not encoded again.
     const TierLevel t = node_->highest(global);
     if (t != TierLevel::kGpu) {
@@ -547,7 +554,7 @@ bool Replica::plan_encode(FactId global, Request* r, RequestFact* f, SimTime now
   if (tokens > cfg_.scheduler.max_batch_tokens) encode_too_large(global, tokens);
   if (tokens > budget) return false;
   // Pinned for the request if stored: it holds the fact past the step's end.
-  const bool stored = insert_gpu(global, now, true, r, f);
+  const bool stored = insert_gpu(global, local, now, true, r, f);
   if (stored) write_through(global, now);
   const FactTokens& info = facts_.tokens(global);
   if (r == nullptr && !stored) return true;  // a memory write the store did not admit

@@ -10,6 +10,10 @@ namespace inferscale {
 
 void Replica::take_host_evictions() {
   auto& evicted = node_->host_evicted();
+  for (const FactId g : evicted) {
+    const std::uint32_t b = host_evicted_bit(g);
+    host_evicted_bits_[b / 64] |= std::uint64_t{1} << (b % 64);
+  }
   plan_.host_evictions.insert(plan_.host_evictions.end(), evicted.begin(), evicted.end());
   evicted.clear();
 }
@@ -51,7 +55,7 @@ void Replica::promote_from_lower(Request& r, RequestFact& f, SimTime now, bool h
   const SimTime in_host = node_->fetch(f.global, from, bytes, now);
   take_host_evictions();
   async_copy_ = async;  // the victims' offloads go to the other copy engine
-  const bool placed = insert_gpu(f.global, now, false);
+  const bool placed = insert_gpu(f.global, f.local, now, false);
   async_copy_ = false;
   if (placed) {
     const FactLoad load{f.global, info.tokens, bytes, kNoRequest, 0};
