@@ -11,7 +11,8 @@
 #              256 replicas), SEED (1),
 #              MEM_LIMIT_KB (virtual memory cap per run, default 20000000: a run past it fails
 #              rather than pushing the machine into swap), HOST_TIER (the host tier's capacity a
-#              node, 64GB; none: a GPU tier alone)
+#              node, 64GB; none: a GPU tier alone), MODE (serving mode: kv_inject, or text: facts
+#              pasted as text, no store work, which times the generator and the scheduler alone)
 set -euo pipefail
 
 BIN=${1:-build/inferscale}
@@ -21,6 +22,7 @@ RATE_PER_REPLICA=${RATE_PER_REPLICA:-8}
 SEED=${SEED:-1}
 MEM_LIMIT_KB=${MEM_LIMIT_KB:-20000000}
 HOST_TIER=${HOST_TIER:-64GB}
+MODE=${MODE:-kv_inject}
 GRID=("$@")
 if ((${#GRID[@]} == 0)); then
   GRID=(10000:100000:8 100000:100000:8 10000:1000000:8 10000:100000:64 10000:100000:256)
@@ -34,7 +36,7 @@ trap 'rm -rf "$TMP"' EXIT
 
 echo "- CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB"
 echo "- load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "- store.warm: $WARM, host tier: $HOST_TIER, $RATE_PER_REPLICA requests/s per replica, seed $SEED"
+echo "- serving: $MODE, store.warm: $WARM, host tier: $HOST_TIER, $RATE_PER_REPLICA requests/s per replica, seed $SEED"
 echo
 echo "| users | requests | replicas | status | wall s | user CPU s | req/s (per CPU s) | peak RSS MiB |"
 echo "|---:|---:|---:|---|---:|---:|---:|---:|"
@@ -51,7 +53,7 @@ model: llama-3.1-8b
 gpu: h200
 replicas: $replicas
 scheduler: {max_batch_tokens: 8192, max_seqs: 256}
-serving: {mode: kv_inject, k: 50, header_tokens: 64, footer_tokens: 16}
+serving: {mode: $MODE, k: 50, header_tokens: 64, footer_tokens: 16}
 store:
   warm: $WARM
   gpu: {capacity: 30%, eviction: lru}
