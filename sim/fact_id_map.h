@@ -27,6 +27,31 @@ class FactIdMap {
       if (s.key == 0) return 0;
     }
   }
+  /// find(global), and where it is absent (value 0) the slot an insertion of it takes: the
+  /// first empty one of its probe run, kept by insert_at while the map does not change.
+  struct Probe {
+    std::uint32_t value;
+    std::size_t slot;
+  };
+  Probe probe(std::uint64_t global) const {
+    if (lines_.empty()) return {0, 0};
+    const auto key = static_cast<std::uint32_t>(global) + 1;
+    for (std::size_t i = slot_of(key);; i = (i + 1) & mask_) {
+      const Slot& s = slot(i);
+      if (s.key == key) return {s.value, i};
+      if (s.key == 0) return {0, i};
+    }
+  }
+  /// insert(global, value) of a `global` that probe(global) `p` found absent, into the slot it
+  /// found unless the map grows first (a miss then places it without probing again).
+  void insert_at(const Probe& p, std::uint64_t global, std::uint32_t value) {
+    if (2 * (size_ + 1) > capacity()) {
+      insert(global, value);
+      return;
+    }
+    slot(p.slot) = Slot{static_cast<std::uint32_t>(global) + 1, value};
+    ++size_;
+  }
   /// Starts loading the slot where find(global) begins (a hint).
   void prefetch(std::uint64_t global) const {
     if (!lines_.empty()) prefetch_kept(&slot(slot_of(static_cast<std::uint32_t>(global) + 1)));

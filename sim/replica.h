@@ -210,8 +210,8 @@ class Replica final : public RunView {
       return global;
     }
     if (compact_ids_) {
-      const std::uint32_t l = local_map_.find(global);
-      return l != 0 ? l - 1 : add_local(global);
+      const FactIdMap::Probe p = local_map_.probe(global);
+      return p.value != 0 ? p.value - 1 : add_compact_local(global, p);
     }
     if (global < local_plus1_.size() && local_plus1_[global] != 0) return local_plus1_[global] - 1;
     return add_local(global);
@@ -228,7 +228,9 @@ class Replica final : public RunView {
   /// record and the fact table's entry of each GPU victim (its demotion reads them), the
   /// replicas' pins of each host victim.
   void prefetch_victims(int stage, std::uint32_t n = 0);
-  FactId add_local(FactId global);  // first sight of `global` here
+  FactId add_local(FactId global);  // first sight of `global` here, by dense ids
+  /// The same with compact ids, `p` the local map's probe that found `global` absent.
+  FactId add_compact_local(FactId global, const FactIdMap::Probe& p);
   void add_global(FactId global);   // with global_ids_: records up to `global`
   CacheEntry entry(FactId global, FactId local, SimTime) const {
     if (lite_entries_) {  // no policy reads more: the fact's other fields stay unread

@@ -88,21 +88,22 @@ void Replica::sweep_local_facts() {
   sweep_after_ = std::max(kMinSweep, local_facts());
 }
 
-FactId Replica::add_local(FactId global) {
-  if (compact_ids_) {
-    ++taken_since_sweep_;
-    if (!free_local_.empty()) {
-      const std::uint32_t l = free_local_.back();
-      free_local_.pop_back();
-      local_[l] = LocalFact{static_cast<std::uint32_t>(global), 0};
-      local_map_.insert(global, l + 1);
-      return l;
-    }
-    local_.push_back(LocalFact{static_cast<std::uint32_t>(global), 0});
-    if (async_loads_) async_ready_.push_back(0);
-    local_map_.insert(global, static_cast<std::uint32_t>(local_.size()));
-    return local_.size() - 1;
+FactId Replica::add_compact_local(FactId global, const FactIdMap::Probe& p) {
+  ++taken_since_sweep_;
+  if (!free_local_.empty()) {
+    const std::uint32_t l = free_local_.back();
+    free_local_.pop_back();
+    local_[l] = LocalFact{static_cast<std::uint32_t>(global), 0};
+    local_map_.insert_at(p, global, l + 1);
+    return l;
   }
+  local_.push_back(LocalFact{static_cast<std::uint32_t>(global), 0});
+  if (async_loads_) async_ready_.push_back(0);
+  local_map_.insert_at(p, global, static_cast<std::uint32_t>(local_.size()));
+  return local_.size() - 1;
+}
+
+FactId Replica::add_local(FactId global) {
   if (global >= local_plus1_.size()) {
     local_plus1_.resize(std::max<std::size_t>(global + 1, local_plus1_.size() * 2), 0);
   }

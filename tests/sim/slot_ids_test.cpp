@@ -159,6 +159,7 @@ TEST_CASE("FactTable keeps a declared fact in a byte or two") {
 }
 
 TEST_CASE("FactIdMap finds what was inserted since its last rebuild, and nothing else") {
+  // Inserted by key, or (every other round) into the slot of the probe that found the key absent.
   // Records by id (global or kFree) as a replica keeps them: facts take the lowest free id,
   // sweeps free some and rebuild the map; keys from a small range so that probe runs meet.
   constexpr std::uint64_t kFree = ~std::uint64_t{0};
@@ -173,13 +174,20 @@ TEST_CASE("FactIdMap finds what was inserted since its last rebuild, and nothing
   for (int round = 0; round < 200000; ++round) {
     const std::uint64_t key = next() % 5000;
     const auto it = reference.find(key);
-    REQUIRE(map.find(key) == (it == reference.end() ? 0u : it->second));
+    const std::uint32_t expected = it == reference.end() ? 0u : it->second;
+    REQUIRE(map.find(key) == expected);
+    const FactIdMap::Probe probe = map.probe(key);
+    REQUIRE(probe.value == expected);
     if (it == reference.end()) {
       auto free = std::find(records.begin(), records.end(), kFree);
       if (free == records.end()) free = records.insert(records.end(), kFree);
       *free = key;
       const auto id = static_cast<std::uint32_t>(free - records.begin());
-      map.insert(key, id + 1);
+      if (round % 2 == 0) {
+        map.insert_at(probe, key, id + 1);
+      } else {
+        map.insert(key, id + 1);
+      }
       reference.emplace(key, id + 1);
     }
     if (round % 5000 == 4999) {  // a sweep frees about half
