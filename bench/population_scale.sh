@@ -29,6 +29,10 @@ if ((${#GRID[@]} == 0)); then
 fi
 
 [[ -x "$BIN" ]] || { echo "no executable at $BIN (build it, or pass its path)" >&2; exit 2; }
+case "$MODE" in
+  kv_inject | text) ;;
+  *) echo "MODE must be kv_inject or text, not '$MODE'" >&2; exit 2 ;;
+esac
 command -v /usr/bin/time >/dev/null || { echo "needs /usr/bin/time (Debian: time)" >&2; exit 2; }
 
 TMP=$(mktemp -d)
@@ -63,7 +67,8 @@ YAML
   status=ok
   (ulimit -v "$MEM_LIMIT_KB"; /usr/bin/time -f "%e %U %M" -o "$TMP/time" \
      "$BIN" run "$TMP/pop.yaml" --out "$TMP/results" --no-progress >"$TMP/log" 2>&1) || status=failed
-  read -r wall user rss_kb <"$TMP/time" || true
+  # The last line: a failed run's first says "Command exited with non-zero status N".
+  read -r wall user rss_kb < <(tail -n 1 "$TMP/time") || true
   [[ "$status" == ok ]] || { wall=${wall:--}; user=${user:--}; }
   rate_cpu=$(awk -v r="$requests" -v u="${user:-0}" 'BEGIN{ if (u > 0) printf "%.0f", r / u; else print "-" }')
   rss_mib=$(awk -v k="${rss_kb:-0}" 'BEGIN{ printf "%.0f", k / 1024 }')
