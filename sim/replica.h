@@ -231,7 +231,7 @@ class Replica final : public RunView {
   FactId add_local(FactId global);  // first sight of `global` here, by dense ids
   /// The same with compact ids, `p` the local map's probe that found `global` absent.
   FactId add_compact_local(FactId global, const FactIdMap::Probe& p);
-  void add_global(FactId global);   // with global_ids_: records up to `global`
+  void add_global(FactId global);  // with global_ids_: records up to `global`
   CacheEntry entry(FactId global, FactId local, SimTime) const {
     if (lite_entries_) {  // no policy reads more: the fact's other fields stay unread
       const std::uint32_t tokens = facts_.tokens(global).tokens;
