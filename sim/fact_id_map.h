@@ -18,15 +18,7 @@ namespace inferscale {
 class FactIdMap {
  public:
   /// local + 1 of `global`, 0 when absent.
-  std::uint32_t find(std::uint64_t global) const {
-    if (lines_.empty()) return 0;
-    const auto key = static_cast<std::uint32_t>(global) + 1;
-    for (std::size_t i = slot_of(key);; i = (i + 1) & mask_) {
-      const Slot& s = slot(i);
-      if (s.key == key) return s.value;
-      if (s.key == 0) return 0;
-    }
-  }
+  std::uint32_t find(std::uint64_t global) const { return probe(global).value; }
   /// find(global), and where it is absent (value 0) the slot an insertion of it takes: the
   /// first empty one of its probe run, kept by insert_at while the map does not change.
   struct Probe {
