@@ -170,10 +170,7 @@ void NodeStore::sweep_ids() {
   taken_since_sweep_ = 0;
   // Descending, so that the lowest freed id is taken first.
   for (std::size_t id = globals_.size(); id-- > 0;) {
-    if (globals_[id] == kFreeId || (host_ && host_->resident(id)) ||
-        (disk_ && disk_->resident(id))) {
-      continue;
-    }
+    if (globals_[id] == kFreeId || holds(id)) continue;
     globals_[id] = kFreeId;
     free_ids_.push_back(id);
   }

@@ -255,17 +255,13 @@ class Replica final : public RunView {
   /// step ends.
   bool insert_gpu(FactId global, FactId local, SimTime now, bool use_admission,
                   Request* owner = nullptr, RequestFact* f = nullptr) {
-    if (direct_) return insert_gpu_direct(global, owner, f);
-    return insert_gpu_tiers(global, local, now, use_admission, owner, f);
-  }
-  /// insert_gpu on a direct replica.
-  bool insert_gpu_direct(FactId global, Request* owner, RequestFact* f) {
+    if (!direct_) return insert_gpu_tiers(global, local, now, use_admission, owner, f);
     if (f != nullptr && f->pinned) owner = nullptr;
-    return place_gpu_direct(local_id(global), facts_.tokens(global).tokens, owner, f);
+    return place_gpu_direct(local, facts_.tokens(global).tokens, owner, f);
   }
-  /// insert_gpu_direct of the fact at reserved id `local`, of `tokens` tokens, pinned for
-  /// `owner` when given (its entry `f` not yet pinned). Forced inline: plan_encode_direct places
-  /// each miss through it with the id and tokens it has already read, and as a call it costs
+  /// insert_gpu on a direct replica: the fact at reserved id `local`, of `tokens` tokens, pinned
+  /// for `owner` when given (its entry `f` not yet pinned). Forced inline: plan_encode_direct
+  /// places each miss through it with the id and tokens it has already read, and as a call it costs
   /// 4 % more instructions in a one-replica run.
   [[gnu::always_inline]] bool place_gpu_direct(FactId local, std::uint32_t tokens, Request* owner,
                                                RequestFact* f) {
@@ -299,7 +295,7 @@ class Replica final : public RunView {
   void take_host_evictions();
   /// A filter of the facts in plan_.host_evictions (a bit a hash of the id; cleared as the
   /// step begins): a fact written to the host tier is looked for in that list only when its
-  /// bit is set, where a scan per written demotion took 1 % of a fleet's run.
+  /// bit is set, not by a scan of the list at every written demotion.
   static std::uint32_t host_evicted_bit(FactId global) {
     return static_cast<std::uint32_t>((global * 0x9E3779B97F4A7C15ull) >> 54);
   }
