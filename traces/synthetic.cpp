@@ -1,10 +1,8 @@
 #include "traces/synthetic.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <functional>
-#include <limits>
 #include <vector>
 
 #include "traces/error.h"
@@ -34,63 +32,6 @@ std::uint32_t draw_words(Rng& rng, double mean, double sd) {
 std::uint64_t draw_between(Rng& rng, std::uint64_t lo, std::uint64_t hi) {
   return lo + rng.below(hi - lo + 1);
 }
-
-/// Draws k distinct ranks from the first n of a Zipf law, one after another, each with
-/// probability proportional to its weight among the ranks not drawn yet (so the draw order is a
-/// ranking: first drawn = most relevant). A Fenwick tree over the weights, rebuilt from the
-/// pristine weights for every request (O(n)), makes each draw and removal O(log n).
-class ZipfSampler {
- public:
-  ZipfSampler(std::size_t max_n, double s) : weight_(max_n), tree_(2 * max_n + 2) {
-    for (std::size_t i = 0; i < max_n; ++i) {
-      weight_[i] = s == 0 ? 1.0 : std::pow(static_cast<double>(i + 1), -s);
-    }
-  }
-
-  void draw(Rng& rng, std::uint32_t n, std::uint32_t k, std::vector<std::uint32_t>& out) {
-    out.clear();
-    // Linear-time Fenwick build over weight_[0, n).
-    for (std::uint32_t i = 1; i <= n; ++i) tree_[i] = weight_[i - 1];
-    for (std::uint32_t i = 1; i <= n; ++i) {
-      const std::uint32_t j = i + (i & (~i + 1));
-      if (j <= n) tree_[j] += tree_[i];
-    }
-    removed_.assign(n, 0);
-    std::uint32_t top = 1;
-    while (top * 2 <= n) top *= 2;
-    // Entries past n are +inf so the descent needs no bound check.
-    for (std::uint32_t i = n + 1; i < 2 * top; ++i) tree_[i] = kInf;
-    double total = 0;
-    for (std::uint32_t i = n; i > 0; i -= i & (~i + 1)) total += tree_[i];
-    for (std::uint32_t d = 0; d < k && d < n; ++d) {
-      double x = rng.uniform() * total;
-      std::uint32_t pos = 0;  // number of items whose cumulative weight is <= x
-      for (std::uint32_t step = top; step > 0; step /= 2) {
-        // Branch-free: the comparison is unpredictable, a mispredicted branch costs more. t or
-        // +0.0 by a bit mask (a two-entry table on the stack costs a store and a load a level).
-        const double t = tree_[pos + step];
-        const auto go = static_cast<std::uint32_t>(t <= x);
-        pos += go * step;
-        x -= std::bit_cast<double>(std::bit_cast<std::uint64_t>(t) & (std::uint64_t{0} - go));
-      }
-      // Rounding can land on a removed item or past the end: take the nearest one left.
-      std::uint32_t item = std::min(pos, n - 1);
-      while (removed_[item] && item + 1 < n) ++item;
-      while (removed_[item] && item > 0) --item;
-      removed_[item] = 1;
-      out.push_back(item);
-      const double w = weight_[item];
-      total -= w;
-      for (std::uint32_t i = item + 1; i <= n; i += i & (~i + 1)) tree_[i] -= w;
-    }
-  }
-
- private:
-  std::vector<double> weight_;
-  static constexpr double kInf = std::numeric_limits<double>::infinity();
-  std::vector<double> tree_;  // 1-based Fenwick tree; [n + 1, 2 * top) hold +inf
-  std::vector<std::uint8_t> removed_;
-};
 
 /// What the request generator remembers per user (24 bytes).
 struct UserState {
