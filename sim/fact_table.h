@@ -7,10 +7,10 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
 #include "policies/policy.h"
+#include "sim/memo.h"
 #include "sim/prefetch.h"
 #include "traces/types.h"
 
@@ -194,7 +194,7 @@ class FactTable {
   std::size_t bytes() const {
     return shape_.bytes() + runs_.capacity() * sizeof(Run) + user_.bytes() + external_.bytes() +
            created_.capacity() * sizeof(SimTime) + shapes_.capacity() * sizeof(Shape) +
-           shape_index_.size() * (sizeof(ShapeKey) + sizeof(std::uint32_t) + 2 * sizeof(void*));
+           shape_index_.bytes();
   }
 
  private:
@@ -226,12 +226,10 @@ class FactTable {
   std::uint32_t intern(const Shape& s) {
     const ShapeKey key{(std::uint64_t(s.tokens) << 32) | s.encode_context_tokens,
                        s.recompute_cost_ns, s.memory_write};
-    if (last_ < shapes_.size() && last_key_ == key) return last_;
-    auto [it, inserted] = shape_index_.try_emplace(key, static_cast<std::uint32_t>(shapes_.size()));
-    if (inserted) shapes_.push_back(s);
-    last_key_ = key;
-    last_ = it->second;
-    return last_;
+    return shape_index_.get(key, [&] {
+      shapes_.push_back(s);
+      return static_cast<std::uint32_t>(shapes_.size() - 1);
+    });
   }
   void add_owner(FactId id, UserId user, FactId external) {
     if (flat_) {
@@ -275,9 +273,7 @@ class FactTable {
   NarrowIds external_;            // by id, when flat
   std::vector<SimTime> created_;  // by id, empty while every fact was created at t = 0
   std::vector<Shape> shapes_;
-  std::unordered_map<ShapeKey, std::uint32_t, ShapeHash> shape_index_;
-  ShapeKey last_key_{};
-  std::uint32_t last_ = 0xffffffffu;
+  Memo<ShapeKey, std::uint32_t, ShapeHash> shape_index_;
 };
 
 }  // namespace inferscale

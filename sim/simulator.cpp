@@ -119,9 +119,7 @@ FactId Simulator::Impl::add_fact(const FactRecord& f, bool memory_write) {
 SimTime Simulator::Impl::recompute_cost(std::uint32_t tokens, std::uint32_t context_tokens) {
   if (!encode_cost) return 0;
   const std::uint64_t key = (std::uint64_t(tokens) << 32) | context_tokens;
-  auto [it, inserted] = encode_costs.try_emplace(key, 0);
-  if (inserted) it->second = encode_cost(tokens, context_tokens);
-  return it->second;
+  return encode_costs.get(key, [&] { return encode_cost(tokens, context_tokens); });
 }
 
 void Simulator::Impl::on_fact(const FactRecord& f, bool at_start) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sim/closed_loop.h"
+#include "sim/memo.h"
 #include "sim/node_store.h"
 #include "sim/partition.h"
 #include "sim/progress.h"
@@ -113,7 +114,7 @@ struct Simulator::Impl {
   FactId add_fact(const FactRecord& f, bool memory_write);
 
   /// encode_cost, memoized: facts repeat a few token counts and the price is a pure function.
-  std::unordered_map<std::uint64_t, SimTime> encode_costs;
+  Memo<std::uint64_t, SimTime> encode_costs;
   SimTime recompute_cost(std::uint32_t tokens, std::uint32_t context_tokens);
 
   /// The home replica of the last user looked up: a user's facts come in a run of records.
