@@ -32,7 +32,7 @@ class Memo {
   }
 
  private:
-  static constexpr int kSlotBits = 6;
+  static constexpr int kSlotBits = 9;
   struct Slot {
     Key key{};
     Value value{};
