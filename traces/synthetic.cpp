@@ -499,10 +499,14 @@ struct SyntheticStream::Impl {
     }
     if (out.kind == RecordKind::kRequest) {
       dense.clear();
-      const auto& st = users[out.request.user];
+      const auto u = out.request.user;
+      const auto& st = users[u];
+      // The user's facts before its live sessions are dense from dense_static on (one division
+      // a request, not one a fact).
+      const std::uint32_t static_end = session_begin(st, st.sessions - o.live_sessions);
       for (const FactId f : out.request.facts) {
-        dense.push_back(
-            dense_index(out.request.user, static_cast<std::uint32_t>(f - st.first_fact)));
+        const auto j = static_cast<std::uint32_t>(f - st.first_fact);
+        dense.push_back(j < static_end ? st.dense_static + j : dense_index(u, j));
       }
     }
     return true;
