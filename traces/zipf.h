@@ -73,20 +73,29 @@ class ZipfTable {
 /// probability proportional to its weight among the ranks not drawn yet (so the draw order is a
 /// ranking: first drawn = most relevant). One uniform a draw.
 ///
-/// The ranks are cut into blocks of 16; the sampler keeps, for the current weights (a drawn
-/// rank weighs 0), each block's running total and the running sums within each block. A draw
-/// counts the block totals at or below its point, then the sums within that block: two short
-/// runs of independent comparisons rather than a chain of dependent ones, and a removal is two
-/// short runs of subtractions. A request starts from sums computed once for the longest law.
+/// Up to kMaxBlocked ranks (a LoCoMo-shaped user has at most 172 facts) the ranks are cut into
+/// blocks of 16; the sampler keeps, for the current weights (a drawn rank weighs 0), each
+/// block's running total and the running sums within each block. A draw counts the block totals
+/// at or below its point, then the sums within that block: two short runs of independent
+/// comparisons rather than a chain of dependent ones, and a removal is two short runs of
+/// subtractions. A request starts from sums computed once for the longest law. Longer laws
+/// (where the runs grow long) use a Fenwick tree over the weights, rebuilt for each request.
+/// Both draw the same ranks: the first whose running sum of the weights left passes the point.
 class ZipfSampler {
  public:
   static constexpr std::uint32_t kBlock = 16;
+  static constexpr std::size_t kMaxBlocked = 4096;
 
   ZipfSampler(std::size_t max_n, double s) {
     const std::size_t blocks = (max_n + kBlock - 1) / kBlock;
     weight_.assign(blocks * kBlock, 0.0);
     for (std::size_t i = 0; i < max_n; ++i) {
       weight_[i] = s == 0 ? 1.0 : std::pow(static_cast<double>(i + 1), -s);
+    }
+    removed_.resize(blocks * kBlock);
+    if (max_n > kMaxBlocked) {
+      tree_.resize(2 * max_n + 2);
+      return;
     }
     pristine_within_.resize(blocks * kBlock);
     pristine_ends_.resize(blocks);
@@ -102,13 +111,16 @@ class ZipfSampler {
     }
     within_.resize(blocks * kBlock);
     ends_.resize(blocks);
-    removed_.resize(blocks * kBlock);
   }
 
   /// `out`: the k ranks in [0, n) drawn, first drawn first. n at most the constructor's max_n.
   void draw(Rng& rng, std::uint32_t n, std::uint32_t k, std::vector<std::uint32_t>& out) {
     out.clear();
     if (n == 0) return;
+    if (!tree_.empty()) {
+      draw_by_tree(rng, n, k, out);
+      return;
+    }
     const std::uint32_t blocks = (n + kBlock - 1) / kBlock;
     const std::uint32_t last = blocks - 1;
     std::copy_n(pristine_within_.begin(), blocks * kBlock, within_.begin());
@@ -123,12 +135,9 @@ class ZipfSampler {
       const std::uint32_t b = std::min(count_at_or_below(ends_.data(), blocks, x), last);
       const double y = x - (b > 0 ? ends_[b - 1] : 0.0);
       double* within = within_.data() + b * kBlock;
-      std::uint32_t item = b * kBlock + std::min(count_at_or_below(within, kBlock, y), kBlock - 1);
-      // Rounding can land on a removed rank or past the end: take the nearest one left.
-      item = std::min(item, n - 1);
-      while (removed_[item] && item + 1 < n) ++item;
-      while (removed_[item] && item > 0) --item;
-      removed_[item] = 1;
+      const std::uint32_t item = take_nearest_left(
+          std::min(b * kBlock + std::min(count_at_or_below(within, kBlock, y), kBlock - 1), n - 1),
+          n);
       out.push_back(item);
       const double w = weight_[item];
       const std::uint32_t bi = item / kBlock, j = item % kBlock;  // bi: b unless rounding moved it
@@ -140,6 +149,46 @@ class ZipfSampler {
 
  private:
   static constexpr double kInf = std::numeric_limits<double>::infinity();
+
+  void draw_by_tree(Rng& rng, std::uint32_t n, std::uint32_t k, std::vector<std::uint32_t>& out) {
+    // Linear-time Fenwick build over weight_[0, n).
+    for (std::uint32_t i = 1; i <= n; ++i) tree_[i] = weight_[i - 1];
+    for (std::uint32_t i = 1; i <= n; ++i) {
+      const std::uint32_t j = i + (i & (~i + 1));
+      if (j <= n) tree_[j] += tree_[i];
+    }
+    std::fill_n(removed_.begin(), n, std::uint8_t{0});
+    std::uint32_t top = 1;
+    while (top * 2 <= n) top *= 2;
+    // Entries past n are +inf so the descent needs no bound check.
+    for (std::uint32_t i = n + 1; i < 2 * top; ++i) tree_[i] = kInf;
+    double total = 0;
+    for (std::uint32_t i = n; i > 0; i -= i & (~i + 1)) total += tree_[i];
+    for (std::uint32_t d = 0; d < k && d < n; ++d) {
+      double x = rng.uniform() * total;
+      std::uint32_t pos = 0;  // ranks whose running sum is at or below x
+      for (std::uint32_t step = top; step > 0; step /= 2) {
+        const double t = tree_[pos + step];
+        if (t <= x) {
+          pos += step;
+          x -= t;
+        }
+      }
+      const std::uint32_t item = take_nearest_left(std::min(pos, n - 1), n);
+      out.push_back(item);
+      const double w = weight_[item];
+      total -= w;
+      for (std::uint32_t i = item + 1; i <= n; i += i & (~i + 1)) tree_[i] -= w;
+    }
+  }
+  /// Rounding can land on a removed rank or past the end: the nearest one left, marked drawn.
+  std::uint32_t take_nearest_left(std::uint32_t item, std::uint32_t n) {
+    while (removed_[item] && item + 1 < n) ++item;
+    while (removed_[item] && item > 0) --item;
+    removed_[item] = 1;
+    return item;
+  }
+
   /// How many of v[0, m) are at or below x.
   static std::uint32_t count_at_or_below(const double* v, std::uint32_t m, double x) {
     std::uint32_t t = 0, c = 0;
@@ -175,6 +224,7 @@ class ZipfSampler {
   std::vector<double> pristine_within_;  // running sums within each block, nothing drawn
   std::vector<double> pristine_ends_;    // running totals at each block's end, nothing drawn
   std::vector<double> within_, ends_;    // the same for the request being drawn
+  std::vector<double> tree_;  // longer laws: 1-based Fenwick tree; [n + 1, 2 * top) hold +inf
   std::vector<std::uint8_t> removed_;
 };
 
