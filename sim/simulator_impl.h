@@ -9,7 +9,6 @@
 #include <memory>
 #include <optional>
 #include <queue>
-#include <unordered_map>
 #include <vector>
 
 #include "sim/closed_loop.h"
